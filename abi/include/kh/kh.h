@@ -1,0 +1,102 @@
+/* kh/kh.h: the host API of kh, the kernel hub. Stable C ABI, version 1.0.
+ *
+ * A host loads a kernel package by spec ("kernels-community/rms-norm@1"), looks up ops by
+ * name and calls them on DLPack tensors and its own stream:
+ *
+ *   kh_kernel* k = NULL;
+ *   if (kh_load_kernel("kernels-community/rms-norm@1", NULL, &k) != KH_OK)
+ *     fprintf(stderr, "%s\n", kh_last_error());
+ *   const kh_op* op = NULL;
+ *   kh_kernel_find_op(k, "rms_norm", &op);
+ *   kh_op_call(op, args, nargs, stream);
+ *   kh_kernel_release(k);
+ *
+ * Ownership: every handle returned is owned by the kh_kernel it came from and lives until
+ * kh_kernel_release(). Strings returned live as long as their handle, except
+ * kh_last_error()'s, which lives until the calling thread's next kh call.
+ * Every function here is safe to call with NULL handles: it returns an error (or does
+ * nothing, for release) rather than crash. No function lets a C++ exception escape.
+ *
+ * C99-clean. */
+#ifndef KH_KH_H
+#define KH_KH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kh/kernel_abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define KH_API __attribute__((visibility("default")))
+#else
+#define KH_API
+#endif
+
+typedef struct kh_kernel kh_kernel; /* a loaded kernel package */
+typedef struct kh_op kh_op;         /* one op of a loaded package */
+
+/* kh_load_options.flags */
+#define KH_LOAD_OFFLINE (1u << 0) /* use the cache and cached metadata only; no connection */
+
+/* Options of kh_load_kernel(). Zero-initialise, set struct_size, fill what you need;
+ * NULL strings take the default. Passing NULL instead of the struct takes every default. */
+typedef struct kh_load_options {
+  uint32_t struct_size; /* sizeof(kh_load_options) */
+  uint32_t flags;       /* KH_LOAD_* bits; KH_OFFLINE=1 in the environment adds OFFLINE */
+  const char* hub;       /* hub URL; default $KH_HUB */
+  const char* cache_dir; /* cache root; default $KH_CACHE, else $XDG_CACHE_HOME/kh, else ~/.cache/kh */
+  const char* variant;   /* force this variant key (e.g. for tests); default: select */
+} kh_load_options;
+
+/* Resolves spec ("org/name", "org/name@1.2", "org/name@sha256:<hex>", ...), uses the
+ * cache when it already holds a matching verified package, else fetches and verifies it
+ * from the hub; then loads it and negotiates the ABI. On success *out owns the package. */
+KH_API kh_status kh_load_kernel(const char* spec, const kh_load_options* options, kh_kernel** out);
+
+/* Loads a kernel library from a local file with no hub, cache or verification. For kernel
+ * authors and tests; hosts should load verified packages with kh_load_kernel(). */
+KH_API kh_status kh_load_kernel_library(const char* path, kh_kernel** out);
+
+/* Unloads the package. Ops obtained from it must not be used afterwards. NULL is ignored. */
+KH_API void kh_kernel_release(kh_kernel* kernel);
+
+/* What was loaded. Strings live as long as the kernel. */
+KH_API const char* kh_kernel_name(const kh_kernel* kernel);    /* "kernels-community/rms-norm" */
+KH_API const char* kh_kernel_version(const kh_kernel* kernel); /* "1.0.0" */
+KH_API const char* kh_kernel_variant(const kh_kernel* kernel); /* variant key */
+KH_API const char* kh_kernel_path(const kh_kernel* kernel);    /* the package's directory in the cache, or the library file */
+KH_API int32_t kh_kernel_device_type(const kh_kernel* kernel); /* DLDeviceType of its ops */
+
+KH_API uint32_t kh_kernel_num_ops(const kh_kernel* kernel);
+KH_API const kh_op* kh_kernel_op_at(const kh_kernel* kernel, uint32_t index); /* NULL if out of range */
+KH_API kh_status kh_kernel_find_op(const kh_kernel* kernel, const char* name, const kh_op** out);
+
+KH_API const char* kh_op_name(const kh_op* op);
+KH_API const char* kh_op_schema(const kh_op* op);
+KH_API uint32_t kh_op_num_args(const kh_op* op);
+
+/* Calls the op. The arguments are checked against the op's schema and constraints first
+ * (count, kinds, dtypes, ranks, devices); a bad call returns KH_ERROR_INVALID_ARGUMENT
+ * with a message naming the argument and never reaches the kernel. stream is the host's
+ * cudaStream_t / hipStream_t (NULL: default stream; ignored by CPU kernels). */
+KH_API kh_status kh_op_call(const kh_op* op, const kh_value* args, uint32_t nargs, void* stream);
+
+/* A fixed English name for a status code ("KH_ERROR_NOT_FOUND"); never NULL. */
+KH_API const char* kh_status_string(kh_status status);
+
+/* Detail of the last failure on this thread ("" if none). */
+KH_API const char* kh_last_error(void);
+
+/* The host ABI version this library implements (KH_ABI_VERSION) and its release. */
+KH_API uint32_t kh_abi_version(void);
+KH_API const char* kh_version_string(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KH_KH_H */

@@ -1,0 +1,67 @@
+// `kernels info <org>/<name>[@<version>]`: versions, builds and ops a hub offers.
+#include <cstdio>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "common_options.hpp"
+#include "kh/registry/package_spec.hpp"
+#include "package_fetch.hpp"
+
+namespace kh::cli {
+
+void add_info_command(CLI::App& app) {
+  struct Args {
+    std::string spec;
+    loader::FetchOptions options;
+    bool json = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("info", "Show the versions, builds and ops of a kernel package on a hub");
+  cmd->add_option("spec", args->spec, "Package: org/name, or org/name@version for one version")->required();
+  add_hub_options(cmd, args->options);
+  cmd->add_flag("--json", args->json, "Print the result as JSON");
+  cmd->callback([args]() {
+    const loader::FetchOptions options = loader::with_environment(args->options);
+    const registry::PackageSpec spec = registry::parse_package_spec(args->spec);
+    const registry::RepoIndex index = loader::load_repo_index(spec.repo(), options);
+    std::vector<const registry::Release*> shown;
+    if (args->spec.find('@') == std::string::npos) {
+      for (const auto& r : index.releases) shown.push_back(&r);
+    } else {
+      shown.push_back(&registry::resolve_release(index, spec.request));
+    }
+    if (args->json) {
+      nlohmann::json releases = nlohmann::json::array();
+      for (const auto* r : shown) {
+        nlohmann::json variants = nlohmann::json::array();
+        for (const auto& v : r->variants) {
+          nlohmann::json ops = nlohmann::json::array();
+          for (const auto& op : v.ops) ops.push_back({{"name", op.name}, {"schema", op.schema}});
+          variants.push_back({{"variant", v.key}, {"sha256", v.sha256}, {"size", v.size}, {"abi", v.abi}, {"ops", ops}});
+        }
+        releases.push_back({{"version", registry::to_string(r->version)}, {"yanked", r->yanked}, {"variants", variants}});
+      }
+      nlohmann::json out = {{"repo", index.repo}, {"metadata_version", index.version}, {"expires", index.expires},
+                            {"releases", releases}};
+      std::printf("%s\n", out.dump(2).c_str());
+      return;
+    }
+    std::printf("%s (metadata version %llu, expires %s)\n", index.repo.c_str(),
+                static_cast<unsigned long long>(index.version), index.expires.c_str());
+    for (const auto* r : shown) {
+      std::printf("\n%s%s\n", registry::to_string(r->version).c_str(), r->yanked ? "  (yanked)" : "");
+      for (const auto& v : r->variants)
+        std::printf("  build %s  %llu bytes  sha256:%s\n", v.key.c_str(), static_cast<unsigned long long>(v.size),
+                    v.sha256.c_str());
+      // Every build of a release exports the same ops; show them once, from the first.
+      if (!r->variants.empty()) {
+        std::printf("  ops:\n");
+        for (const auto& op : r->variants.front().ops) std::printf("    %s\n", op.schema.c_str());
+      }
+    }
+  });
+}
+
+}  // namespace kh::cli

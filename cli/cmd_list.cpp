@@ -1,0 +1,42 @@
+// `kernels list`: the packages complete in the cache.
+#include <cstdio>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "kh/registry/cache.hpp"
+
+namespace kh::cli {
+
+void add_list_command(CLI::App& app) {
+  struct Args {
+    std::string cache_root;
+    bool json = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("list", "List the kernel packages in the cache");
+  cmd->add_option("--cache", args->cache_root, "Cache directory (default: $KH_CACHE, else $XDG_CACHE_HOME/kh)");
+  cmd->add_flag("--json", args->json, "Print the result as a JSON array");
+  cmd->callback([args]() {
+    registry::Cache cache(args->cache_root.empty() ? registry::Cache::default_root() : args->cache_root);
+    const auto packages = cache.list_packages();
+    if (args->json) {
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& p : packages)
+        out.push_back({{"repo", p.manifest.name}, {"version", p.manifest.version}, {"variant", p.manifest.variant},
+                       {"sha256", p.sha256}, {"path", p.dir}});
+      std::printf("%s\n", out.dump(2).c_str());
+      return;
+    }
+    if (packages.empty()) {
+      std::printf("No packages in %s\n", cache.root().c_str());
+      return;
+    }
+    for (const auto& p : packages)
+      std::printf("%s %s  %s  %s\n", p.manifest.name.c_str(), p.manifest.version.c_str(), p.manifest.variant.c_str(),
+                  p.dir.c_str());
+  });
+}
+
+}  // namespace kh::cli

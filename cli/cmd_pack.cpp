@@ -1,0 +1,50 @@
+// `kernels pack <library> --package <kernel.json> --out <dist>`: turn one built kernel
+// library into a package archive. What the archive says about the build (name, version,
+// variant, ABI, ops) is read from the library itself, so it cannot drift from the code.
+#include <cstdio>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "kernel_library.hpp"
+#include "kh/registry/fs.hpp"
+#include "kh/registry/publish.hpp"
+#include "kh/registry/status_error.hpp"
+
+namespace kh::cli {
+
+void add_pack_command(CLI::App& app) {
+  struct Args {
+    std::string library, package_json, out_dir;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("pack", "Pack a built kernel library into a package archive (.tar.zst)");
+  cmd->add_option("library", args->library, "The built kernel library (.so)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--package", args->package_json, "The package's kernel.json (name and version are checked against it)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--out", args->out_dir, "Directory to write the archive into")->required();
+  cmd->callback([args]() {
+    const auto pkg = nlohmann::json::parse(registry::read_file(args->package_json, 1u << 20), nullptr, false);
+    if (!pkg.is_object() || !pkg.contains("name") || !pkg["name"].is_string() || !pkg.contains("version") ||
+        !pkg["version"].is_string())
+      fail(KH_ERROR_BAD_METADATA, args->package_json + ": expected a JSON object with string fields 'name' and 'version'");
+    const auto library = loader::KernelLibrary::open(args->library, "");
+    const kh_module_desc& m = library->module();
+    if (pkg["name"] != m.name || pkg["version"] != m.version)
+      fail(KH_ERROR_INVALID_ARGUMENT, args->library + " is " + m.name + " " + m.version + " but " + args->package_json +
+                                          " says " + pkg["name"].get<std::string>() + " " +
+                                          pkg["version"].get<std::string>() + "; rebuild the library");
+    registry::PackageManifest manifest;
+    manifest.name = m.name;
+    manifest.version = m.version;
+    manifest.variant = m.variant;
+    manifest.abi = loader::abi_version_text(library->abi_version());
+    for (uint32_t i = 0; i < m.num_ops; ++i) manifest.ops.push_back({m.ops[i].name, m.ops[i].schema});
+    const std::string archive = registry::pack_package(args->library, manifest, args->out_dir);
+    std::printf("packed %s %s (%s) -> %s\n", m.name, m.version, m.variant, archive.c_str());
+  });
+}
+
+}  // namespace kh::cli

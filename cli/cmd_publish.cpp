@@ -1,0 +1,36 @@
+// `kernels publish <dist-dir> --hub file://<dir>`: blobs first, then each repo's index.
+#include <cstdio>
+#include <memory>
+
+#include "commands.hpp"
+#include "kh/registry/publish.hpp"
+#include "kh/registry/status_error.hpp"
+
+namespace kh::cli {
+
+void add_publish_command(CLI::App& app) {
+  struct Args {
+    std::string dist_dir, hub;
+    int expires_days = 365;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("publish", "Publish the package archives in a directory to a hub");
+  cmd->add_option("dist", args->dist_dir, "Directory of .tar.zst archives made by `kernels pack`")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--hub", args->hub, "Hub to publish to: file:///path (created if missing)")->required();
+  cmd->add_option("--expires-days", args->expires_days, "Days until the published metadata expires")
+      ->check(CLI::Range(1, 3650));
+  cmd->callback([args]() {
+    const std::string prefix = "file://";
+    if (args->hub.compare(0, prefix.size(), prefix) != 0)
+      fail(KH_ERROR_INVALID_ARGUMENT, "kernels publish: hub " + args->hub + " is not a file:// URL; only file:// hubs can be published to so far");
+    const auto published = registry::publish_to_file_hub(args->dist_dir, args->hub.substr(prefix.size()), args->expires_days);
+    if (published.empty()) fail(KH_ERROR_NOT_FOUND, "kernels publish: no .tar.zst archives in " + args->dist_dir);
+    for (const auto& p : published)
+      std::printf("%s %s %s  sha256:%s%s\n", p.repo.c_str(), p.version.c_str(), p.variant.c_str(), p.sha256.c_str(),
+                  p.already_present ? "  (already published)" : "");
+  });
+}
+
+}  // namespace kh::cli

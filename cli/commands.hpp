@@ -1,0 +1,15 @@
+// One function per verb of `kernels`: each adds its subcommand to the app. The verbs hold
+// no logic the libraries lack; they parse flags, call registry/ and loader/, and print.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace kh::cli {
+
+void add_get_command(CLI::App& app);
+void add_info_command(CLI::App& app);
+void add_list_command(CLI::App& app);
+void add_pack_command(CLI::App& app);
+void add_publish_command(CLI::App& app);
+
+}  // namespace kh::cli

@@ -1,0 +1,35 @@
+// attention_fwd_sm80.cu: picks the compiled sm80 instantiation for a call's head dim and dtype.
+#include "attention_fwd_sm80.hpp"
+
+namespace kh_attention::sm80 {
+
+bool sm80_params_aligned(const Sm80FwdParams& p) {
+  auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
+  auto rows_aligned = [](int64_t batch, int64_t row, int64_t head) {
+    return batch % 8 == 0 && row % 8 == 0 && head % 8 == 0;  // 8 two-byte elements = 16 bytes
+  };
+  return aligned(p.q) && aligned(p.k) && aligned(p.v) && aligned(p.out) &&
+         rows_aligned(p.q_batch_stride, p.q_row_stride, p.q_head_stride) &&
+         rows_aligned(p.k_batch_stride, p.k_row_stride, p.k_head_stride) &&
+         rows_aligned(p.v_batch_stride, p.v_row_stride, p.v_head_stride) &&
+         rows_aligned(p.o_batch_stride, p.o_row_stride, p.o_head_stride);
+}
+
+cudaError_t run_attention_fwd_sm80(const Sm80FwdParams& p, cudaStream_t stream) {
+  const bool bf16 = p.dtype == ElementType::kBF16;
+  switch (p.head_dim) {
+    case 64:
+      return bf16 ? run_attention_fwd_sm80_instance<64, ElementType::kBF16>(p, stream)
+                  : run_attention_fwd_sm80_instance<64, ElementType::kF16>(p, stream);
+    case 128:
+      return bf16 ? run_attention_fwd_sm80_instance<128, ElementType::kBF16>(p, stream)
+                  : run_attention_fwd_sm80_instance<128, ElementType::kF16>(p, stream);
+    case 256:
+      return bf16 ? run_attention_fwd_sm80_instance<256, ElementType::kBF16>(p, stream)
+                  : run_attention_fwd_sm80_instance<256, ElementType::kF16>(p, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace kh_attention::sm80

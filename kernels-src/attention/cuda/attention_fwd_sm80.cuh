@@ -1,0 +1,412 @@
+// attention_fwd_sm80.cuh: FlashAttention-2 style forward kernel for sm80+ (mma.sync).
+//
+// Computes out = softmax(scale * q k^T [+ causal mask]) v per (batch, head) and, when asked,
+// lse = log(sum(exp(scale * q k^T))) per query row, in one pass over K/V:
+//  - one CTA per (q tile of kBlockM rows, head, batch); each warp owns 16*kMTiles whole
+//    query rows, so the softmax row reductions are quad shuffles only;
+//  - K and V tiles of kBlockN keys stream through shared memory with cp.async, two stages
+//    each (the next K tile lands while S = QK^T and softmax run, the next V tile while
+//    P V runs); 16-byte chunks are XOR-swizzled so ldmatrix and cp.async are conflict-free;
+//  - S = Q K^T and O += P V on tensor cores with mma.sync.m16n8k16 (f32 accumulate); the
+//    S accumulator fragment is re-packed in registers as the A operand of P V;
+//  - online softmax in fp32 with exp2 and the log2(e)-folded scale; O stays in registers;
+//  - causal is aligned bottom-right (query i sees keys j <= i + seqlen_k - seqlen_q); a
+//    row that sees no key writes out = 0 and lse = -inf.
+// Included by the attention_fwd_sm80_hd<D>_<dtype>.cu translation units only.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "attention_fwd_sm80.hpp"
+
+namespace kh_attention::sm80 {
+
+template <ElementType kType> struct ElementOf;
+template <> struct ElementOf<ElementType::kF16> { using type = __half; };
+template <> struct ElementOf<ElementType::kBF16> { using type = __nv_bfloat16; };
+
+// Tile shapes per head dim. FlashAttention-2's sm80 choices, which its authors measured on
+// A100; they also suit the H200 running this path through the PTX JIT:
+//  - d=64:  128 x 128, 4 warps (32 rows/warp). O is 64 fp32 regs/thread, S 64: no spills,
+//           and each K/V fragment read from shared memory feeds two m-tiles.
+//  - d=128: 128 x 64, 4 warps (32 rows/warp). O is 128 regs, S 64; 96 KB of shared memory
+//           with two K and two V stages still lets two CTAs share an H100/H200 SM.
+//  - d=256: 64 x 64, 4 warps (16 rows/warp). O is 128 regs; 160 KB of shared memory fits
+//           the A100's 163 KB per-block limit.
+template <int kHeadDim> struct Sm80TileConfig;
+template <> struct Sm80TileConfig<64> {
+  static constexpr int kBlockM = 128, kBlockN = 128, kWarps = 4;
+};
+template <> struct Sm80TileConfig<128> {
+  static constexpr int kBlockM = 128, kBlockN = 64, kWarps = 4;
+};
+template <> struct Sm80TileConfig<256> {
+  static constexpr int kBlockM = 64, kBlockN = 64, kWarps = 4;
+};
+
+template <int kHeadDim>
+constexpr int sm80_smem_bytes() {
+  using C = Sm80TileConfig<kHeadDim>;
+  // Q tile + two K stages + two V stages, 2-byte elements.
+  return (C::kBlockM + 4 * C::kBlockN) * kHeadDim * 2;
+}
+
+namespace detail {
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16-byte async copy; src_bytes == 0 fills the destination with zeros (rows past the end).
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t addr, uint32_t (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t addr, uint32_t (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// D = A(16x16, row) * B(16x8, col) + D, fp32 accumulate.
+template <typename T>
+__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (std::is_same_v<T, __half>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+// Two floats to one register of two 16-bit values; `lo` takes the lower column.
+template <typename T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  if constexpr (std::is_same_v<T, __half>) {
+    __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&h);
+  } else {
+    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&h);
+  }
+}
+
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// Element offset of 16-byte chunk `chunk` of row `row` in a swizzled [rows][kHeadDim] tile:
+// the low three chunk bits are XORed with the row, so eight consecutive rows at the same
+// logical chunk hit eight different bank groups (ldmatrix reads 8 rows x 16 bytes).
+template <int kHeadDim>
+__device__ __forceinline__ int swizzled(int row, int chunk) {
+  return row * kHeadDim + ((chunk ^ (row & 7)) << 3);
+}
+
+// Async copy of rows [row0, row0 + kRows) of a (seqlen, head_dim) slice with row stride
+// `row_stride` into a swizzled shared tile; rows at or past `row_end` become zeros.
+template <int kRows, int kHeadDim, int kThreads, typename T>
+__device__ __forceinline__ void load_tile_async(T* smem, const T* gmem, int64_t row_stride, int row0, int row_end,
+                                                int tid) {
+  constexpr int kChunksPerRow = kHeadDim / 8;
+  constexpr int kChunks = kRows * kChunksPerRow;
+  static_assert(kChunks % kThreads == 0, "tile chunks must divide evenly among threads");
+#pragma unroll
+  for (int i = 0; i < kChunks / kThreads; ++i) {
+    const int idx = tid + i * kThreads;
+    const int r = idx / kChunksPerRow;
+    const int c = idx % kChunksPerRow;
+    const bool in_range = row0 + r < row_end;
+    const T* src = in_range ? gmem + static_cast<int64_t>(row0 + r) * row_stride + c * 8 : gmem;
+    cp_async_16(smem_addr(smem + swizzled<kHeadDim>(r, c)), src, in_range ? 16 : 0);
+  }
+}
+
+}  // namespace detail
+
+template <int kHeadDim, typename T, bool kCausal>
+__global__ void __launch_bounds__(Sm80TileConfig<kHeadDim>::kWarps * 32)
+    attention_fwd_sm80_kernel(const Sm80FwdParams p) {
+  using namespace detail;
+  using Cfg = Sm80TileConfig<kHeadDim>;
+  constexpr int kBlockM = Cfg::kBlockM;
+  constexpr int kBlockN = Cfg::kBlockN;
+  constexpr int kThreads = Cfg::kWarps * 32;
+  constexpr int kMTiles = kBlockM / (16 * Cfg::kWarps);  // 16-row m-tiles per warp
+  constexpr int kNTiles = kBlockN / 8;                    // 8-key n-tiles of S
+  constexpr int kDTiles = kHeadDim / 8;                   // 8-column n-tiles of O
+  constexpr int kQKSteps = kHeadDim / 16;                 // k-steps of Q K^T
+  constexpr int kPVSteps = kBlockN / 16;                  // k-steps of P V
+  constexpr float kLog2e = 1.4426950408889634f;
+  constexpr float kLn2 = 0.6931471805599453f;
+  static_assert(kMTiles >= 1 && kBlockM == kMTiles * 16 * Cfg::kWarps, "bad tile config");
+  static_assert(kNTiles % 2 == 0 && kDTiles % 2 == 0 && kHeadDim >= 64, "bad tile config");
+
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  T* const sQ = reinterpret_cast<T*>(smem_raw);
+  T* const sK = sQ + kBlockM * kHeadDim;  // [2][kBlockN][kHeadDim]
+  T* const sV = sK + 2 * kBlockN * kHeadDim;
+
+  const int tid = threadIdx.x;
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  const int g = lane >> 2;  // row within an 8-row group of an mma fragment
+  const int t = lane & 3;   // column pair within an mma fragment
+  const int warp_row0 = warp * 16 * kMTiles;
+
+  // Causal tiles at the end of the sequence do the most work: launch them first.
+  const int m_block = gridDim.x - 1 - blockIdx.x;
+  const int head = blockIdx.y;
+  const int batch = blockIdx.z;
+  const int kv_head = head / (p.heads_q / p.heads_kv);
+  const int m0 = m_block * kBlockM;
+  const int seqlen_q = p.seqlen_q;
+  const int seqlen_k = p.seqlen_k;
+  const int causal_shift = seqlen_k - seqlen_q;  // query i sees keys j <= i + causal_shift
+
+  const T* q = static_cast<const T*>(p.q) + batch * p.q_batch_stride + head * p.q_head_stride;
+  const T* k = static_cast<const T*>(p.k) + batch * p.k_batch_stride + kv_head * p.k_head_stride;
+  const T* v = static_cast<const T*>(p.v) + batch * p.v_batch_stride + kv_head * p.v_head_stride;
+  T* out = static_cast<T*>(p.out) + batch * p.o_batch_stride + head * p.o_head_stride;
+
+  int n_blocks = (seqlen_k + kBlockN - 1) / kBlockN;
+  if constexpr (kCausal) {
+    const int last_key = m0 + kBlockM - 1 + causal_shift;  // last key any row of the tile sees
+    n_blocks = last_key < 0 ? 0 : min(n_blocks, last_key / kBlockN + 1);
+  }
+
+  float acc_o[kMTiles][kDTiles][4];
+  float row_max[kMTiles][2];  // running max of scale*log2(e)*s, per fragment row
+  float row_sum[kMTiles][2];  // this thread's partial running sum (quad-reduced at the end)
+#pragma unroll
+  for (int mi = 0; mi < kMTiles; ++mi) {
+#pragma unroll
+    for (int j = 0; j < kDTiles; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc_o[mi][j][e] = 0.f;
+    row_max[mi][0] = row_max[mi][1] = -INFINITY;
+    row_sum[mi][0] = row_sum[mi][1] = 0.f;
+  }
+
+  if (n_blocks > 0) {
+    const float scale_log2 = p.scale * kLog2e;
+
+    // Prologue: Q and the last K tile in one group, the last V tile in the next.
+    int n_block = n_blocks - 1;
+    load_tile_async<kBlockM, kHeadDim, kThreads>(sQ, q, p.q_row_stride, m0, seqlen_q, tid);
+    load_tile_async<kBlockN, kHeadDim, kThreads>(sK, k, p.k_row_stride, n_block * kBlockN, seqlen_k, tid);
+    cp_async_commit();
+    load_tile_async<kBlockN, kHeadDim, kThreads>(sV, v, p.v_row_stride, n_block * kBlockN, seqlen_k, tid);
+    cp_async_commit();
+
+    // Per-lane ldmatrix row/chunk offsets (see the fragment layouts of mma.m16n8k16).
+    const int a_row = lane & 15, a_chunk = lane >> 4;                          // Q: A operand
+    const int kb_row = (lane & 7) + ((lane >> 4) << 3), kb_chunk = (lane >> 3) & 1;  // K: B operand
+    const int vb_row = (lane & 7) + (((lane >> 3) & 1) << 3), vb_chunk = lane >> 4;  // V: B operand (trans)
+
+    // Key tiles from last to first: the tiles that need masking come first.
+    for (int stage = 0; n_block >= 0; --n_block, stage ^= 1) {
+      cp_async_wait<1>();  // Q and K[n_block] have landed; V[n_block] may be in flight
+      __syncthreads();
+      if (n_block > 0)
+        load_tile_async<kBlockN, kHeadDim, kThreads>(sK + (stage ^ 1) * kBlockN * kHeadDim, k, p.k_row_stride,
+                                                     (n_block - 1) * kBlockN, seqlen_k, tid);
+      cp_async_commit();  // possibly empty: keeps the group count uniform
+
+      // S = Q K^T for this warp's rows.
+      const T* sKs = sK + stage * kBlockN * kHeadDim;
+      float acc_s[kMTiles][kNTiles][4];
+#pragma unroll
+      for (int mi = 0; mi < kMTiles; ++mi)
+#pragma unroll
+        for (int j = 0; j < kNTiles; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc_s[mi][j][e] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < kQKSteps; ++kk) {
+        uint32_t a[kMTiles][4];
+#pragma unroll
+        for (int mi = 0; mi < kMTiles; ++mi)
+          ldmatrix_x4(smem_addr(sQ + swizzled<kHeadDim>(warp_row0 + mi * 16 + a_row, kk * 2 + a_chunk)), a[mi]);
+#pragma unroll
+        for (int j2 = 0; j2 < kNTiles / 2; ++j2) {
+          uint32_t b[4];
+          ldmatrix_x4(smem_addr(sKs + swizzled<kHeadDim>(j2 * 16 + kb_row, kk * 2 + kb_chunk)), b);
+#pragma unroll
+          for (int mi = 0; mi < kMTiles; ++mi) {
+            mma_16816<T>(acc_s[mi][2 * j2], a[mi], b[0], b[1]);
+            mma_16816<T>(acc_s[mi][2 * j2 + 1], a[mi], b[2], b[3]);
+          }
+        }
+      }
+
+      // Online softmax. Masking is needed only where the tile crosses seqlen_k or the
+      // causal diagonal of this CTA's first row.
+      const int key0 = n_block * kBlockN;
+      bool need_mask = key0 + kBlockN > seqlen_k;
+      if constexpr (kCausal) need_mask = need_mask || key0 + kBlockN - 1 > m0 + causal_shift;
+#pragma unroll
+      for (int mi = 0; mi < kMTiles; ++mi) {
+#pragma unroll
+        for (int j = 0; j < kNTiles; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc_s[mi][j][e] *= scale_log2;
+        if (need_mask) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int row = m0 + warp_row0 + mi * 16 + g + 8 * h;
+            int key_end = seqlen_k;  // first key this row may not see
+            if constexpr (kCausal) key_end = min(key_end, row + causal_shift + 1);
+#pragma unroll
+            for (int j = 0; j < kNTiles; ++j)
+#pragma unroll
+              for (int e = 0; e < 2; ++e)
+                if (key0 + j * 8 + 2 * t + e >= key_end) acc_s[mi][j][2 * h + e] = -INFINITY;
+          }
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          float mx = row_max[mi][h];
+#pragma unroll
+          for (int j = 0; j < kNTiles; ++j) mx = fmaxf(mx, fmaxf(acc_s[mi][j][2 * h], acc_s[mi][j][2 * h + 1]));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+          // A row that has seen only masked keys keeps max -inf; subtract 0 then so that
+          // exp2(-inf - max) is 0, not NaN.
+          const float base = mx == -INFINITY ? 0.f : mx;
+          const float correction = fast_exp2(row_max[mi][h] - base);
+          row_max[mi][h] = mx;
+          float sum = 0.f;
+#pragma unroll
+          for (int j = 0; j < kNTiles; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const float pv = fast_exp2(acc_s[mi][j][2 * h + e] - base);
+              acc_s[mi][j][2 * h + e] = pv;
+              sum += pv;
+            }
+          row_sum[mi][h] = row_sum[mi][h] * correction + sum;
+#pragma unroll
+          for (int j = 0; j < kDTiles; ++j) {
+            acc_o[mi][j][2 * h] *= correction;
+            acc_o[mi][j][2 * h + 1] *= correction;
+          }
+        }
+      }
+
+      cp_async_wait<1>();  // V[n_block] has landed; K[n_block - 1] may be in flight
+      __syncthreads();
+      if (n_block > 0)
+        load_tile_async<kBlockN, kHeadDim, kThreads>(sV + (stage ^ 1) * kBlockN * kHeadDim, v, p.v_row_stride,
+                                                     (n_block - 1) * kBlockN, seqlen_k, tid);
+      cp_async_commit();
+
+      // O += P V, P re-packed from the S accumulators (C layout of n-tiles 2kk, 2kk+1 is
+      // the A layout of k-step kk).
+      const T* sVs = sV + stage * kBlockN * kHeadDim;
+#pragma unroll
+      for (int kk = 0; kk < kPVSteps; ++kk) {
+        uint32_t a[kMTiles][4];
+#pragma unroll
+        for (int mi = 0; mi < kMTiles; ++mi) {
+          a[mi][0] = pack2<T>(acc_s[mi][2 * kk][0], acc_s[mi][2 * kk][1]);
+          a[mi][1] = pack2<T>(acc_s[mi][2 * kk][2], acc_s[mi][2 * kk][3]);
+          a[mi][2] = pack2<T>(acc_s[mi][2 * kk + 1][0], acc_s[mi][2 * kk + 1][1]);
+          a[mi][3] = pack2<T>(acc_s[mi][2 * kk + 1][2], acc_s[mi][2 * kk + 1][3]);
+        }
+#pragma unroll
+        for (int j2 = 0; j2 < kDTiles / 2; ++j2) {
+          uint32_t b[4];
+          ldmatrix_x4_trans(smem_addr(sVs + swizzled<kHeadDim>(kk * 16 + vb_row, j2 * 2 + vb_chunk)), b);
+#pragma unroll
+          for (int mi = 0; mi < kMTiles; ++mi) {
+            mma_16816<T>(acc_o[mi][2 * j2], a[mi], b[0], b[1]);
+            mma_16816<T>(acc_o[mi][2 * j2 + 1], a[mi], b[2], b[3]);
+          }
+        }
+      }
+    }
+    cp_async_wait<0>();
+  }
+
+  // Epilogue: normalize, write lse, stage this warp's rows of O in its own rows of sQ
+  // (only this warp ever read them) and store them with 16-byte writes.
+#pragma unroll
+  for (int mi = 0; mi < kMTiles; ++mi) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float sum = row_sum[mi][h];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const float inv = sum > 0.f ? 1.f / sum : 0.f;
+      const int r = warp_row0 + mi * 16 + g + 8 * h;
+      if (p.lse != nullptr && t == 0 && m0 + r < seqlen_q) {
+        const float lse = sum > 0.f ? (row_max[mi][h] + log2f(sum)) * kLn2 : -INFINITY;
+        p.lse[batch * p.lse_batch_stride + head * p.lse_head_stride + static_cast<int64_t>(m0 + r) * p.lse_row_stride] =
+            lse;
+      }
+#pragma unroll
+      for (int j = 0; j < kDTiles; ++j) {
+        const uint32_t packed = pack2<T>(acc_o[mi][j][2 * h] * inv, acc_o[mi][j][2 * h + 1] * inv);
+        *reinterpret_cast<uint32_t*>(sQ + swizzled<kHeadDim>(r, j) + 2 * t) = packed;
+      }
+    }
+  }
+  __syncwarp();
+  constexpr int kChunksPerRow = kHeadDim / 8;
+  constexpr int kWarpChunks = 16 * kMTiles * kChunksPerRow;
+#pragma unroll
+  for (int i = 0; i < kWarpChunks / 32; ++i) {
+    const int idx = lane + i * 32;
+    const int r = warp_row0 + idx / kChunksPerRow;
+    const int c = idx % kChunksPerRow;
+    if (m0 + r < seqlen_q)
+      *reinterpret_cast<uint4*>(out + static_cast<int64_t>(m0 + r) * p.o_row_stride + c * 8) =
+          *reinterpret_cast<const uint4*>(sQ + swizzled<kHeadDim>(r, c));
+  }
+}
+
+template <int kHeadDim, typename T, bool kCausal>
+cudaError_t launch_attention_fwd_sm80(const Sm80FwdParams& p, cudaStream_t stream) {
+  using Cfg = Sm80TileConfig<kHeadDim>;
+  constexpr int kSmem = sm80_smem_bytes<kHeadDim>();
+  auto kernel = attention_fwd_sm80_kernel<kHeadDim, T, kCausal>;
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+  if (err != cudaSuccess) return err;
+  const dim3 grid((p.seqlen_q + Cfg::kBlockM - 1) / Cfg::kBlockM, p.heads_q, p.batch);
+  kernel<<<grid, Cfg::kWarps * 32, kSmem, stream>>>(p);
+  return cudaGetLastError();
+}
+
+template <int kHeadDim, ElementType kType>
+cudaError_t run_attention_fwd_sm80_instance(const Sm80FwdParams& p, cudaStream_t stream) {
+  using T = typename ElementOf<kType>::type;
+  return p.causal ? launch_attention_fwd_sm80<kHeadDim, T, true>(p, stream)
+                  : launch_attention_fwd_sm80<kHeadDim, T, false>(p, stream);
+}
+
+}  // namespace kh_attention::sm80

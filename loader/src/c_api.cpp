@@ -1,0 +1,210 @@
+// The exported host API (kh/kh.h). Every function catches every exception and maps it to
+// a status plus a thread-local message; nothing C++ crosses the C boundary.
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "kernel_library.hpp"
+#include "kh/kh.h"
+#include "kh/registry/status_error.hpp"
+#include "package_fetch.hpp"
+
+struct kh_op {
+  const kh::loader::CheckedOp* checked = nullptr;
+};
+
+struct kh_kernel {
+  std::unique_ptr<kh::loader::KernelLibrary> library;
+  std::vector<kh_op> ops;
+  std::string path;  // package directory, or the library file for kh_load_kernel_library
+};
+
+namespace {
+
+thread_local std::string t_last_error;
+constexpr size_t kOpErrorBufferSize = 1024;
+thread_local char t_op_error[kOpErrorBufferSize];
+
+constexpr int64_t kDefaultMetadataTtlSeconds = 600;
+
+kh_status set_error(kh_status status, std::string message) {
+  t_last_error = std::move(message);
+  return status;
+}
+
+// Runs body, mapping exceptions to statuses and messages.
+template <typename Body>
+kh_status guarded(const char* function, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const kh::StatusError& e) {
+    return set_error(e.status(), e.what());
+  } catch (const std::bad_alloc&) {
+    return set_error(KH_ERROR_OUT_OF_MEMORY, std::string(function) + ": out of memory");
+  } catch (const std::exception& e) {
+    return set_error(KH_ERROR_INTERNAL, std::string(function) + ": unexpected error: " + e.what());
+  } catch (...) {
+    return set_error(KH_ERROR_INTERNAL, std::string(function) + ": unexpected non-standard exception");
+  }
+}
+
+int64_t metadata_ttl_from_env() {
+  const char* v = std::getenv("KH_METADATA_TTL");
+  if (v == nullptr || *v == '\0') return kDefaultMetadataTtlSeconds;
+  char* end = nullptr;
+  const long long ttl = std::strtoll(v, &end, 10);
+  return (end && *end == '\0' && ttl >= 0) ? ttl : kDefaultMetadataTtlSeconds;
+}
+
+std::unique_ptr<kh_kernel> wrap(std::unique_ptr<kh::loader::KernelLibrary> library, std::string path) {
+  auto kernel = std::make_unique<kh_kernel>();
+  kernel->path = std::move(path);
+  kernel->ops.resize(library->ops().size());
+  for (size_t i = 0; i < kernel->ops.size(); ++i) kernel->ops[i].checked = &library->ops()[i];
+  kernel->library = std::move(library);
+  return kernel;
+}
+
+// Reads a field of a caller's options struct only if the caller's struct is new enough to have it.
+#define KH_OPTION(options, field) \
+  ((options)->struct_size >= offsetof(kh_load_options, field) + sizeof((options)->field) ? (options)->field : 0)
+
+}  // namespace
+
+extern "C" {
+
+kh_status kh_load_kernel(const char* spec, const kh_load_options* options, kh_kernel** out) {
+  return guarded("kh_load_kernel", [&]() -> kh_status {
+    if (out == nullptr) return set_error(KH_ERROR_INVALID_ARGUMENT, "kh_load_kernel: out is NULL");
+    *out = nullptr;
+    if (spec == nullptr) return set_error(KH_ERROR_INVALID_ARGUMENT, "kh_load_kernel: spec is NULL");
+    kh::loader::FetchOptions fetch;
+    fetch.metadata_max_age_s = metadata_ttl_from_env();
+    if (options != nullptr) {
+      if (options->struct_size < offsetof(kh_load_options, hub))
+        return set_error(KH_ERROR_INVALID_ARGUMENT, "kh_load_kernel: options->struct_size is too small; set it to sizeof(kh_load_options)");
+      if (const char* hub = KH_OPTION(options, hub)) fetch.hub_url = hub;
+      if (const char* cache = KH_OPTION(options, cache_dir)) fetch.cache_root = cache;
+      if (const char* variant = KH_OPTION(options, variant)) fetch.variant = variant;
+      fetch.offline = (KH_OPTION(options, flags) & KH_LOAD_OFFLINE) != 0;
+    }
+    const kh::loader::FetchedPackage pkg = kh::loader::fetch_package(spec, fetch);
+    auto library = kh::loader::KernelLibrary::open(pkg.library_path, pkg.library_sha256);
+    const kh_module_desc& m = library->module();
+    if (pkg.repo != m.name || pkg.version != m.version || pkg.variant != m.variant)
+      return set_error(KH_ERROR_VERIFICATION, "kernel library " + pkg.library_path + " calls itself " + m.name + " " +
+                                                  m.version + " (" + m.variant + ") but its package is " + pkg.repo + " " +
+                                                  pkg.version + " (" + pkg.variant + ")");
+    *out = wrap(std::move(library), pkg.dir).release();
+    return KH_OK;
+  });
+}
+
+kh_status kh_load_kernel_library(const char* path, kh_kernel** out) {
+  return guarded("kh_load_kernel_library", [&]() -> kh_status {
+    if (out == nullptr) return set_error(KH_ERROR_INVALID_ARGUMENT, "kh_load_kernel_library: out is NULL");
+    *out = nullptr;
+    if (path == nullptr) return set_error(KH_ERROR_INVALID_ARGUMENT, "kh_load_kernel_library: path is NULL");
+    *out = wrap(kh::loader::KernelLibrary::open(path, ""), path).release();
+    return KH_OK;
+  });
+}
+
+void kh_kernel_release(kh_kernel* kernel) { delete kernel; }
+
+const char* kh_kernel_name(const kh_kernel* k) { return k ? k->library->module().name : ""; }
+const char* kh_kernel_version(const kh_kernel* k) { return k ? k->library->module().version : ""; }
+const char* kh_kernel_variant(const kh_kernel* k) { return k ? k->library->module().variant : ""; }
+const char* kh_kernel_path(const kh_kernel* k) { return k ? k->path.c_str() : ""; }
+int32_t kh_kernel_device_type(const kh_kernel* k) {
+  return k ? static_cast<int32_t>(k->library->module().device_type) : 0;
+}
+
+uint32_t kh_kernel_num_ops(const kh_kernel* k) { return k ? static_cast<uint32_t>(k->ops.size()) : 0; }
+
+const kh_op* kh_kernel_op_at(const kh_kernel* k, uint32_t index) {
+  return (k && index < k->ops.size()) ? &k->ops[index] : nullptr;
+}
+
+kh_status kh_kernel_find_op(const kh_kernel* k, const char* name, const kh_op** out) {
+  return guarded("kh_kernel_find_op", [&]() -> kh_status {
+    if (out == nullptr) return set_error(KH_ERROR_INVALID_ARGUMENT, "kh_kernel_find_op: out is NULL");
+    *out = nullptr;
+    if (k == nullptr || name == nullptr)
+      return set_error(KH_ERROR_INVALID_ARGUMENT, "kh_kernel_find_op: kernel or name is NULL");
+    for (const kh_op& op : k->ops) {
+      if (std::strcmp(op.checked->desc->name, name) == 0) {
+        *out = &op;
+        return KH_OK;
+      }
+    }
+    std::string names;
+    for (const kh_op& op : k->ops) names += std::string(names.empty() ? "" : ", ") + op.checked->desc->name;
+    return set_error(KH_ERROR_NOT_FOUND, std::string(k->library->module().name) + " has no op '" + name +
+                                             "'; its ops: " + (names.empty() ? "(none)" : names));
+  });
+}
+
+const char* kh_op_name(const kh_op* op) { return op ? op->checked->desc->name : ""; }
+const char* kh_op_schema(const kh_op* op) { return op ? op->checked->desc->schema : ""; }
+uint32_t kh_op_num_args(const kh_op* op) { return op ? static_cast<uint32_t>(op->checked->schema.args.size()) : 0; }
+
+kh_status kh_op_call(const kh_op* op, const kh_value* args, uint32_t nargs, void* stream) {
+  return guarded("kh_op_call", [&]() -> kh_status {
+    if (op == nullptr) return set_error(KH_ERROR_INVALID_ARGUMENT, "kh_op_call: op is NULL");
+    std::string message;
+    const kh_status checked = kh::loader::check_call(*op->checked, args, nargs, &message);
+    if (checked != KH_OK) return set_error(checked, std::move(message));
+    kh_call_ctx ctx;
+    ctx.struct_size = sizeof(ctx);
+    ctx.reserved = 0;
+    ctx.stream = stream;
+    ctx.error_buf = t_op_error;
+    ctx.error_buf_size = kOpErrorBufferSize;
+    t_op_error[0] = '\0';
+    const kh_status status = op->checked->desc->invoke(args, nargs, &ctx);
+    if (status != KH_OK) {
+      t_op_error[kOpErrorBufferSize - 1] = '\0';
+      std::string detail = t_op_error[0] ? t_op_error : "the kernel reported no detail";
+      return set_error(status, op->checked->schema.name + ": " + detail);
+    }
+    return KH_OK;
+  });
+}
+
+const char* kh_status_string(kh_status status) {
+  switch (status) {
+    case KH_OK: return "KH_OK";
+    case KH_ERROR_INVALID_ARGUMENT: return "KH_ERROR_INVALID_ARGUMENT";
+    case KH_ERROR_NOT_FOUND: return "KH_ERROR_NOT_FOUND";
+    case KH_ERROR_NETWORK: return "KH_ERROR_NETWORK";
+    case KH_ERROR_VERIFICATION: return "KH_ERROR_VERIFICATION";
+    case KH_ERROR_BAD_METADATA: return "KH_ERROR_BAD_METADATA";
+    case KH_ERROR_BAD_ARCHIVE: return "KH_ERROR_BAD_ARCHIVE";
+    case KH_ERROR_ABI_MISMATCH: return "KH_ERROR_ABI_MISMATCH";
+    case KH_ERROR_LOAD_FAILED: return "KH_ERROR_LOAD_FAILED";
+    case KH_ERROR_NO_COMPATIBLE_VARIANT: return "KH_ERROR_NO_COMPATIBLE_VARIANT";
+    case KH_ERROR_IO: return "KH_ERROR_IO";
+    case KH_ERROR_OFFLINE: return "KH_ERROR_OFFLINE";
+    case KH_ERROR_UNSUPPORTED: return "KH_ERROR_UNSUPPORTED";
+    case KH_ERROR_DEVICE: return "KH_ERROR_DEVICE";
+    case KH_ERROR_INTERNAL: return "KH_ERROR_INTERNAL";
+    case KH_ERROR_OUT_OF_MEMORY: return "KH_ERROR_OUT_OF_MEMORY";
+    case KH_ERROR_LOCKED: return "KH_ERROR_LOCKED";
+    case KH_ERROR_SIGNATURE: return "KH_ERROR_SIGNATURE";
+    case KH_ERROR_ROLLBACK: return "KH_ERROR_ROLLBACK";
+    case KH_ERROR_EXPIRED: return "KH_ERROR_EXPIRED";
+    default: return "KH_ERROR_UNKNOWN_STATUS";
+  }
+}
+
+const char* kh_last_error(void) { return t_last_error.c_str(); }
+
+uint32_t kh_abi_version(void) { return KH_ABI_VERSION; }
+
+const char* kh_version_string(void) { return KH_VERSION_STRING; }
+
+}  // extern "C"

@@ -1,0 +1,32 @@
+// Checks an op call's arguments against the op's schema and constraints before the kernel
+// sees them: count, kinds, dtypes, ranks, devices. On the hot path of every call, so it
+// allocates nothing unless the call is bad.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kh/kernel_abi.h"
+#include "op_schema.hpp"
+
+namespace kh::loader {
+
+struct CheckedOp {
+  const kh_op_desc* desc = nullptr;
+  OpSchema schema;
+  std::vector<kh_arg_constraint> constraints;  // one per schema argument (defaults: any)
+  uint32_t device_type = kDLCPU;               // of the module
+};
+
+// Builds the checked form of an op; throws StatusError if the descriptor is malformed.
+CheckedOp make_checked_op(const kh_op_desc& desc, uint32_t device_type);
+
+// KH_OK, or KH_ERROR_INVALID_ARGUMENT with *message naming the argument and the problem.
+kh_status check_call(const CheckedOp& op, const kh_value* args, uint32_t nargs, std::string* message);
+
+// "float32", "bfloat16", ... for messages.
+std::string dtype_name(DLDataType dtype);
+uint32_t dtype_mask_bit(DLDataType dtype);  // KH_DTYPE_* bit, 0 if none
+std::string dtype_mask_names(uint32_t mask);
+
+}  // namespace kh::loader

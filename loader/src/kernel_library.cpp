@@ -1,0 +1,118 @@
+// dlopen + ABI negotiation of a kernel library; see kernel_library.hpp.
+#include "kernel_library.hpp"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "kh/registry/sha256.hpp"
+#include "kh/registry/status_error.hpp"
+
+namespace kh::loader {
+namespace {
+
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  ~FileDescriptor() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+bool nonempty(const char* s) { return s != nullptr && s[0] != '\0'; }
+
+void validate_module(const kh_module_desc* m, const std::string& path) {
+  const std::string where = "kernel library " + path + ": ";
+  if (m == nullptr) fail(KH_ERROR_LOAD_FAILED, where + "negotiation succeeded but returned no module descriptor");
+  if (m->struct_size < sizeof(kh_module_desc))
+    fail(KH_ERROR_LOAD_FAILED, where + "module descriptor struct_size " + std::to_string(m->struct_size) +
+                                   " is smaller than ABI 1.0's " + std::to_string(sizeof(kh_module_desc)));
+  if (!nonempty(m->name) || !nonempty(m->version) || !nonempty(m->variant))
+    fail(KH_ERROR_LOAD_FAILED, where + "module descriptor lacks a name, version or variant");
+  if (m->num_ops > 0 && m->ops == nullptr) fail(KH_ERROR_LOAD_FAILED, where + "module declares ops but its op table is NULL");
+  for (uint32_t i = 0; i < m->num_ops; ++i) {
+    const kh_op_desc& op = m->ops[i];
+    if (op.struct_size < sizeof(kh_op_desc) || !nonempty(op.name) || !nonempty(op.schema) || op.invoke == nullptr)
+      fail(KH_ERROR_LOAD_FAILED, where + "op " + std::to_string(i) + " has an incomplete descriptor");
+    for (uint32_t j = 0; j < i; ++j)
+      if (std::strcmp(m->ops[j].name, op.name) == 0)
+        fail(KH_ERROR_LOAD_FAILED, where + "op name '" + op.name + "' appears twice");
+  }
+}
+
+}  // namespace
+
+std::string abi_version_text(uint32_t version) {
+  return std::to_string(KH_ABI_VERSION_GET_MAJOR(version)) + "." + std::to_string(KH_ABI_VERSION_GET_MINOR(version));
+}
+
+std::unique_ptr<KernelLibrary> KernelLibrary::open(const std::string& path, const std::string& expected_sha256) {
+  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0)
+    fail(errno == ENOENT ? KH_ERROR_NOT_FOUND : KH_ERROR_IO,
+         "cannot open kernel library " + path + ": " + std::strerror(errno));
+  if (!expected_sha256.empty()) {
+    const std::string actual = registry::sha256_fd_hex(fd.get());
+    if (actual != expected_sha256)
+      fail(KH_ERROR_VERIFICATION, "kernel library " + path + " has sha256 " + actual + " but its package manifest says " +
+                                      expected_sha256 + "; the cached package was modified. Run `kernels cache verify`"
+                                      " or remove the package from the cache and fetch it again");
+  }
+  // Load the very file we hashed: the path through /proc names our open descriptor, so a
+  // file swapped in at `path` meanwhile is not what gets loaded.
+  const std::string fd_path = "/proc/self/fd/" + std::to_string(fd.get());
+  std::unique_ptr<KernelLibrary> lib(new KernelLibrary());
+  lib->path_ = path;
+  dlerror();
+  lib->handle_ = ::dlopen(fd_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (lib->handle_ == nullptr) {
+    const char* why = dlerror();
+    fail(KH_ERROR_LOAD_FAILED, "cannot load kernel library " + path + ": " + (why ? why : "dlopen failed"));
+  }
+  auto negotiate = reinterpret_cast<kh_kernel_negotiate_fn>(::dlsym(lib->handle_, KH_KERNEL_ENTRY_POINT));
+  if (negotiate == nullptr)
+    fail(KH_ERROR_LOAD_FAILED, "kernel library " + path + " exports no " KH_KERNEL_ENTRY_POINT
+                               "(); it is not a kh kernel library (build it with kh_add_kernel_library)");
+
+  kh_negotiation n{};
+  n.struct_size = sizeof(n);
+  n.loader_min_abi = kLoaderMinAbi;
+  n.loader_max_abi = kLoaderMaxAbi;
+  const kh_status status = negotiate(&n);
+  const std::string loader_range = abi_version_text(kLoaderMinAbi) + " to " + abi_version_text(kLoaderMaxAbi);
+  if (status != KH_OK)
+    fail(KH_ERROR_ABI_MISMATCH, "kernel library " + path + " refused ABI negotiation (status " + std::to_string(status) +
+                                    "): it speaks no kernel ABI in this loader's range " + loader_range +
+                                    "; fetch a build of the package made for kernel ABI " +
+                                    std::to_string(KH_ABI_VERSION_MAJOR) + ".x, or upgrade kh");
+  if (n.kernel_abi < kLoaderMinAbi || n.kernel_abi > kLoaderMaxAbi ||
+      KH_ABI_VERSION_GET_MAJOR(n.kernel_abi) != KH_ABI_VERSION_MAJOR)
+    fail(KH_ERROR_ABI_MISMATCH, "kernel library " + path + " chose kernel ABI " + abi_version_text(n.kernel_abi) +
+                                    ", outside this loader's range " + loader_range +
+                                    "; use a build for kernel ABI " + std::to_string(KH_ABI_VERSION_MAJOR) + ".x or upgrade kh");
+  validate_module(n.module, path);
+  lib->module_ = n.module;
+  lib->abi_version_ = n.kernel_abi;
+  lib->ops_.reserve(n.module->num_ops);
+  for (uint32_t i = 0; i < n.module->num_ops; ++i) {
+    try {
+      lib->ops_.push_back(make_checked_op(n.module->ops[i], n.module->device_type));
+    } catch (const StatusError& e) {
+      fail(KH_ERROR_LOAD_FAILED, "kernel library " + path + ": " + e.what());
+    }
+  }
+  return lib;
+}
+
+KernelLibrary::~KernelLibrary() {
+  if (handle_ != nullptr) ::dlclose(handle_);
+}
+
+}  // namespace kh::loader

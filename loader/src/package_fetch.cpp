@@ -1,0 +1,185 @@
+// Spec -> verified package in the cache; see package_fetch.hpp.
+#include "package_fetch.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <ctime>
+#include <memory>
+
+#include "host_facts.hpp"
+#include "kh/registry/hub.hpp"
+#include "kh/registry/package_spec.hpp"
+#include "kh/registry/status_error.hpp"
+#include "variant_select.hpp"
+
+namespace kh::loader {
+namespace {
+
+constexpr uint64_t kMaxIndexBytes = 16u << 20;  // a repo index far past any real one
+constexpr uint64_t kMaxManifestBytes = 4u << 20;
+
+std::string env_or_empty(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+std::string require_hub(const FetchOptions& options, const std::string& what) {
+  if (options.hub_url.empty())
+    fail(KH_ERROR_INVALID_ARGUMENT, "no hub to fetch " + what +
+                                        " from: pass --hub URL (kh_load_options.hub) or set KH_HUB, e.g. KH_HUB=file:///srv/kh-hub");
+  return options.hub_url;
+}
+
+// Age in seconds of a cached metadata file, or -1 if absent.
+int64_t metadata_age_s(const registry::Cache& cache, const std::string& hub_id, const std::string& rel) {
+  struct stat st {};
+  const std::string path = cache.root() + "/hubs/" + hub_id + "/" + rel;
+  if (::stat(path.c_str(), &st) != 0) return -1;
+  return static_cast<int64_t>(std::time(nullptr)) - static_cast<int64_t>(st.st_mtime);
+}
+
+registry::PackageManifest read_manifest(const std::string& dir) {
+  const std::string path = dir + "/" + registry::kManifestName;
+  return registry::parse_package_manifest(registry::read_file(path, kMaxManifestBytes), path);
+}
+
+FetchedPackage describe(const std::string& dir, const std::string& sha256, const std::string& hub_url) {
+  FetchedPackage p;
+  p.manifest = read_manifest(dir);
+  p.repo = p.manifest.name;
+  p.version = p.manifest.version;
+  p.variant = p.manifest.variant;
+  p.sha256 = sha256;
+  p.hub_url = hub_url;
+  p.dir = dir;
+  p.library_path = dir + "/" + p.manifest.library;
+  for (const auto& f : p.manifest.files)
+    if (f.path == p.manifest.library) p.library_sha256 = f.sha256;
+  if (p.library_sha256.empty())
+    fail(KH_ERROR_BAD_METADATA, "package manifest in " + dir + " names library " + p.manifest.library +
+                                    " but lists no hash for it");
+  return p;
+}
+
+// Offline and hub-less: the best cached package of the repo that the request accepts.
+FetchedPackage find_in_cache(const registry::PackageSpec& spec, const registry::Cache& cache, const FetchOptions& options) {
+  std::vector<registry::CachedPackage> matches;
+  for (auto& pkg : cache.list_packages()) {
+    if (pkg.manifest.name != spec.repo()) continue;
+    if (spec.request.kind == registry::VersionRequest::Kind::Digest) {
+      if (pkg.sha256 == spec.request.sha256) matches.push_back(pkg);
+      continue;
+    }
+    const auto version = registry::parse_version(pkg.manifest.version);
+    if (version && spec.request.matches(*version)) matches.push_back(pkg);
+  }
+  if (matches.empty())
+    fail(KH_ERROR_OFFLINE, spec.repo() + "@" + spec.request.text +
+                               " is not in the cache and offline mode allows no download; run `kernels get " +
+                               spec.repo() + "@" + spec.request.text + "` while online first");
+  // Newest version first; within it, the best build for this machine.
+  std::sort(matches.begin(), matches.end(), [](const registry::CachedPackage& a, const registry::CachedPackage& b) {
+    return registry::compare_versions(*registry::parse_version(a.manifest.version),
+                                      *registry::parse_version(b.manifest.version)) > 0;
+  });
+  const std::string newest = matches.front().manifest.version;
+  std::vector<registry::VariantEntry> offered;
+  for (const auto& m : matches)
+    if (m.manifest.version == newest) {
+      registry::VariantEntry e;
+      e.key = m.manifest.variant;
+      e.sha256 = m.sha256;
+      offered.push_back(e);
+    }
+  const auto& chosen = choose_variant(offered, host_facts(), options.variant, spec.repo() + " " + newest + " (cached)");
+  const std::string dir = *cache.package_dir(chosen.sha256);
+  return describe(dir, chosen.sha256, "");
+}
+
+}  // namespace
+
+FetchOptions with_environment(FetchOptions options) {
+  if (options.hub_url.empty()) options.hub_url = env_or_empty("KH_HUB");
+  if (options.cache_root.empty()) options.cache_root = registry::Cache::default_root();
+  const std::string offline = env_or_empty("KH_OFFLINE");
+  if (!offline.empty() && offline != "0") options.offline = true;
+  return options;
+}
+
+registry::RepoIndex load_repo_index(const std::string& repo, const FetchOptions& options) {
+  registry::Cache cache(options.cache_root);
+  const std::string hub_url = require_hub(options, repo);
+  std::unique_ptr<registry::Hub> hub = registry::open_hub(hub_url);
+  const std::string rel = registry::repo_index_path(repo);
+  const int64_t age = metadata_age_s(cache, hub->id(), rel);
+  const bool cached_is_fresh = age >= 0 && age < options.metadata_max_age_s;
+  if (options.offline || cached_is_fresh) {
+    auto text = cache.load_metadata(hub->id(), rel);
+    if (text) return registry::parse_repo_index(*text, "cached index of " + repo + " from " + hub_url);
+    if (options.offline)
+      fail(KH_ERROR_OFFLINE, "no cached metadata for " + repo + " from " + hub_url +
+                                 " and offline mode allows no download; run `kernels get` for it while online first");
+  }
+  std::string text;
+  try {
+    text = hub->fetch_metadata(rel, kMaxIndexBytes);
+  } catch (const StatusError& e) {
+    if (e.status() == KH_ERROR_NOT_FOUND)
+      fail(KH_ERROR_NOT_FOUND, "hub " + hub_url + " has no repo " + repo + " (no " + rel + "); check the name with `kernels info`");
+    throw;
+  }
+  registry::RepoIndex index = registry::parse_repo_index(text, rel + " from " + hub_url);
+  if (index.repo != repo)
+    fail(KH_ERROR_BAD_METADATA, rel + " from " + hub_url + " describes repo '" + index.repo + "', not '" + repo + "'");
+  cache.store_metadata(hub->id(), rel, text);
+  return index;
+}
+
+FetchedPackage fetch_package(const std::string& spec_text, const FetchOptions& given) {
+  const FetchOptions options = with_environment(given);
+  const registry::PackageSpec spec = registry::parse_package_spec(spec_text);
+  registry::Cache cache(options.cache_root);
+
+  // Exact content is exact content: a complete tree with that digest needs no metadata.
+  if (spec.request.kind == registry::VersionRequest::Kind::Digest) {
+    if (auto dir = cache.package_dir(spec.request.sha256)) {
+      FetchedPackage p = describe(*dir, spec.request.sha256, options.hub_url);
+      if (p.repo != spec.repo())
+        fail(KH_ERROR_NOT_FOUND, "sha256:" + spec.request.sha256 + " is a build of " + p.repo + ", not of " + spec.repo());
+      return p;
+    }
+  }
+  if (options.offline && options.hub_url.empty()) return find_in_cache(spec, cache, options);
+
+  const registry::RepoIndex index = load_repo_index(spec.repo(), options);
+  const registry::Release& release = registry::resolve_release(index, spec.request);
+  const std::string version = registry::to_string(release.version);
+  const std::string what = spec.repo() + " " + version;
+  const registry::VariantEntry* variant = nullptr;
+  if (spec.request.kind == registry::VersionRequest::Kind::Digest) {
+    for (const auto& v : release.variants)
+      if (v.sha256 == spec.request.sha256) variant = &v;
+  } else {
+    variant = &choose_variant(release.variants, host_facts(), options.variant, what);
+  }
+  if (variant == nullptr) fail(KH_ERROR_INTERNAL, what + ": resolved build vanished");
+
+  std::string dir;
+  if (auto cached = cache.package_dir(variant->sha256)) {
+    dir = *cached;
+  } else {
+    if (options.offline)
+      fail(KH_ERROR_OFFLINE, what + " (" + variant->key + ") is not in the cache and offline mode allows no download");
+    std::unique_ptr<registry::Hub> hub = registry::open_hub(options.hub_url);
+    dir = cache.ensure_package(*hub, spec.repo(), release, *variant);
+  }
+  FetchedPackage p = describe(dir, variant->sha256, options.hub_url);
+  if (p.repo != spec.repo() || p.version != version || p.variant != variant->key)
+    fail(KH_ERROR_VERIFICATION, "cached package " + dir + " is " + p.repo + " " + p.version + " (" + p.variant +
+                                    ") but the index says " + what + " (" + variant->key + ")");
+  return p;
+}
+
+}  // namespace kh::loader

@@ -1,0 +1,43 @@
+// From a spec ("org/name@1") to a verified package tree in the cache: pick the hub,
+// obtain its index (fresh, cached or offline), resolve the version, select the variant,
+// fetch and verify the blob. Shared by kh_load_kernel() and `kernels get`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kh/registry/cache.hpp"
+#include "kh/registry/package_manifest.hpp"
+#include "kh/registry/repo_index.hpp"
+
+namespace kh::loader {
+
+struct FetchOptions {
+  std::string hub_url;     // empty: $KH_HUB
+  std::string cache_root;  // empty: Cache::default_root()
+  std::string variant;     // empty: select for this machine
+  bool offline = false;    // also set by KH_OFFLINE=1
+  // Reuse cached metadata younger than this many seconds instead of asking the hub
+  // (kh_load_kernel: $KH_METADATA_TTL, default 600). 0: always ask (`kernels get`).
+  int64_t metadata_max_age_s = 0;
+};
+
+struct FetchedPackage {
+  std::string repo, version, variant, sha256;
+  std::string hub_url;       // empty when found in the cache without a hub
+  std::string dir;           // the package tree in the cache
+  std::string library_path;  // dir + "/" + manifest.library
+  std::string library_sha256;
+  registry::PackageManifest manifest;
+};
+
+// Applies the environment (KH_HUB, KH_OFFLINE, KH_CACHE) to unset options.
+FetchOptions with_environment(FetchOptions options);
+
+FetchedPackage fetch_package(const std::string& spec, const FetchOptions& options);
+
+// The repo's index from the hub (or, offline, from the cache's last verified copy).
+// Stores a fetched copy in the cache.
+registry::RepoIndex load_repo_index(const std::string& repo, const FetchOptions& options);
+
+}  // namespace kh::loader

@@ -1,0 +1,33 @@
+// Package archives: .tar.zst, created deterministically, extracted under a strict policy.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace kh::registry {
+
+struct ExtractLimits {
+  uint64_t max_entries = 4096;
+  uint64_t max_total_bytes = 8ull << 30;  // sum of regular file sizes
+};
+
+// Extracts archive_path into dest_dir (which must exist and be empty). Accepts only
+// regular files and directories whose names are relative, free of "..", "." and empty
+// components, and of NUL/backslash; refuses symlinks, hard links, devices, FIFOs, sockets,
+// duplicate names, and archives past the limits. Throws StatusError(KH_ERROR_BAD_ARCHIVE)
+// naming the archive and the offending entry. On failure dest_dir may hold partial
+// output; the caller discards it.
+void extract_package_archive(const std::string& archive_path, const std::string& dest_dir,
+                             const ExtractLimits& limits = {});
+
+// Reads one regular file out of an archive without extracting the rest (e.g. the
+// manifest). Throws StatusError(KH_ERROR_BAD_ARCHIVE / KH_ERROR_NOT_FOUND).
+std::string read_archive_member(const std::string& archive_path, const std::string& member,
+                                uint64_t max_bytes);
+
+// Packs every regular file and directory under src_dir into a .tar.zst at archive_path:
+// names sorted, mtime 0, owner 0:0, modes 0644/0755, so equal trees give equal bytes.
+// Written to a temporary name and renamed into place.
+void create_package_archive(const std::string& src_dir, const std::string& archive_path);
+
+}  // namespace kh::registry

@@ -1,0 +1,63 @@
+// The content-addressed cache ($KH_CACHE, else $XDG_CACHE_HOME/kh, else ~/.cache/kh):
+//   blobs/sha256/<2>/<64>     verified archives
+//   pkgs/<sha256>/            unpacked, read-only trees; complete when .kh-complete exists
+//   hubs/<hub-id>/<path>      the last verified metadata of each hub (offline resolution)
+//   tmp/                      work in progress; anything here may be deleted
+//   locks/                    flock files, one per blob
+// Everything is written under tmp/ or a temp name and renamed into place; the marker is
+// written last, so a crash anywhere leaves nothing that is later trusted.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kh/registry/hub.hpp"
+#include "kh/registry/package_manifest.hpp"
+#include "kh/registry/repo_index.hpp"
+
+namespace kh::registry {
+
+inline constexpr const char* kCompleteMarker = ".kh-complete";
+
+struct CachedPackage {
+  std::string sha256;
+  std::string dir;
+  PackageManifest manifest;
+};
+
+class Cache {
+ public:
+  explicit Cache(std::string root);
+  // $KH_CACHE, else $XDG_CACHE_HOME/kh, else $HOME/.cache/kh.
+  static std::string default_root();
+  const std::string& root() const { return root_; }
+
+  // The unpacked tree of blob sha256 if it is complete, else nullopt.
+  std::optional<std::string> package_dir(const std::string& sha256) const;
+
+  // Makes the package of `variant` present: reuses a complete tree; else fetches the blob
+  // from hub (verified while streaming), extracts it under tmp/, checks the in-archive
+  // manifest (name, version, variant and every file's sha256), marks it complete and
+  // renames it into pkgs/. Returns the tree's directory. On any failure nothing new is
+  // left outside tmp/ and the error names the repo, version and variant.
+  std::string ensure_package(Hub& hub, const std::string& repo, const Release& release,
+                             const VariantEntry& variant);
+
+  // Same, but installs from a local archive already verified by the caller (publish/tests).
+  std::string install_archive(const std::string& archive_path, const std::string& sha256,
+                              const std::string& expected_repo, const std::string& expected_version,
+                              const std::string& expected_variant);
+
+  // Last verified metadata per hub, for offline resolution.
+  void store_metadata(const std::string& hub_id, const std::string& relative_path, const std::string& text);
+  std::optional<std::string> load_metadata(const std::string& hub_id, const std::string& relative_path) const;
+
+  // Every complete package, sorted by name then version.
+  std::vector<CachedPackage> list_packages() const;
+
+ private:
+  std::string root_;
+};
+
+}  // namespace kh::registry

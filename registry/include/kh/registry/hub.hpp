@@ -1,0 +1,42 @@
+// A hub: a static tree of files (see docs/hub.md) reached by URL. Only file:// hubs exist
+// so far; http(s) comes behind the same interface.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace kh::registry {
+
+class Hub {
+ public:
+  virtual ~Hub() = default;
+  // The URL as given, normalised (no trailing '/').
+  virtual const std::string& url() const = 0;
+  // A short, filesystem-safe name for this hub, stable across runs: used for its folder
+  // in the cache ("file-<16 hex of sha256(url)>").
+  virtual std::string id() const = 0;
+  // Reads a metadata file (e.g. "repos/org/name/index.json"). Throws StatusError:
+  // KH_ERROR_NOT_FOUND when the hub has no such file, KH_ERROR_NETWORK/KH_ERROR_IO on
+  // transfer failures, KH_ERROR_BAD_METADATA when it is larger than max_bytes.
+  virtual std::string fetch_metadata(const std::string& relative_path, uint64_t max_bytes) = 0;
+  // Streams blob <sha256> into out_fd (at its current offset), hashing as it goes and
+  // never writing more than expected_size bytes. Throws StatusError(KH_ERROR_VERIFICATION)
+  // when the size or the digest differs; KH_ERROR_NOT_FOUND when the hub lacks it.
+  virtual void fetch_blob(const std::string& sha256, uint64_t expected_size, int out_fd) = 0;
+};
+
+// Throws StatusError(KH_ERROR_INVALID_ARGUMENT) for an unsupported or malformed URL.
+std::unique_ptr<Hub> open_hub(const std::string& url);
+
+// Copies from a reader to out_fd while hashing; fails with KH_ERROR_VERIFICATION as soon
+// as more than expected_size bytes arrive, or at the end if the size or digest differs.
+// read(buf, cap) returns the bytes read, 0 at the end; it throws on errors.
+// `what` names the blob in messages.
+template <typename Reader>
+void copy_verified(Reader&& read, int out_fd, const std::string& expected_sha256, uint64_t expected_size,
+                   const std::string& what);
+
+}  // namespace kh::registry
+
+#include "kh/registry/copy_verified.inl"

@@ -1,0 +1,47 @@
+// kh-manifest.json, the first thing in every package archive: what the package is and
+// the sha256 of every file in it, so the unpacked tree can be checked file by file.
+//
+// { "schema": 1, "name": "kernels-community/rms-norm", "version": "1.0.0",
+//   "variant": "cpu-x86_64-abi1-x86_64-linux", "abi": "1.0",
+//   "library": "lib/libkh_rms_norm.so",
+//   "ops": [ { "name": "...", "schema": "..." } ],
+//   "files": [ { "path": "lib/libkh_rms_norm.so", "sha256": "...", "size": 123 } ] }
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kh/registry/repo_index.hpp"
+
+namespace kh::registry {
+
+inline constexpr const char* kManifestName = "kh-manifest.json";
+inline constexpr int kManifestSchema = 1;
+
+struct ManifestFile {
+  std::string path;  // relative, '/'-separated
+  std::string sha256;
+  uint64_t size = 0;
+};
+
+struct PackageManifest {
+  int schema = kManifestSchema;
+  std::string name, version, variant, abi, library;
+  std::vector<OpInfo> ops;
+  std::vector<ManifestFile> files;  // every file but the manifest itself, sorted by path
+};
+
+// Throws StatusError(KH_ERROR_BAD_METADATA) naming the field.
+PackageManifest parse_package_manifest(std::string_view json_text, std::string_view source);
+std::string serialize_package_manifest(const PackageManifest& manifest);
+
+// Checks that dir holds exactly the manifest's files (plus the manifest), each with its
+// size and sha256. Throws StatusError(KH_ERROR_VERIFICATION) naming the file.
+void verify_tree_against_manifest(const std::string& dir, const PackageManifest& manifest);
+
+// Lists files under dir (relative paths, sorted), hashing each: to write a manifest.
+std::vector<ManifestFile> hash_tree(const std::string& dir);
+
+}  // namespace kh::registry

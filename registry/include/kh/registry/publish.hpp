@@ -1,0 +1,29 @@
+// Packing a build and publishing packages to a hub (file:// for now).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kh/registry/package_manifest.hpp"
+
+namespace kh::registry {
+
+// Stages `library_path` as lib/<filename> plus a kh-manifest.json (filled from `manifest`'s
+// name, version, variant, abi, library and ops; files are hashed here) and writes
+// <out_dir>/<name-with-/-as-__>-<version>-<variant>.tar.zst. Returns the archive path.
+std::string pack_package(const std::string& library_path, PackageManifest manifest, const std::string& out_dir);
+
+struct PublishedVariant {
+  std::string repo, version, variant, sha256;
+  uint64_t size = 0;
+  bool already_present = false;  // identical bytes were already published
+};
+
+// Publishes every *.tar.zst in dist_dir to the file hub rooted at hub_dir: blobs first
+// (temp + rename), then each touched repo's index.json merged, its "version" bumped and
+// "expires" set to now + expires_days. Holds <hub_dir>/.kh-publish.lock meanwhile.
+// Refuses (KH_ERROR_INVALID_ARGUMENT) to replace a published variant with other bytes.
+std::vector<PublishedVariant> publish_to_file_hub(const std::string& dist_dir, const std::string& hub_dir,
+                                                  int expires_days = 365);
+
+}  // namespace kh::registry

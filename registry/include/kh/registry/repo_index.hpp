@@ -1,0 +1,76 @@
+// repos/<org>/<name>/index.json: which versions of a repo exist and which builds
+// (variants) each has. Parsed strictly: an unknown schema, a missing or mistyped field is
+// an error that names the field.
+//
+// {
+//   "schema": 1,
+//   "repo": "kernels-community/rms-norm",
+//   "version": 7,                         // grows with every publish (rollback protection)
+//   "expires": "2027-01-01T00:00:00Z",    // RFC 3339 UTC (freeze protection)
+//   "releases": {
+//     "1.0.0": {
+//       "yanked": false,
+//       "variants": {
+//         "cpu-x86_64-abi1-x86_64-linux": {
+//           "sha256": "<64 hex>", "size": 12345, "abi": "1.0",
+//           "ops": [ { "name": "rms_norm", "schema": "rms_norm(...) -> ()" } ]
+//         } } } } }
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kh/registry/semver.hpp"
+
+namespace kh::registry {
+
+inline constexpr int kRepoIndexSchema = 1;
+
+struct OpInfo {
+  std::string name;
+  std::string schema;
+};
+
+struct VariantEntry {
+  std::string key;     // variant key, e.g. "cpu-x86_64-abi1-x86_64-linux"
+  std::string sha256;  // of the blob (.tar.zst)
+  uint64_t size = 0;   // of the blob, bytes
+  std::string abi;     // "major.minor" of the kernel ABI the build speaks
+  std::vector<OpInfo> ops;
+};
+
+struct Release {
+  Version version;
+  bool yanked = false;
+  std::vector<VariantEntry> variants;  // sorted by key
+};
+
+struct RepoIndex {
+  int schema = kRepoIndexSchema;
+  std::string repo;
+  uint64_t version = 0;
+  std::string expires;       // as written
+  int64_t expires_unix = 0;  // seconds since the epoch
+  std::vector<Release> releases;  // sorted by version, oldest first
+};
+
+// Throws StatusError(KH_ERROR_BAD_METADATA): "<source>: field 'releases.1.0.0.variants.x.size': expected an unsigned integer".
+RepoIndex parse_repo_index(std::string_view json_text, std::string_view source);
+std::string serialize_repo_index(const RepoIndex& index);  // pretty JSON, stable order
+
+// RFC 3339 "YYYY-MM-DDTHH:MM:SSZ" <-> unix seconds; parse returns false on bad text.
+bool parse_rfc3339_utc(std::string_view text, int64_t* unix_seconds);
+std::string format_rfc3339_utc(int64_t unix_seconds);
+
+// The newest release the request accepts, skipping yanked ones unless pinned exactly.
+// For a Digest request: the release holding a variant with that blob digest.
+// Throws StatusError(KH_ERROR_NOT_FOUND) naming the request and listing the versions there are.
+const Release& resolve_release(const RepoIndex& index, const VersionRequest& request);
+
+// Where a repo's index lives inside a hub, and where a blob lives (both relative).
+std::string repo_index_path(const std::string& repo);  // "repos/<org>/<name>/index.json"
+std::string blob_path(const std::string& sha256);      // "blobs/sha256/<2 hex>/<64 hex>"
+
+}  // namespace kh::registry

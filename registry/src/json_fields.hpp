@@ -1,0 +1,73 @@
+// Strict JSON field access shared by the index and manifest parsers: every error names
+// the source and the field path. Internal to the registry; includes nlohmann/json.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kh/registry/repo_index.hpp"
+#include "kh/registry/status_error.hpp"
+
+namespace kh::registry::detail {
+
+// Quotes a key in a field path when it holds a '.', so "releases.\"1.0.0\".size" reads right.
+inline std::string key_in_path(const std::string& key) {
+  return key.find('.') == std::string::npos ? key : "\"" + key + "\"";
+}
+
+using json = nlohmann::json;
+
+class FieldReader {
+ public:
+  explicit FieldReader(std::string_view source) : source_(source) {}
+
+  [[noreturn]] void bad(const std::string& path, const std::string& what) const {
+    fail(KH_ERROR_BAD_METADATA, std::string(source_) + ": field '" + path + "': " + what +
+                                    "; the hub's metadata is malformed: ask its publisher to republish it");
+  }
+
+  const json& member(const json& obj, const std::string& parent, const std::string& key) const {
+    auto it = obj.find(key);
+    std::string path = parent.empty() ? key : parent + "." + key;
+    if (it == obj.end()) bad(path, "missing");
+    return *it;
+  }
+  std::string string_at(const json& obj, const std::string& parent, const std::string& key) const {
+    const json& v = member(obj, parent, key);
+    if (!v.is_string()) bad(join(parent, key), "expected a string");
+    return v.get<std::string>();
+  }
+  uint64_t unsigned_at(const json& obj, const std::string& parent, const std::string& key) const {
+    const json& v = member(obj, parent, key);
+    if (!v.is_number_unsigned()) bad(join(parent, key), "expected an unsigned integer");
+    return v.get<uint64_t>();
+  }
+  const json& object_at(const json& obj, const std::string& parent, const std::string& key) const {
+    const json& v = member(obj, parent, key);
+    if (!v.is_object()) bad(join(parent, key), "expected an object");
+    return v;
+  }
+  const json& array_at(const json& obj, const std::string& parent, const std::string& key) const {
+    const json& v = member(obj, parent, key);
+    if (!v.is_array()) bad(join(parent, key), "expected an array");
+    return v;
+  }
+  static std::string join(const std::string& parent, const std::string& key) {
+    return parent.empty() ? key : parent + "." + key;
+  }
+
+ private:
+  std::string_view source_;
+};
+
+
+// Non-empty [a-z0-9._-]: a variant key.
+bool is_variant_key(std::string_view s);
+// "<major>.<minor>", both decimal: an ABI version.
+bool is_abi_text(std::string_view s);
+// An "ops" array: [{"name": ..., "schema": ...}].
+std::vector<OpInfo> parse_ops(const FieldReader& r, const nlohmann::json& ops, const std::string& path);
+
+}  // namespace kh::registry::detail

@@ -1,0 +1,153 @@
+// kh-manifest.json: parsing, serialisation, and checking an unpacked tree against it.
+#include "kh/registry/package_manifest.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <map>
+
+#include "kh/registry/cache.hpp"
+#include "kh/registry/package_spec.hpp"
+#include "kh/registry/sha256.hpp"
+#include "kh/registry/status_error.hpp"
+#include "internal.hpp"
+#include "json_fields.hpp"
+
+namespace kh::registry {
+
+PackageManifest parse_package_manifest(std::string_view json_text, std::string_view source) {
+  using detail::FieldReader;
+  using json = nlohmann::json;
+  FieldReader r(source);
+  json doc;
+  try {
+    doc = json::parse(json_text.begin(), json_text.end());
+  } catch (const json::exception& e) {
+    fail(KH_ERROR_BAD_METADATA, std::string(source) + ": not valid JSON (" + e.what() + "); repack the package");
+  }
+  if (!doc.is_object()) fail(KH_ERROR_BAD_METADATA, std::string(source) + ": expected a JSON object at the top level");
+
+  PackageManifest m;
+  const json& schema = r.member(doc, "", "schema");
+  if (!schema.is_number_integer()) r.bad("schema", "expected an integer");
+  if (schema.get<int64_t>() != kManifestSchema)
+    fail(KH_ERROR_BAD_METADATA, std::string(source) + ": unsupported manifest schema " + schema.dump() +
+                                    "; this kh reads schema " + std::to_string(kManifestSchema) +
+                                    " only: upgrade kh to use this package");
+
+  m.name = r.string_at(doc, "", "name");
+  size_t slash = m.name.find('/');
+  if (slash == std::string::npos || !is_valid_repo_part(m.name.substr(0, slash)) ||
+      !is_valid_repo_part(m.name.substr(slash + 1)))
+    r.bad("name", "'" + m.name + "' is not a valid '<org>/<name>'");
+  m.version = r.string_at(doc, "", "version");
+  if (!parse_version(m.version)) r.bad("version", "'" + m.version + "' is not a semantic version");
+  m.variant = r.string_at(doc, "", "variant");
+  if (!detail::is_variant_key(m.variant)) r.bad("variant", "a variant key must be non-empty [a-z0-9._-]");
+  m.abi = r.string_at(doc, "", "abi");
+  if (!detail::is_abi_text(m.abi)) r.bad("abi", "expected '<major>.<minor>', e.g. '1.0'");
+  m.library = r.string_at(doc, "", "library");
+  if (!detail::is_safe_relative_path(m.library)) r.bad("library", "'" + m.library + "' is not a safe relative path");
+  m.ops = detail::parse_ops(r, r.array_at(doc, "", "ops"), "ops");
+
+  const json& files = r.array_at(doc, "", "files");
+  for (size_t i = 0; i < files.size(); ++i) {
+    std::string p = "files[" + std::to_string(i) + "]";
+    if (!files[i].is_object()) r.bad(p, "expected an object");
+    ManifestFile f;
+    f.path = r.string_at(files[i], p, "path");
+    if (!detail::is_safe_relative_path(f.path)) r.bad(p + ".path", "'" + f.path + "' is not a safe relative path");
+    if (f.path == kManifestName) r.bad(p + ".path", "the manifest must not list itself");
+    f.sha256 = r.string_at(files[i], p, "sha256");
+    if (!is_sha256_hex(f.sha256)) r.bad(p + ".sha256", "expected 64 lowercase hex digits");
+    f.size = r.unsigned_at(files[i], p, "size");
+    m.files.push_back(std::move(f));
+  }
+  std::sort(m.files.begin(), m.files.end(), [](const ManifestFile& a, const ManifestFile& b) { return a.path < b.path; });
+  for (size_t i = 1; i < m.files.size(); ++i)
+    if (m.files[i - 1].path == m.files[i].path) r.bad("files", "'" + m.files[i].path + "' is listed twice");
+  bool library_listed = std::any_of(m.files.begin(), m.files.end(), [&](const ManifestFile& f) { return f.path == m.library; });
+  if (!library_listed) r.bad("library", "'" + m.library + "' is not among the manifest's files");
+  return m;
+}
+
+std::string serialize_package_manifest(const PackageManifest& manifest) {
+  using ojson = nlohmann::ordered_json;
+  ojson doc;
+  doc["schema"] = manifest.schema;
+  doc["name"] = manifest.name;
+  doc["version"] = manifest.version;
+  doc["variant"] = manifest.variant;
+  doc["abi"] = manifest.abi;
+  doc["library"] = manifest.library;
+  ojson ops = ojson::array();
+  for (const OpInfo& op : manifest.ops) ops.push_back(ojson{{"name", op.name}, {"schema", op.schema}});
+  doc["ops"] = std::move(ops);
+  std::vector<ManifestFile> files = manifest.files;
+  std::sort(files.begin(), files.end(), [](const ManifestFile& a, const ManifestFile& b) { return a.path < b.path; });
+  ojson fs = ojson::array();
+  for (const ManifestFile& f : files) fs.push_back(ojson{{"path", f.path}, {"sha256", f.sha256}, {"size", f.size}});
+  doc["files"] = std::move(fs);
+  return doc.dump(2) + "\n";
+}
+
+namespace {
+
+// Hashes a regular file without following a symlink in its last component.
+std::string hash_regular_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) detail::fail_errno("cannot open '" + path + "'", errno);
+  try {
+    std::string h = sha256_fd_hex(fd);
+    ::close(fd);
+    return h;
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+}
+
+}  // namespace
+
+void verify_tree_against_manifest(const std::string& dir, const PackageManifest& manifest) {
+  auto bad = [&](const std::string& file, const std::string& what) {
+    fail(KH_ERROR_VERIFICATION, "package " + manifest.name + "@" + manifest.version + " (" + manifest.variant +
+                                    ") in '" + dir + "': file '" + file + "': " + what +
+                                    "; the package does not match its manifest: delete it and fetch it again");
+  };
+  std::map<std::string, const ManifestFile*> expected;
+  for (const ManifestFile& f : manifest.files) expected[f.path] = &f;
+  std::map<std::string, detail::TreeEntry> found;
+  for (detail::TreeEntry& e : detail::list_tree(dir)) {
+    if (e.type == detail::TreeEntry::Type::Directory) continue;
+    if (e.type != detail::TreeEntry::Type::File) bad(e.path, "not a regular file or directory");
+    if (e.path == kManifestName || e.path == kCompleteMarker) continue;
+    if (expected.find(e.path) == expected.end()) bad(e.path, "not listed in the manifest");
+    found[e.path] = e;
+  }
+  for (const auto& [path, f] : expected) {
+    auto it = found.find(path);
+    if (it == found.end()) bad(path, "missing");
+    if (it->second.size != f->size)
+      bad(path, "size " + std::to_string(it->second.size) + " bytes, the manifest says " + std::to_string(f->size));
+    std::string h = hash_regular_file(dir + "/" + path);
+    if (h != f->sha256) bad(path, "sha256 " + h + ", the manifest says " + f->sha256);
+  }
+}
+
+std::vector<ManifestFile> hash_tree(const std::string& dir) {
+  std::vector<ManifestFile> out;
+  for (const detail::TreeEntry& e : detail::list_tree(dir)) {
+    if (e.type == detail::TreeEntry::Type::Directory) continue;
+    if (e.type != detail::TreeEntry::Type::File)
+      fail(KH_ERROR_INVALID_ARGUMENT, "'" + dir + "/" + e.path +
+                                          "' is not a regular file or directory; a package holds only those");
+    if (e.path == kManifestName) continue;  // the manifest never lists itself
+    out.push_back(ManifestFile{e.path, hash_regular_file(dir + "/" + e.path), e.size});
+  }
+  return out;
+}
+
+}  // namespace kh::registry

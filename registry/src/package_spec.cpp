@@ -1,0 +1,47 @@
+// "org/name@request" parsing and the naming rules for orgs and names.
+#include "kh/registry/package_spec.hpp"
+
+#include "kh/registry/status_error.hpp"
+
+namespace kh::registry {
+
+bool is_valid_repo_part(std::string_view s) {
+  if (s.empty() || s[0] == '.' || s.find("..") != std::string_view::npos) return false;
+  for (char c : s) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+PackageSpec parse_package_spec(std::string_view spec) {
+  auto bad = [&](const std::string& why) -> void {
+    fail(KH_ERROR_INVALID_ARGUMENT, "invalid package spec '" + std::string(spec) + "': " + why +
+                                        "; expected '<org>/<name>[@<version>]', e.g. 'kernels-community/rms-norm@1'");
+  };
+  std::string_view repo = spec, req;
+  size_t at = spec.find('@');
+  if (at != std::string_view::npos) {
+    repo = spec.substr(0, at);
+    req = spec.substr(at + 1);
+    if (req.empty()) bad("nothing follows '@'");
+  }
+  size_t slash = repo.find('/');
+  if (slash == std::string_view::npos) bad("it has no '/' between org and name");
+  std::string_view org = repo.substr(0, slash), name = repo.substr(slash + 1);
+  const char* rule = " must be non-empty lowercase [a-z0-9._-], not start with '.' and not contain '..'";
+  if (!is_valid_repo_part(org)) bad("the org '" + std::string(org) + "'" + rule);
+  if (!is_valid_repo_part(name)) bad("the name '" + std::string(name) + "'" + rule);
+
+  PackageSpec out;
+  out.org = std::string(org);
+  out.name = std::string(name);
+  try {
+    out.request = parse_version_request(req);
+  } catch (const StatusError& e) {
+    fail(e.status(), "in package spec '" + std::string(spec) + "': " + e.what());
+  }
+  return out;
+}
+
+}  // namespace kh::registry

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "host_facts.hpp"
+#include "kh/registry/fs.hpp"
 #include "kh/registry/hub.hpp"
 #include "kh/registry/package_spec.hpp"
 #include "kh/registry/status_error.hpp"

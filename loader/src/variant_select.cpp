@@ -14,7 +14,7 @@ namespace {
 // "x86_64" -> 1, "x86_64_v2" -> 2, ... ; 0 if not an x86-64 ISA level name.
 int x86_isa_level_of(const std::string& arch) {
   if (arch == "x86_64") return 1;
-  if (arch.size() == 10 && arch.compare(0, 8, "x86_64_v") == 0 && arch[9] >= '2' && arch[9] <= '4') return arch[9] - '0';
+  if (arch.size() == 9 && arch.compare(0, 8, "x86_64_v") == 0 && arch[8] >= '2' && arch[8] <= '4') return arch[8] - '0';
   return 0;
 }
 

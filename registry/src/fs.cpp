@@ -84,10 +84,7 @@ void fsync_directory(const std::string& dir) {
   if (rc != 0 && err != EINVAL) fail_errno("cannot sync directory '" + dir + "'", err);
 }
 
-namespace {
-
-void walk(const std::string& root, const std::string& rel, std::vector<TreeEntry>* out) {
-  std::string dir = rel.empty() ? root : root + "/" + rel;
+std::vector<std::string> list_names(const std::string& dir) {
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) fail_errno("cannot list directory '" + dir + "'", errno);
   std::vector<std::string> names;
@@ -100,7 +97,13 @@ void walk(const std::string& root, const std::string& rel, std::vector<TreeEntry
   ::closedir(d);
   if (err != 0) fail_errno("cannot list directory '" + dir + "'", err);
   std::sort(names.begin(), names.end());
-  for (const std::string& name : names) {
+  return names;
+}
+
+namespace {
+
+void walk(const std::string& root, const std::string& rel, std::vector<TreeEntry>* out) {
+  for (const std::string& name : list_names(rel.empty() ? root : root + "/" + rel)) {
     TreeEntry e;
     e.path = rel.empty() ? name : rel + "/" + name;
     struct stat st;

@@ -25,6 +25,9 @@ struct TreeEntry {
 // symlinks (they come back as Type::Other). Throws StatusError(KH_ERROR_IO).
 std::vector<TreeEntry> list_tree(const std::string& dir);
 
+// The names in one directory (no "." or ".."), sorted. Throws StatusError(KH_ERROR_IO).
+std::vector<std::string> list_names(const std::string& dir);
+
 // True when `path` is a relative, '/'-separated name free of empty, "." and ".."
 // components, backslashes and NUL: safe to join under a directory.
 bool is_safe_relative_path(std::string_view path);

@@ -12,10 +12,9 @@
 
 namespace kh::registry::detail {
 
-// Quotes a key in a field path when it holds a '.', so "releases.\"1.0.0\".size" reads right.
-inline std::string key_in_path(const std::string& key) {
-  return key.find('.') == std::string::npos ? key : "\"" + key + "\"";
-}
+// A map key (a version, a variant key) in a field path, quoted because it may hold '.':
+// releases."1.0.0".variants."cpu-x86_64-abi1-x86_64-linux".size
+inline std::string key_in_path(const std::string& key) { return "\"" + key + "\""; }
 
 using json = nlohmann::json;
 

@@ -2,6 +2,7 @@
 #include "kh/registry/repo_index.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "kh/registry/package_spec.hpp"
 #include "kh/registry/sha256.hpp"
@@ -110,7 +111,7 @@ std::string format_rfc3339_utc(int64_t unix_seconds) {
   const unsigned d = doy - (153 * mp + 2) / 5 + 1;
   const unsigned m = mp < 10 ? mp + 3 : mp - 9;
   y += m <= 2;
-  char buf[32];
+  char buf[64];
   std::snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02lld:%02lld:%02lldZ", static_cast<long long>(y), m, d,
                 static_cast<long long>(secs / 3600), static_cast<long long>(secs / 60 % 60),
                 static_cast<long long>(secs % 60));

@@ -133,16 +133,18 @@ template <int kRows, int kHeadDim, int kThreads, typename T>
 __device__ __forceinline__ void load_tile_async(T* smem, const T* gmem, int64_t row_stride, int row0, int row_end,
                                                 int tid) {
   constexpr int kChunksPerRow = kHeadDim / 8;
-  constexpr int kChunks = kRows * kChunksPerRow;
-  static_assert(kChunks % kThreads == 0, "tile chunks must divide evenly among threads");
+  constexpr int kRowsPerPass = kThreads / kChunksPerRow;
+  static_assert(kThreads % kChunksPerRow == 0 && kRows % kRowsPerPass == 0, "tile must divide among threads");
+  const int c = tid % kChunksPerRow;
+  int r = tid / kChunksPerRow;
+  // A running source pointer: the per-pass offsets stay one add each instead of a
+  // register pair per pass hoisted out of the key loop.
+  const T* src = gmem + static_cast<int64_t>(row0 + r) * row_stride + c * 8;
+  const int64_t pass_stride = kRowsPerPass * row_stride;
 #pragma unroll
-  for (int i = 0; i < kChunks / kThreads; ++i) {
-    const int idx = tid + i * kThreads;
-    const int r = idx / kChunksPerRow;
-    const int c = idx % kChunksPerRow;
+  for (int i = 0; i < kRows / kRowsPerPass; ++i, r += kRowsPerPass, src += pass_stride) {
     const bool in_range = row0 + r < row_end;
-    const T* src = in_range ? gmem + static_cast<int64_t>(row0 + r) * row_stride + c * 8 : gmem;
-    cp_async_16(smem_addr(smem + swizzled<kHeadDim>(r, c)), src, in_range ? 16 : 0);
+    cp_async_16(smem_addr(smem + swizzled<kHeadDim>(r, c)), in_range ? src : gmem, in_range ? 16 : 0);
   }
 }
 

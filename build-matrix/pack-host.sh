@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Packs the host-CPU builds of every package in kernels-src/ from a kh build tree.
+# Usage: pack-host.sh <kernels-exe> <build-dir> <dist-dir>
+set -euo pipefail
+kernels="$1" build="$2" dist="$3"
+src="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+mkdir -p "$dist"
+for pkg_dir in "$src"/kernels-src/*/; do
+  pkg="$(basename "$pkg_dir")"
+  [ -f "$pkg_dir/kernel.json" ] || continue
+  lib="$build/kernels-src/$pkg/libkh_${pkg//-/_}_cpu.so"
+  if [ ! -f "$lib" ]; then
+    echo "pack-host: $lib is missing; build the kernels first (cmake --build $build)" >&2
+    exit 1
+  fi
+  "$kernels" pack "$lib" --package "$pkg_dir/kernel.json" --out "$dist"
+done

@@ -1,0 +1,106 @@
+// attention_cuda.cu: the CUDA backend's attention_fwd entry: validates the call with the
+// shared rules (parse_attention_fwd_args), checks what this GPU path needs beyond them
+// (16-byte aligned rows, grid limits), and launches the sm80 FlashAttention-2 style kernel
+// (attention_fwd_sm80.cuh) on the caller's stream (kh_call_ctx::stream, NULL: default).
+#include <cuda_runtime_api.h>
+
+#include <climits>
+
+#include "attention_args.hpp"
+#include "attention_fwd_sm80.hpp"
+#include "attention_ops.hpp"
+#include "kh_kernel/args.hpp"
+
+namespace kh_attention {
+namespace {
+
+using kh_kernel::OpContext;
+using kh_kernel::op_error;
+
+// Makes `device` current for the call and restores the caller's device afterwards.
+class ScopedDevice {
+ public:
+  explicit ScopedDevice(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    status_ = previous_ == device ? cudaSuccess : cudaSetDevice(device);
+  }
+  ~ScopedDevice() {
+    if (previous_ >= 0 && status_ == cudaSuccess) cudaSetDevice(previous_);
+  }
+  ScopedDevice(const ScopedDevice&) = delete;
+  ScopedDevice& operator=(const ScopedDevice&) = delete;
+  cudaError_t status() const { return status_; }
+
+ private:
+  int previous_ = -1;
+  cudaError_t status_ = cudaSuccess;
+};
+
+sm80::Sm80FwdParams to_sm80_params(const AttentionParams& a) {
+  sm80::Sm80FwdParams p;
+  p.q = a.q;
+  p.k = a.k;
+  p.v = a.v;
+  p.out = a.out;
+  p.lse = a.lse;
+  p.q_batch_stride = a.q_batch_stride, p.q_row_stride = a.q_row_stride, p.q_head_stride = a.q_head_stride;
+  p.k_batch_stride = a.k_batch_stride, p.k_row_stride = a.k_row_stride, p.k_head_stride = a.k_head_stride;
+  p.v_batch_stride = a.v_batch_stride, p.v_row_stride = a.v_row_stride, p.v_head_stride = a.v_head_stride;
+  p.o_batch_stride = a.o_batch_stride, p.o_row_stride = a.o_row_stride, p.o_head_stride = a.o_head_stride;
+  p.lse_batch_stride = a.lse_batch_stride, p.lse_head_stride = a.lse_head_stride;
+  p.lse_row_stride = a.lse_row_stride;
+  p.batch = static_cast<int>(a.batch);
+  p.seqlen_q = static_cast<int>(a.seqlen_q);
+  p.seqlen_k = static_cast<int>(a.seqlen_k);
+  p.heads_q = static_cast<int>(a.heads_q);
+  p.heads_kv = static_cast<int>(a.heads_kv);
+  p.head_dim = static_cast<int>(a.head_dim);
+  p.scale = static_cast<float>(a.scale);
+  p.causal = a.causal;
+  p.dtype = a.dtype == kh_kernel::DType::kBF16 ? sm80::ElementType::kBF16 : sm80::ElementType::kF16;
+  return p;
+}
+
+kh_status launch(const OpContext& c, const AttentionParams& a) {
+  if (!sm80::sm80_supports_head_dim(static_cast<int>(a.head_dim)))
+    return op_error(c, KH_ERROR_UNSUPPORTED, "argument 'q': head_dim %lld is not supported on CUDA (64, 128, 256)",
+                    (long long)a.head_dim);
+  // Grid: (q tiles, heads_q, batch); y and z are limited to 65535, lengths to int.
+  if (a.heads_q > 65535 || a.batch > 65535 || a.seqlen_q > INT_MAX / 2 || a.seqlen_k > INT_MAX / 2)
+    return op_error(c, KH_ERROR_UNSUPPORTED,
+                    "shape too large for the CUDA kernel: heads_q %lld and batch %lld must be <= 65535, "
+                    "sequence lengths (%lld, %lld) <= %d",
+                    (long long)a.heads_q, (long long)a.batch, (long long)a.seqlen_q, (long long)a.seqlen_k,
+                    INT_MAX / 2);
+  const sm80::Sm80FwdParams p = to_sm80_params(a);
+  if (!sm80::sm80_params_aligned(p))
+    return op_error(c, KH_ERROR_UNSUPPORTED,
+                    "q, k, v and out need 16-byte aligned data pointers and batch/row/head strides that are "
+                    "multiples of 8 elements (the kernel copies 16-byte chunks); copy the tensors to "
+                    "contiguous memory first");
+
+  const ScopedDevice device(a.device.device_id);
+  if (device.status() != cudaSuccess)
+    return op_error(c, KH_ERROR_DEVICE, "cannot make CUDA device %d current: %s", a.device.device_id,
+                    cudaGetErrorString(device.status()));
+  const cudaError_t err = sm80::run_attention_fwd_sm80(p, static_cast<cudaStream_t>(c.ctx ? c.ctx->stream : nullptr));
+  if (err != cudaSuccess)
+    return op_error(c, err == cudaErrorMemoryAllocation ? KH_ERROR_OUT_OF_MEMORY : KH_ERROR_DEVICE,
+                    "kernel launch failed on CUDA device %d: %s (%s)", a.device.device_id, cudaGetErrorName(err),
+                    cudaGetErrorString(err));
+  return KH_OK;
+}
+
+}  // namespace
+
+kh_status attention_fwd_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
+  const OpContext c{"attention_fwd", ctx, KH_DEVICE_TYPE};
+  return kh_kernel::guarded(c, [&] {
+    AttentionParams p;
+    KH_KERNEL_TRY(parse_attention_fwd_args(args, nargs, ctx, &p));
+    if (p.empty()) return KH_OK;
+    return launch(c, p);
+  });
+}
+
+}  // namespace kh_attention

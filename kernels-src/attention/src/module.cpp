@@ -1,0 +1,33 @@
+// module.cpp: the attention module descriptor (op table, schema, argument constraints) and
+// the library's one export, kh_kernel_negotiate. Shared by every backend; the name, version,
+// variant and device type come from the build (kh_add_kernel_library).
+#include "attention_args.hpp"
+#include "attention_ops.hpp"
+#include "kh/kernel_abi.h"
+#include "kh_kernel/negotiate.hpp"
+
+namespace kh_attention {
+namespace {
+
+constexpr kh_arg_constraint kQkvo = {sizeof(kh_arg_constraint), kAttentionDtypes, 4, 4};
+constexpr kh_arg_constraint kLseConstraint = {sizeof(kh_arg_constraint), KH_DTYPE_F32, 3, 3};
+constexpr kh_arg_constraint kScalar = {sizeof(kh_arg_constraint), 0, -1, -1};
+
+constexpr kh_arg_constraint kAttentionFwdConstraints[kAttentionFwdNumArgs] = {
+    kQkvo, kLseConstraint, kQkvo, kQkvo, kQkvo, kScalar, kScalar};
+
+const kh_op_desc kOps[] = {
+    {sizeof(kh_op_desc), 0, "attention_fwd",
+     "attention_fwd(Tensor(a!) out, Tensor(b!)? lse, Tensor q, Tensor k, Tensor v, float scale, bool causal) -> ()",
+     &attention_fwd_invoke, kAttentionFwdConstraints},
+};
+
+const kh_module_desc kModule = {sizeof(kh_module_desc), KH_ABI_VERSION, KH_PACKAGE_NAME, KH_PACKAGE_VERSION,
+                                KH_VARIANT_KEY, KH_DEVICE_TYPE, sizeof(kOps) / sizeof(kOps[0]), kOps};
+
+}  // namespace
+}  // namespace kh_attention
+
+extern "C" KH_KERNEL_EXPORT kh_status kh_kernel_negotiate(kh_negotiation* negotiation) {
+  return kh_kernel::negotiate(negotiation, &kh_attention::kModule);
+}

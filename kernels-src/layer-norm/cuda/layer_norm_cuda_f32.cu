@@ -1,0 +1,12 @@
+// layer_norm_cuda_f32.cu: the f32 instantiations of the layer-norm CUDA kernels (plain and
+// fused residual add, every row-size configuration, 16-byte and scalar accesses).
+#include "layer_norm_cuda.hpp"
+#include "row_norm_engine.cuh"
+
+namespace kh_layer_norm {
+
+cudaError_t launch_layer_norm_f32(const kh_row_norm::RowNormArgs& a, bool fused, cudaStream_t stream) {
+  return kh_row_norm::launch_row_norm<kh_row_norm::NormKind::kLayer, float>(a, fused, stream);
+}
+
+}  // namespace kh_layer_norm

@@ -1,0 +1,328 @@
+// The content-addressed cache: verified blobs, unpacked read-only trees (complete when
+// their marker exists), each hub's last verified metadata, and crash-safe installs.
+#include "kh/registry/cache.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <functional>
+
+#include "kh/registry/archive.hpp"
+#include "kh/registry/fs.hpp"
+#include "kh/registry/sha256.hpp"
+#include "kh/registry/status_error.hpp"
+#include "internal.hpp"
+
+namespace kh::registry {
+
+#ifdef KH_TEST_HOOKS
+void test_hook(const char* point) {
+  const char* at = std::getenv("KH_TEST_CRASH_AT");
+  if (at != nullptr && std::string(at) == point) ::_exit(86);
+}
+#endif
+
+namespace {
+
+constexpr uint64_t kManifestMaxBytes = 16u << 20;
+
+std::string blob_file(const std::string& root, const std::string& sha) { return root + "/" + blob_path(sha); }
+std::string pkg_dir(const std::string& root, const std::string& sha) { return root + "/pkgs/" + sha; }
+
+// Removes whatever it names when it goes out of scope, unless released.
+struct Cleanup {
+  std::string path;
+  ~Cleanup() {
+    if (path.empty()) return;
+    try {
+      remove_tree(path);
+    } catch (...) {  // best effort: tmp/ may be cleared at any time anyway
+    }
+  }
+};
+
+// Read-only files and directories below `dir` (not dir itself: renaming a directory
+// needs write access to it, to update its "..").
+void make_read_only_below(const std::string& dir) {
+  std::vector<detail::TreeEntry> entries = detail::list_tree(dir);
+  // Deepest first, so a directory is still writable while its children change.
+  for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
+    mode_t m = it->type == detail::TreeEntry::Type::Directory || (it->mode & 0111) ? 0555 : 0444;
+    if (::chmod((dir + "/" + it->path).c_str(), m) != 0)
+      detail::fail_errno("cannot make '" + dir + "/" + it->path + "' read-only", errno);
+  }
+}
+
+void write_marker(const std::string& dir, const std::string& sha) {
+  std::string path = dir + "/" + kCompleteMarker;
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+  if (fd < 0) detail::fail_errno("cannot create '" + path + "'", errno);
+  try {
+    detail::write_all(fd, sha.data(), sha.size(), "'" + path + "'");
+    if (::fsync(fd) != 0) detail::fail_errno("cannot sync '" + path + "'", errno);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  detail::fsync_directory(dir);
+}
+
+// Does `blob` hold exactly sha256/size? (A blob in the cache is re-hashed before reuse.)
+bool blob_is_intact(const std::string& blob, const std::string& sha, std::optional<uint64_t> size) {
+  struct stat st;
+  if (::lstat(blob.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  if (size && static_cast<uint64_t>(st.st_size) != *size) return false;
+  try {
+    return sha256_file_hex(blob) == sha;
+  } catch (const StatusError&) {
+    return false;
+  }
+}
+
+// Copies a local file into a new file in tmp/, verifying size and digest on the way.
+void copy_into(const std::string& from, const std::string& to, const std::string& sha) {
+  int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) detail::fail_errno("cannot open archive '" + from + "'", errno);
+  struct stat st;
+  if (::fstat(in, &st) != 0) {
+    int err = errno;
+    ::close(in);
+    detail::fail_errno("cannot stat archive '" + from + "'", err);
+  }
+  int out = ::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (out < 0) {
+    int err = errno;
+    ::close(in);
+    detail::fail_errno("cannot create '" + to + "'", err);
+  }
+  try {
+    copy_verified(
+        [&](char* buf, size_t cap) -> size_t {
+          for (;;) {
+            ssize_t n = ::read(in, buf, cap);
+            if (n >= 0) return static_cast<size_t>(n);
+            if (errno != EINTR) detail::fail_errno("cannot read archive '" + from + "'", errno);
+          }
+        },
+        out, sha, static_cast<uint64_t>(st.st_size), "archive '" + from + "'");
+    if (::fsync(out) != 0) detail::fail_errno("cannot sync '" + to + "'", errno);
+  } catch (...) {
+    ::close(in);
+    ::close(out);
+    throw;
+  }
+  ::close(in);
+  ::close(out);
+}
+
+struct Expected {
+  std::string repo, version, variant;
+  std::string label() const { return repo + "@" + version + " (variant " + variant + ")"; }
+};
+
+// The common install: with the blob lock held, get a verified blob (reusing the cached
+// one if it re-hashes right, else through `fetch` into tmp/), extract it under tmp/,
+// check its manifest and files, then publish blob and tree with renames, marker last.
+std::string install_locked(const std::string& root, const std::string& sha, const Expected& want,
+                           const std::function<void(const std::string& tmp_blob)>& fetch,
+                           std::optional<uint64_t> size) {
+  const std::string blob = blob_file(root, sha);
+  const std::string final_dir = pkg_dir(root, sha);
+  const std::string tmp_root = root + "/tmp";
+  make_directories(tmp_root);
+
+  std::string source_blob;  // the verified archive to extract
+  Cleanup tmp_blob;
+  if (blob_is_intact(blob, sha, size)) {
+    source_blob = blob;
+  } else {
+    if (path_exists(blob)) remove_tree(blob);  // corrupt or truncated: fetch it again
+    tmp_blob.path = tmp_root + "/" + sha + ".blob-" + std::to_string(::getpid()) + "-" + detail::random_hex(6);
+    fetch(tmp_blob.path);
+    source_blob = tmp_blob.path;
+  }
+
+  Cleanup work;
+  work.path = tmp_root + "/" + sha + ".pkg-" + std::to_string(::getpid()) + "-" + detail::random_hex(6);
+  if (::mkdir(work.path.c_str(), 0755) != 0) detail::fail_errno("cannot create '" + work.path + "'", errno);
+  extract_package_archive(source_blob, work.path);
+  if (path_exists(work.path + "/" + kCompleteMarker))
+    fail(KH_ERROR_BAD_ARCHIVE, "archive sha256:" + sha + " holds a file named '" + kCompleteMarker +
+                                   "', which kh reserves; the package is unsafe: report it to the hub's owner");
+  std::string manifest_path = work.path + "/" + kManifestName;
+  if (!path_exists(manifest_path))
+    fail(KH_ERROR_BAD_ARCHIVE, "archive sha256:" + sha + " has no " + kManifestName +
+                                   "; it is not a kh package: report it to the hub's owner");
+  PackageManifest m = parse_package_manifest(read_file(manifest_path, kManifestMaxBytes),
+                                             std::string("sha256:") + sha + "/" + kManifestName);
+  auto mismatch = [&](const char* field, const std::string& got, const std::string& expected) {
+    fail(KH_ERROR_VERIFICATION, std::string("the package's manifest names ") + field + " '" + got + "' but the index says '" +
+                                    expected + "'; the hub's index and blob disagree: report it to the hub's owner");
+  };
+  if (m.name != want.repo) mismatch("repo", m.name, want.repo);
+  if (m.version != want.version) mismatch("version", m.version, want.version);
+  if (m.variant != want.variant) mismatch("variant", m.variant, want.variant);
+  verify_tree_against_manifest(work.path, m);
+
+  if (!tmp_blob.path.empty()) {
+    KH_TEST_HOOK("before-blob-rename");
+    make_directories(detail::parent_path(blob));
+    if (::rename(tmp_blob.path.c_str(), blob.c_str()) != 0)
+      detail::fail_errno("cannot move the blob into '" + blob + "'", errno);
+    tmp_blob.path.clear();
+    detail::fsync_directory(detail::parent_path(blob));
+  }
+
+  make_read_only_below(work.path);
+  KH_TEST_HOOK("before-marker");
+  write_marker(work.path, sha);
+  make_directories(root + "/pkgs");
+  if (path_exists(final_dir)) remove_tree(final_dir);  // a stale tree without its marker
+  if (::rename(work.path.c_str(), final_dir.c_str()) != 0)
+    detail::fail_errno("cannot move the package into '" + final_dir + "'", errno);
+  work.path.clear();
+  ::chmod(final_dir.c_str(), 0555);
+  detail::fsync_directory(root + "/pkgs");
+  return final_dir;
+}
+
+std::string with_context(const std::string& root, const Expected& want, const std::function<std::string()>& body) {
+  try {
+    return body();
+  } catch (const StatusError& e) {
+    fail(e.status(), "cannot install " + want.label() + " into cache '" + root + "': " + e.what());
+  }
+}
+
+}  // namespace
+
+Cache::Cache(std::string root) : root_(std::move(root)) {
+  while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
+}
+
+std::string Cache::default_root() {
+  auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v != nullptr ? v : "";
+  };
+  if (std::string v = env("KH_CACHE"); !v.empty()) return v;
+  if (std::string v = env("XDG_CACHE_HOME"); !v.empty()) return v + "/kh";
+  if (std::string v = env("HOME"); !v.empty()) return v + "/.cache/kh";
+  fail(KH_ERROR_IO, "cannot find a cache directory: none of KH_CACHE, XDG_CACHE_HOME, HOME is set; set KH_CACHE");
+}
+
+std::optional<std::string> Cache::package_dir(const std::string& sha256) const {
+  if (!is_sha256_hex(sha256)) return std::nullopt;
+  std::string dir = pkg_dir(root_, sha256);
+  std::string marker = dir + "/" + kCompleteMarker;
+  struct stat st;
+  if (::lstat(marker.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  try {
+    if (read_file(marker, 256) != sha256) return std::nullopt;
+  } catch (const StatusError&) {
+    return std::nullopt;
+  }
+  return dir;
+}
+
+std::string Cache::ensure_package(Hub& hub, const std::string& repo, const Release& release,
+                                  const VariantEntry& variant) {
+  Expected want{repo, to_string(release.version), variant.key};
+  if (!is_sha256_hex(variant.sha256))
+    fail(KH_ERROR_INVALID_ARGUMENT, want.label() + ": '" + variant.sha256 + "' is not a sha256 digest");
+  if (auto dir = package_dir(variant.sha256)) return *dir;
+  const std::string& sha = variant.sha256;
+  return with_context(root_, want, [&] {
+    FileLock lock(root_ + "/locks/" + sha + ".lock");
+    if (auto dir = package_dir(sha)) return *dir;  // another process installed it meanwhile
+    auto fetch = [&](const std::string& tmp_blob) {
+      int fd = ::open(tmp_blob.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+      if (fd < 0) detail::fail_errno("cannot create '" + tmp_blob + "'", errno);
+      try {
+        hub.fetch_blob(sha, variant.size, fd);
+        if (::fsync(fd) != 0) detail::fail_errno("cannot sync '" + tmp_blob + "'", errno);
+      } catch (...) {
+        ::close(fd);
+        throw;
+      }
+      ::close(fd);
+    };
+    return install_locked(root_, sha, want, fetch, variant.size);
+  });
+}
+
+std::string Cache::install_archive(const std::string& archive_path, const std::string& sha256,
+                                   const std::string& expected_repo, const std::string& expected_version,
+                                   const std::string& expected_variant) {
+  Expected want{expected_repo, expected_version, expected_variant};
+  if (!is_sha256_hex(sha256))
+    fail(KH_ERROR_INVALID_ARGUMENT, want.label() + ": '" + sha256 + "' is not a sha256 digest");
+  if (auto dir = package_dir(sha256)) return *dir;
+  return with_context(root_, want, [&] {
+    FileLock lock(root_ + "/locks/" + sha256 + ".lock");
+    if (auto dir = package_dir(sha256)) return *dir;
+    auto fetch = [&](const std::string& tmp_blob) { copy_into(archive_path, tmp_blob, sha256); };
+    return install_locked(root_, sha256, want, fetch, std::nullopt);
+  });
+}
+
+namespace {
+std::string metadata_file(const std::string& root, const std::string& hub_id, const std::string& rel) {
+  if (!detail::is_safe_relative_path(hub_id) || hub_id.find('/') != std::string::npos)
+    fail(KH_ERROR_INVALID_ARGUMENT, "hub id '" + hub_id + "' is not a safe directory name");
+  if (!detail::is_safe_relative_path(rel))
+    fail(KH_ERROR_INVALID_ARGUMENT, "metadata path '" + rel + "' is not a safe relative path");
+  return root + "/hubs/" + hub_id + "/" + rel;
+}
+}  // namespace
+
+void Cache::store_metadata(const std::string& hub_id, const std::string& relative_path, const std::string& text) {
+  write_file_atomic(metadata_file(root_, hub_id, relative_path), text);
+}
+
+std::optional<std::string> Cache::load_metadata(const std::string& hub_id, const std::string& relative_path) const {
+  std::string path = metadata_file(root_, hub_id, relative_path);
+  if (!path_exists(path)) return std::nullopt;
+  return read_file(path, 64u << 20);
+}
+
+std::vector<CachedPackage> Cache::list_packages() const {
+  std::vector<CachedPackage> out;
+  std::string pkgs = root_ + "/pkgs";
+  if (!path_exists(pkgs)) return out;
+  struct Listed {
+    CachedPackage pkg;
+    std::optional<Version> version;
+  };
+  std::vector<Listed> listed;
+  for (const std::string& name : detail::list_names(pkgs)) {
+    std::optional<std::string> dir = package_dir(name);
+    if (!dir) continue;  // incomplete or foreign: not a package
+    try {
+      PackageManifest m = parse_package_manifest(read_file(*dir + "/" + kManifestName, kManifestMaxBytes),
+                                                 *dir + "/" + kManifestName);
+      std::optional<Version> v = parse_version(m.version);
+      listed.push_back({CachedPackage{name, *dir, std::move(m)}, v});
+    } catch (const StatusError&) {
+      continue;  // a damaged tree is not listed; ensure_package replaces it
+    }
+  }
+  std::sort(listed.begin(), listed.end(), [](const Listed& a, const Listed& b) {
+    if (a.pkg.manifest.name != b.pkg.manifest.name) return a.pkg.manifest.name < b.pkg.manifest.name;
+    if (a.version && b.version) {
+      int c = compare_versions(*a.version, *b.version);
+      if (c != 0) return c < 0;
+    }
+    if (a.pkg.manifest.variant != b.pkg.manifest.variant) return a.pkg.manifest.variant < b.pkg.manifest.variant;
+    return a.pkg.sha256 < b.pkg.sha256;
+  });
+  for (Listed& l : listed) out.push_back(std::move(l.pkg));
+  return out;
+}
+
+}  // namespace kh::registry

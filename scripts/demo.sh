@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The whole path on this machine: install what is missing, build kh and the reference
+# kernels, publish them to a local hub, `kernels get` one, then run a C host that loads it
+# with kh_load_kernel() and calls it on the best device present (the CPU without a GPU).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+repo="$(pwd)"
+
+scripts/install-deps.sh
+step() { printf '\n== %s\n' "$*"; }
+
+step "Building kh (release)"
+cmake --preset release >/dev/null
+cmake --build --preset release -j "$(nproc)" >/dev/null
+kernels="$repo/build/release/cli/kernels"
+
+work="$repo/build/demo"
+rm -rf "$work"
+mkdir -p "$work"
+export KH_HUB="file://$work/hub"   # the demo's local hub is the default hub
+export KH_CACHE="$work/cache"
+
+step "Packing and publishing the reference kernels to $KH_HUB"
+build-matrix/pack-host.sh "$kernels" "$repo/build/release" "$work/dist"
+"$kernels" publish "$work/dist" --hub "$KH_HUB"
+
+step "kernels info kernels-community/rms-norm"
+"$kernels" info kernels-community/rms-norm
+
+step "kernels get kernels-community/rms-norm@1"
+"$kernels" get kernels-community/rms-norm@1
+
+step "Installing kh into $work/prefix and building the C host against it"
+cmake --install build/release --prefix "$work/prefix" >/dev/null
+cmake -S examples/c-host -B "$work/c-host" -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$work/c-host" >/dev/null
+
+step "Running the C host"
+LD_LIBRARY_PATH="$work/prefix/lib:${LD_LIBRARY_PATH:-}" "$work/c-host/c_host" kernels-community/rms-norm@1

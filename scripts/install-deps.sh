@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages kh needs to build and test, when any is missing.
+# Non-interactive; needs root (or sudo). Usage: scripts/install-deps.sh [extra packages...]
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config ccache git ca-certificates
+  libcurl4-openssl-dev libarchive-dev libssl-dev libzstd-dev zstd
+  nlohmann-json3-dev libcli11-dev doctest-dev libdlpack-dev
+  "$@"
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "kh: installing missing Debian packages: ${missing[*]}"
+as_root=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "kh: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  as_root=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${as_root[@]}" apt-get update -qq
+"${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,279 @@
+// The whole path on the CPU: pack, publish to a file:// hub, `kernels get`, kh_load_kernel,
+// call rms_norm, compare; and every kind of bad input on that path, each refused with a
+// clear error that leaves the cache as it was and the process running.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kh/kh.h"
+#include "kh/kh.hpp"
+#include "kh/registry/sha256.hpp"
+#include "workspace.hpp"
+
+using kh::test::Workspace;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kSpec = "kernels-community/rms-norm@1";
+
+struct Loaded {
+  kh_status status = KH_OK;
+  kh_kernel* kernel = nullptr;
+  std::string error;
+  ~Loaded() { kh_kernel_release(kernel); }
+};
+
+// kh_load_kernel against the workspace's hub and cache.
+void load(const Workspace& ws, const char* spec, Loaded* out, uint32_t flags = 0) {
+  const std::string hub = ws.hub_url(), cache = ws.cache.string();
+  kh_load_options options{};
+  options.struct_size = sizeof(options);
+  options.flags = flags;
+  options.hub = hub.c_str();
+  options.cache_dir = cache.c_str();
+  out->status = kh_load_kernel(spec, &options, &out->kernel);
+  out->error = kh_last_error();
+}
+
+struct RmsNormCall {
+  int64_t rows, hidden;
+  std::vector<float> x, w, out;
+  int64_t x_shape[2], w_shape[1];
+  DLTensor tx{}, tw{}, tout{};
+  RmsNormCall(int64_t rows_, int64_t hidden_) : rows(rows_), hidden(hidden_) {
+    std::mt19937 rng(1234);
+    std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+    x.resize(rows * hidden);
+    w.resize(hidden);
+    out.assign(rows * hidden, std::nanf(""));
+    for (auto& v : x) v = dist(rng);
+    for (auto& v : w) v = dist(rng);
+    x_shape[0] = rows;
+    x_shape[1] = hidden;
+    w_shape[0] = hidden;
+    tx = DLTensor{x.data(), {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, x_shape, nullptr, 0};
+    tout = DLTensor{out.data(), {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, x_shape, nullptr, 0};
+    tw = DLTensor{w.data(), {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, w_shape, nullptr, 0};
+  }
+  std::vector<kh_value> args(double eps = 1e-6) {
+    return {kh::arg(&tout), kh::arg(&tx), kh::arg(&tw), kh::arg(eps)};
+  }
+  double max_error(double eps = 1e-6) const {
+    double worst = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      double ss = 0;
+      for (int64_t c = 0; c < hidden; ++c) ss += double(x[r * hidden + c]) * x[r * hidden + c];
+      const double inv = 1.0 / std::sqrt(ss / hidden + eps);
+      for (int64_t c = 0; c < hidden; ++c) {
+        const double want = x[r * hidden + c] * inv * w[c];
+        const double got = out[r * hidden + c];
+        worst = std::isnan(got) ? INFINITY : std::max(worst, std::fabs(got - want));
+      }
+    }
+    return worst;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("publish, get, load and call the reference rms_norm") {
+  Workspace ws("e2e-happy");
+  ws.publish_reference();
+
+  auto get = ws.kernels(std::string("get ") + kSpec + " --hub '" + ws.hub_url() + "' --json");
+  REQUIRE_MESSAGE(get.exit_code == 0, get.output);
+  const auto got = nlohmann::json::parse(get.output);
+  CHECK(got["repo"] == "kernels-community/rms-norm");
+  CHECK(got["version"] == "1.0.0");
+  CHECK(got["variant"] == "cpu-x86_64-abi1-x86_64-linux");
+  const fs::path pkg_dir = got["path"].get<std::string>();
+  CHECK(fs::exists(pkg_dir / ".kh-complete"));
+  CHECK(fs::exists(got["library"].get<std::string>()));
+
+  auto list = ws.kernels("list --json");
+  REQUIRE_MESSAGE(list.exit_code == 0, list.output);
+  CHECK(nlohmann::json::parse(list.output).size() == 1);
+
+  auto info = ws.kernels("info kernels-community/rms-norm --hub '" + ws.hub_url() + "'");
+  REQUIRE_MESSAGE(info.exit_code == 0, info.output);
+  CHECK(info.output.find("rms_norm(Tensor(a!) out, Tensor x, Tensor weight, float eps) -> ()") != std::string::npos);
+
+  Loaded k;
+  load(ws, kSpec, &k);
+  REQUIRE_MESSAGE(k.status == KH_OK, k.error);
+  CHECK(std::string(kh_kernel_variant(k.kernel)) == "cpu-x86_64-abi1-x86_64-linux");
+  CHECK(fs::path(kh_kernel_path(k.kernel)) == pkg_dir);  // served from the cache `get` filled
+
+  const kh_op* op = nullptr;
+  REQUIRE(kh_kernel_find_op(k.kernel, "rms_norm", &op) == KH_OK);
+  RmsNormCall call(37, 129);
+  auto args = call.args();
+  REQUIRE_MESSAGE(kh_op_call(op, args.data(), uint32_t(args.size()), nullptr) == KH_OK, kh_last_error());
+  CHECK(call.max_error() < 1e-5);
+
+  SUBCASE("offline, with the hub gone, loads from the cache") {
+    fs::remove_all(ws.hub);
+    Loaded offline;
+    load(ws, kSpec, &offline, KH_LOAD_OFFLINE);
+    REQUIRE_MESSAGE(offline.status == KH_OK, offline.error);
+    CHECK(std::string(kh_kernel_version(offline.kernel)) == "1.0.0");
+  }
+  SUBCASE("by exact content digest") {
+    Loaded by_digest;
+    load(ws, ("kernels-community/rms-norm@sha256:" + got["sha256"].get<std::string>()).c_str(), &by_digest);
+    REQUIRE_MESSAGE(by_digest.status == KH_OK, by_digest.error);
+  }
+  SUBCASE("a cached library modified after install is refused at load") {
+    const fs::path lib = got["library"].get<std::string>();
+    fs::permissions(lib, fs::perms::owner_write, fs::perm_options::add);
+    std::string bytes = kh::test::read_text(lib);
+    bytes[bytes.size() / 2] ^= 0x01;
+    kh::test::write_text(lib, bytes);
+    Loaded tampered;
+    load(ws, kSpec, &tampered);
+    CHECK(tampered.status == KH_ERROR_VERIFICATION);
+    CHECK(tampered.kernel == nullptr);
+    CHECK(tampered.error.find(lib.string()) != std::string::npos);
+  }
+}
+
+TEST_CASE("the C++ wrapper loads, calls and throws with status and message") {
+  Workspace ws("e2e-cpp");
+  ws.publish_reference();
+  const std::string hub = ws.hub_url(), cache = ws.cache.string();
+  kh_load_options options{};
+  options.struct_size = sizeof(options);
+  options.hub = hub.c_str();
+  options.cache_dir = cache.c_str();
+  kh::Kernel k = kh::load_kernel(kSpec, &options);
+  CHECK(k.ops().size() >= 1);
+  RmsNormCall call(3, 8);
+  k.op("rms_norm").call(call.args());
+  CHECK(call.max_error() < 1e-5);
+  try {
+    k.op("no_such_op");
+    FAIL("found an op that does not exist");
+  } catch (const kh::Error& e) {
+    CHECK(e.status() == KH_ERROR_NOT_FOUND);
+    CHECK(std::string(e.what()).find("no_such_op") != std::string::npos);
+  }
+}
+
+TEST_CASE("bad requests and bad hub content are refused, leaving the cache as it was") {
+  Workspace ws("e2e-bad");
+  ws.publish_reference();
+  const size_t before = ws.trusted_cache_entries();
+  Loaded k;
+  auto expect_refused = [&](const char* spec, kh_status status, const std::string& named) {
+    Loaded attempt;
+    load(ws, spec, &attempt);
+    CHECK(attempt.status == status);
+    CHECK(attempt.kernel == nullptr);
+    CHECK_MESSAGE(attempt.error.find(named) != std::string::npos, attempt.error);
+    CHECK(ws.trusted_cache_entries() == before);
+  };
+
+  SUBCASE("unknown repo") { expect_refused("kernels-community/no-such-kernel@1", KH_ERROR_NOT_FOUND, "no-such-kernel"); }
+  SUBCASE("unknown version") { expect_refused("kernels-community/rms-norm@7", KH_ERROR_NOT_FOUND, "7"); }
+  SUBCASE("malformed spec") { expect_refused("Not A Spec", KH_ERROR_INVALID_ARGUMENT, "Not A Spec"); }
+  SUBCASE("malformed index") {
+    auto index = ws.read_index();
+    index["version"] = "seven";
+    ws.write_index(index);
+    expect_refused(kSpec, KH_ERROR_BAD_METADATA, "version");
+  }
+  SUBCASE("index of an unknown schema") {
+    auto index = ws.read_index();
+    index["schema"] = 99;
+    ws.write_index(index);
+    expect_refused(kSpec, KH_ERROR_BAD_METADATA, "schema");
+  }
+  SUBCASE("a blob with one byte flipped") {
+    auto index = ws.read_index();
+    const std::string sha = Workspace::reference_variant(index)["sha256"];
+    std::string bytes = kh::test::read_text(ws.blob_path(sha));
+    bytes[bytes.size() / 2] ^= 0x20;
+    kh::test::write_text(ws.blob_path(sha), bytes);
+    expect_refused(kSpec, KH_ERROR_VERIFICATION, sha);
+  }
+  SUBCASE("a blob larger than the index says") {
+    auto index = ws.read_index();
+    const std::string sha = Workspace::reference_variant(index)["sha256"];
+    kh::test::write_text(ws.blob_path(sha), kh::test::read_text(ws.blob_path(sha)) + "extra");
+    expect_refused(kSpec, KH_ERROR_VERIFICATION, sha);
+  }
+  SUBCASE("a blob the hub lacks") {
+    auto index = ws.read_index();
+    fs::remove(ws.blob_path(Workspace::reference_variant(index)["sha256"]));
+    expect_refused(kSpec, KH_ERROR_NOT_FOUND, "rms-norm");
+  }
+  SUBCASE("a truncated archive, correctly hashed in the index") {
+    auto index = ws.read_index();
+    auto& variant = Workspace::reference_variant(index);
+    const std::string old_sha = variant["sha256"];
+    std::string bytes = kh::test::read_text(ws.blob_path(old_sha));
+    bytes.resize(bytes.size() / 2);
+    const std::string sha = kh::registry::sha256_hex(bytes);
+    kh::test::write_text(ws.blob_path(sha), bytes);
+    variant["sha256"] = sha;
+    variant["size"] = bytes.size();
+    ws.write_index(index);
+    expect_refused(kSpec, KH_ERROR_BAD_ARCHIVE, sha);
+  }
+}
+
+TEST_CASE("kernel libraries that are not what they claim are refused") {
+  kh_kernel* k = nullptr;
+  CHECK(kh_load_kernel_library(KH_FIXTURE_WRONG_ABI, &k) == KH_ERROR_ABI_MISMATCH);
+  CHECK(k == nullptr);
+  CHECK(std::string(kh_last_error()).find("ABI") != std::string::npos);
+  CHECK(kh_load_kernel_library(KH_FIXTURE_NEWER_MINOR, &k) == KH_ERROR_ABI_MISMATCH);
+  CHECK(kh_load_kernel_library(KH_FIXTURE_NO_ENTRY, &k) == KH_ERROR_LOAD_FAILED);
+  CHECK(std::string(kh_last_error()).find("kh_kernel_negotiate") != std::string::npos);
+  CHECK(kh_load_kernel_library(KH_FIXTURE_NULL_MODULE, &k) == KH_ERROR_LOAD_FAILED);
+  CHECK(kh_load_kernel_library("/nonexistent/libnothing.so", &k) == KH_ERROR_NOT_FOUND);
+  CHECK(kh_load_kernel_library(nullptr, &k) == KH_ERROR_INVALID_ARGUMENT);
+  CHECK(kh_load_kernel(nullptr, nullptr, &k) == KH_ERROR_INVALID_ARGUMENT);
+  CHECK(kh_load_kernel("a/b", nullptr, nullptr) == KH_ERROR_INVALID_ARGUMENT);
+  kh_kernel_release(nullptr);  // accepted, does nothing
+}
+
+TEST_CASE("op calls with wrong arguments are refused before the kernel runs") {
+  kh_kernel* k = nullptr;
+  REQUIRE_MESSAGE(kh_load_kernel_library(KH_RMS_NORM_LIB, &k) == KH_OK, kh_last_error());
+  const kh_op* op = nullptr;
+  REQUIRE(kh_kernel_find_op(k, "rms_norm", &op) == KH_OK);
+  RmsNormCall call(4, 16);
+  auto args = call.args();
+  auto expect_invalid = [&](const std::string& named) {
+    CHECK(kh_op_call(op, args.data(), uint32_t(args.size()), nullptr) == KH_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE(std::string(kh_last_error()).find(named) != std::string::npos, kh_last_error());
+    for (float v : call.out) REQUIRE(std::isnan(v));  // the kernel never ran
+  };
+  SUBCASE("wrong dtype") {
+    call.tx.dtype = {kDLInt, 32, 1};
+    expect_invalid("'x'");
+  }
+  SUBCASE("wrong rank") {
+    call.tw.ndim = 2;
+    int64_t shape2[2] = {1, 16};
+    call.tw.shape = shape2;
+    expect_invalid("'weight'");
+  }
+  SUBCASE("wrong device") {
+    call.tout.device = {kDLCUDA, 0};
+    expect_invalid("'out'");
+  }
+  SUBCASE("wrong argument count") {
+    args.pop_back();
+    expect_invalid("expected 4 arguments");
+  }
+  SUBCASE("mismatched shapes (checked by the op itself)") {
+    call.w_shape[0] = 15;
+    expect_invalid("weight");
+  }
+  kh_kernel_release(k);
+}

@@ -1,0 +1,99 @@
+// See workspace.hpp.
+#include "workspace.hpp"
+
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "kh/registry/sha256.hpp"
+
+namespace kh::test {
+
+CommandResult run_command(const std::string& command) {
+  CommandResult result;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) result.output.append(buf, n);
+  const int status = ::pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE_MESSAGE(in.good(), "cannot read " << path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  REQUIRE(out.good());
+}
+
+Workspace::Workspace(const std::string& name) {
+  root = fs::path(KH_TEST_BINARY_DIR) / "test-work" / (name + "-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  hub = root / "hub";
+  cache = root / "cache";
+  dist = root / "dist";
+  fs::create_directories(hub);
+  fs::create_directories(cache);
+  fs::create_directories(dist);
+}
+
+Workspace::~Workspace() {
+  // Cache trees are read-only; make them writable so they can be removed.
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+    if (it->is_directory(ec)) fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
+  fs::remove_all(root, ec);
+}
+
+CommandResult Workspace::kernels(const std::string& args) const {
+  return run_command("KH_CACHE='" + cache.string() + "' '" KH_KERNELS_EXE "' " + args);
+}
+
+void Workspace::publish_reference() const {
+  auto pack = kernels("pack '" KH_RMS_NORM_LIB "' --package '" KH_TEST_SOURCE_DIR "/kernels-src/rms-norm/kernel.json' --out '" +
+                      dist.string() + "'");
+  REQUIRE_MESSAGE(pack.exit_code == 0, pack.output);
+  auto publish = kernels("publish '" + dist.string() + "' --hub '" + hub_url() + "'");
+  REQUIRE_MESSAGE(publish.exit_code == 0, publish.output);
+}
+
+nlohmann::json Workspace::read_index() const { return nlohmann::json::parse(read_text(index_path())); }
+
+void Workspace::write_index(const nlohmann::json& index) const { write_text(index_path(), index.dump(2)); }
+
+nlohmann::json& Workspace::reference_variant(nlohmann::json& index) {
+  auto& variants = index["releases"]["1.0.0"]["variants"];
+  REQUIRE(variants.size() == 1);
+  return variants.begin().value();
+}
+
+fs::path Workspace::blob_path(const std::string& sha256) const {
+  return hub / "blobs" / "sha256" / sha256.substr(0, 2) / sha256;
+}
+
+size_t Workspace::trusted_cache_entries() const {
+  size_t count = 0;
+  for (const char* sub : {"pkgs", "blobs"}) {
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(cache / sub, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec))
+      if (it->is_regular_file(ec)) ++count;
+  }
+  return count;
+}
+
+}  // namespace kh::test

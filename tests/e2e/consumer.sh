@@ -16,7 +16,7 @@ export LD_LIBRARY_PATH="$work/prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 for host in c-host cpp-host; do
   cmake -S "$src/examples/$host" -B "$work/$host" -DCMAKE_PREFIX_PATH="$work/prefix" \
-    -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" >/dev/null
+    ${flags:+-DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags"} >/dev/null
   cmake --build "$work/$host" >/dev/null
 done
 "$work/c-host/c_host" | tee "$work/c_host.log"

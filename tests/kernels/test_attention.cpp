@@ -69,6 +69,18 @@ void run_attention_case(const AttnCase& c, uint64_t seed) {
   INFO(kh_last_error());
   REQUIRE(status == KH_OK);
 
+  // Inputs as flat float64 arrays (b, seq, head, dim), read once: the reference loops below
+  // stay cheap under sanitizers.
+  auto flat = [](const Tensor& t) {
+    std::vector<double> a;
+    a.reserve(static_cast<size_t>(t.numel()));
+    for_each_index(t.shape, [&](const std::vector<int64_t>& i) { a.push_back(t.get(i)); });
+    return a;
+  };
+  const std::vector<double> qd = flat(q), kd = flat(k), vd = flat(v), od = flat(out);
+  auto qi = [&](int64_t b, int64_t i, int64_t h) { return ((b * c.sq + i) * c.hq + h) * c.d; };
+  auto ki = [&](int64_t b, int64_t j, int64_t h) { return ((b * c.sk + j) * c.hkv + h) * c.d; };
+
   const int64_t group = c.hq / c.hkv;
   int64_t bad = 0, bad_lse = 0;
   std::vector<double> s(static_cast<size_t>(c.sk));
@@ -80,7 +92,7 @@ void run_attention_case(const AttnCase& c, uint64_t seed) {
         double mx = -std::numeric_limits<double>::infinity();
         for (int64_t j = 0; j < c.sk && j <= last; ++j) {
           double dot = 0;
-          for (int64_t e = 0; e < c.d; ++e) dot += q.get({b, i, h, e}) * k.get({b, j, hk, e});
+          for (int64_t e = 0; e < c.d; ++e) dot += qd[qi(b, i, h) + e] * kd[ki(b, j, hk) + e];
           s[j] = dot * scale;
           mx = std::max(mx, s[j]);
         }
@@ -88,8 +100,8 @@ void run_attention_case(const AttnCase& c, uint64_t seed) {
         for (int64_t j = 0; j < c.sk && j <= last; ++j) denom += std::exp(s[j] - mx);
         for (int64_t e = 0; e < c.d; ++e) {
           double want = 0;
-          for (int64_t j = 0; j < c.sk && j <= last; ++j) want += std::exp(s[j] - mx) / denom * v.get({b, j, hk, e});
-          const double got = out.get({b, i, h, e});
+          for (int64_t j = 0; j < c.sk && j <= last; ++j) want += std::exp(s[j] - mx) / denom * vd[ki(b, j, hk) + e];
+          const double got = od[qi(b, i, h) + e];
           if (!close(got, want, c.dt) && bad++ < 3)
             MESSAGE("out[" << b << "," << i << "," << h << "," << e << "] = " << got << ", want " << want);
         }
@@ -124,44 +136,58 @@ TEST_CASE("attention_fwd: values") {
   AttnCase c;
   uint64_t seed = 1000;
   for (Dt dt : {Dt::bf16, Dt::f16}) {
-    c = AttnCase{};
-    c.dt = dt;
-    SUBCASE("MHA, lengths off multiples of 64") {
+    {  // MHA, lengths off multiples of 64
+      c = AttnCase{};
+      c.dt = dt;
       c.batch = 2, c.sq = 37, c.sk = 37;
       run_attention_case(c, seed++);
       c.causal = true;
       run_attention_case(c, seed++);
     }
-    SUBCASE("GQA, head dim 128, causal") {
+    {  // GQA, head dim 128, causal
+      c = AttnCase{};
+      c.dt = dt;
       c.hq = 4, c.hkv = 2, c.d = 128, c.sq = 70, c.sk = 70, c.causal = true;
       run_attention_case(c, seed++);
     }
-    SUBCASE("MQA, causal, seqlen_q < seqlen_k") {
+    {  // MQA, causal, seqlen_q < seqlen_k
+      c = AttnCase{};
+      c.dt = dt;
       c.hq = 4, c.hkv = 1, c.sq = 5, c.sk = 67, c.causal = true;
       run_attention_case(c, seed++);
       c.causal = false;
       run_attention_case(c, seed++);
     }
-    SUBCASE("causal, seqlen_q > seqlen_k: leading rows see nothing") {
+    {  // causal, seqlen_q > seqlen_k: leading rows see nothing
+      c = AttnCase{};
+      c.dt = dt;
       c.sq = 40, c.sk = 9, c.causal = true;
       run_attention_case(c, seed++);
     }
-    SUBCASE("length 1 and decode") {
+    {  // length 1 and decode
+      c = AttnCase{};
+      c.dt = dt;
       c.sq = 1, c.sk = 1;
       run_attention_case(c, seed++);
       c.sk = 100, c.causal = true;
       run_attention_case(c, seed++);
     }
-    SUBCASE("head dim 256, no lse") {
+    {  // head dim 256, no lse
+      c = AttnCase{};
+      c.dt = dt;
       c.d = 256, c.sq = 9, c.sk = 13, c.lse = false;
       run_attention_case(c, seed++);
     }
-    SUBCASE("packed qkv, padded out, GQA") {
+    {  // packed qkv, padded out, GQA
+      c = AttnCase{};
+      c.dt = dt;
       c.packed_qkv = true, c.hq = 4, c.hkv = 2, c.sq = 33, c.sk = 33, c.causal = true, c.out_pad = 8;
       c.batch = 2;
       run_attention_case(c, seed++);
     }
-    SUBCASE("empty: seqlen_k 0, seqlen_q 0, batch 0") {
+    {  // empty: seqlen_k 0, seqlen_q 0, batch 0
+      c = AttnCase{};
+      c.dt = dt;
       c.sk = 0;
       run_attention_case(c, seed++);
       c.sk = 4, c.sq = 0;

@@ -8,7 +8,7 @@
 #include <random>
 #include <string>
 
-#include "kernel_test_support.hpp"
+#include "ieee_reference.hpp"
 #include "kh_kernel/args.hpp"
 #include "kh_kernel/half.hpp"
 #include "kh_kernel/negotiate.hpp"

@@ -37,7 +37,7 @@ TEST_CASE("layer_norm: values") {
         c.fused = fused;
         c.dt = dt;
         c.wdt = wdt;
-        SUBCASE("weight and bias present or not") {
+        {  // weight and bias present or not
           for (int mask = 0; mask < 4; ++mask) {
             c.has_weight = mask & 1;
             c.has_bias = mask & 2;
@@ -46,7 +46,7 @@ TEST_CASE("layer_norm: values") {
             run_norm_case(k, c, seed++);
           }
         }
-        SUBCASE("hidden sizes") {
+        {  // hidden sizes
           c.has_bias = true;
           for (int64_t hidden : {1, 7, 4096}) {
             c.hidden = hidden;
@@ -57,7 +57,7 @@ TEST_CASE("layer_norm: values") {
           c.lead = {};
           run_norm_case(k, c, seed++);
         }
-        SUBCASE("rows 0 and odd, strided") {
+        {  // rows 0 and odd, strided
           c.has_bias = true;
           c.hidden = 48;
           c.pad = 5;
@@ -68,7 +68,7 @@ TEST_CASE("layer_norm: values") {
           c.lead = {3, 3};
           run_norm_case(k, c, seed++);
         }
-        SUBCASE("aliasing") {
+        {  // aliasing
           c.has_bias = true;
           c.hidden = 64;
           c.lead = {5};

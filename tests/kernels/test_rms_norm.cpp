@@ -39,26 +39,26 @@ TEST_CASE("rms_norm: values") {
         c.fused = fused;
         c.dt = dt;
         c.wdt = wdt;
-        SUBCASE("hidden sizes") {
+        {  // hidden sizes
           for (int64_t hidden : {1, 7, 4096}) {
             c.hidden = hidden;
             c.lead = {3};
             run_norm_case(k, c, seed++);
           }
         }
-        SUBCASE("hidden 65537, one row, 1-D x") {
+        {  // hidden 65537, one row, 1-D x
           c.hidden = 65537;
           c.lead = {};
           run_norm_case(k, c, seed++);
         }
-        SUBCASE("row counts 0, 1, odd") {
+        {  // row counts 0, 1, odd
           for (int64_t rows : {0, 1, 17}) {
             c.lead = {rows};
             c.hidden = 33;
             run_norm_case(k, c, seed++);
           }
         }
-        SUBCASE("strided rows, several leading dims") {
+        {  // strided rows, several leading dims
           c.hidden = 40;
           c.lead = {3, 5};
           c.pad = 3;
@@ -66,7 +66,7 @@ TEST_CASE("rms_norm: values") {
           c.lead = {2, 1, 3};
           run_norm_case(k, c, seed++);
         }
-        SUBCASE("out aliases x, residual_out aliases residual") {
+        {  // out aliases x, residual_out aliases residual
           c.hidden = 100;
           c.lead = {4};
           c.pad = 2;

@@ -1,13 +1,21 @@
 // attention_cuda.cu: the CUDA backend's attention_fwd entry: validates the call with the
-// shared rules (parse_attention_fwd_args), checks what this GPU path needs beyond them
-// (16-byte aligned rows, grid limits), and launches the sm80 FlashAttention-2 style kernel
-// (attention_fwd_sm80.cuh) on the caller's stream (kh_call_ctx::stream, NULL: default).
+// shared rules (parse_attention_fwd_args), checks what the GPU kernels need beyond them
+// (16-byte aligned rows, grid limits), and launches on the caller's stream
+// (kh_call_ctx::stream, NULL: the default stream):
+//  - sm80 variant: the FlashAttention-2 style mma.sync kernel (attention_fwd_sm80.cuh);
+//  - sm90a variant (KH_ATTENTION_SM90A): the wgmma + TMA kernel (attention_fwd_sm90.cuh) for
+//    head dims 64 and 128, the sm80 kernel for the rest. KH_ATTENTION_FORCE_SM80=1 in the
+//    environment picks the sm80 kernel always (for comparisons).
 #include <cuda_runtime_api.h>
 
 #include <climits>
+#include <cstdlib>
 
 #include "attention_args.hpp"
 #include "attention_fwd_sm80.hpp"
+#if defined(KH_ATTENTION_SM90A)
+#include "attention_fwd_sm90.hpp"
+#endif
 #include "attention_ops.hpp"
 #include "kh_kernel/args.hpp"
 
@@ -36,8 +44,8 @@ class ScopedDevice {
   cudaError_t status_ = cudaSuccess;
 };
 
-sm80::Sm80FwdParams to_sm80_params(const AttentionParams& a) {
-  sm80::Sm80FwdParams p;
+FwdLaunchParams to_launch_params(const AttentionParams& a) {
+  FwdLaunchParams p;
   p.q = a.q;
   p.k = a.k;
   p.v = a.v;
@@ -57,7 +65,7 @@ sm80::Sm80FwdParams to_sm80_params(const AttentionParams& a) {
   p.head_dim = static_cast<int>(a.head_dim);
   p.scale = static_cast<float>(a.scale);
   p.causal = a.causal;
-  p.dtype = a.dtype == kh_kernel::DType::kBF16 ? sm80::ElementType::kBF16 : sm80::ElementType::kF16;
+  p.dtype = a.dtype == kh_kernel::DType::kBF16 ? ElementType::kBF16 : ElementType::kF16;
   return p;
 }
 
@@ -72,8 +80,8 @@ kh_status launch(const OpContext& c, const AttentionParams& a) {
                     "sequence lengths (%lld, %lld) <= %d",
                     (long long)a.heads_q, (long long)a.batch, (long long)a.seqlen_q, (long long)a.seqlen_k,
                     INT_MAX / 2);
-  const sm80::Sm80FwdParams p = to_sm80_params(a);
-  if (!sm80::sm80_params_aligned(p))
+  const FwdLaunchParams p = to_launch_params(a);
+  if (!fwd_params_aligned(p))
     return op_error(c, KH_ERROR_UNSUPPORTED,
                     "q, k, v and out need 16-byte aligned data pointers and batch/row/head strides that are "
                     "multiples of 8 elements (the kernel copies 16-byte chunks); copy the tensors to "
@@ -83,7 +91,16 @@ kh_status launch(const OpContext& c, const AttentionParams& a) {
   if (device.status() != cudaSuccess)
     return op_error(c, KH_ERROR_DEVICE, "cannot make CUDA device %d current: %s", a.device.device_id,
                     cudaGetErrorString(device.status()));
-  const cudaError_t err = sm80::run_attention_fwd_sm80(p, static_cast<cudaStream_t>(c.ctx ? c.ctx->stream : nullptr));
+  const cudaStream_t stream = static_cast<cudaStream_t>(c.ctx ? c.ctx->stream : nullptr);
+  cudaError_t err = cudaErrorNotSupported;
+#if defined(KH_ATTENTION_SM90A)
+  static const bool force_sm80 = [] {
+    const char* v = std::getenv("KH_ATTENTION_FORCE_SM80");
+    return v != nullptr && v[0] == '1';
+  }();
+  if (!force_sm80) err = sm90::run_attention_fwd_sm90(p, stream);  // NotSupported: not this call
+#endif
+  if (err == cudaErrorNotSupported) err = sm80::run_attention_fwd_sm80(p, stream);
   if (err != cudaSuccess)
     return op_error(c, err == cudaErrorMemoryAllocation ? KH_ERROR_OUT_OF_MEMORY : KH_ERROR_DEVICE,
                     "kernel launch failed on CUDA device %d: %s (%s)", a.device.device_id, cudaGetErrorName(err),

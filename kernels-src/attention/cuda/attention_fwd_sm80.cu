@@ -1,9 +1,10 @@
-// attention_fwd_sm80.cu: picks the compiled sm80 instantiation for a call's head dim and dtype.
+// attention_fwd_sm80.cu: picks the compiled sm80 instantiation for a call's head dim and dtype;
+// the alignment rule both CUDA paths share.
 #include "attention_fwd_sm80.hpp"
 
-namespace kh_attention::sm80 {
+namespace kh_attention {
 
-bool sm80_params_aligned(const Sm80FwdParams& p) {
+bool fwd_params_aligned(const FwdLaunchParams& p) {
   auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
   auto rows_aligned = [](int64_t batch, int64_t row, int64_t head) {
     return batch % 8 == 0 && row % 8 == 0 && head % 8 == 0;  // 8 two-byte elements = 16 bytes
@@ -15,7 +16,11 @@ bool sm80_params_aligned(const Sm80FwdParams& p) {
          rows_aligned(p.o_batch_stride, p.o_row_stride, p.o_head_stride);
 }
 
-cudaError_t run_attention_fwd_sm80(const Sm80FwdParams& p, cudaStream_t stream) {
+}  // namespace kh_attention
+
+namespace kh_attention::sm80 {
+
+cudaError_t run_attention_fwd_sm80(const FwdLaunchParams& p, cudaStream_t stream) {
   const bool bf16 = p.dtype == ElementType::kBF16;
   switch (p.head_dim) {
     case 64:

@@ -152,7 +152,7 @@ __device__ __forceinline__ void load_tile_async(T* smem, const T* gmem, int64_t 
 
 template <int kHeadDim, typename T, bool kCausal>
 __global__ void __launch_bounds__(Sm80TileConfig<kHeadDim>::kWarps * 32)
-    attention_fwd_sm80_kernel(const Sm80FwdParams p) {
+    attention_fwd_sm80_kernel(const FwdLaunchParams p) {
   using namespace detail;
   using Cfg = Sm80TileConfig<kHeadDim>;
   constexpr int kBlockM = Cfg::kBlockM;
@@ -393,7 +393,7 @@ __global__ void __launch_bounds__(Sm80TileConfig<kHeadDim>::kWarps * 32)
 }
 
 template <int kHeadDim, typename T, bool kCausal>
-cudaError_t launch_attention_fwd_sm80(const Sm80FwdParams& p, cudaStream_t stream) {
+cudaError_t launch_attention_fwd_sm80(const FwdLaunchParams& p, cudaStream_t stream) {
   using Cfg = Sm80TileConfig<kHeadDim>;
   constexpr int kSmem = sm80_smem_bytes<kHeadDim>();
   auto kernel = attention_fwd_sm80_kernel<kHeadDim, T, kCausal>;
@@ -405,7 +405,7 @@ cudaError_t launch_attention_fwd_sm80(const Sm80FwdParams& p, cudaStream_t strea
 }
 
 template <int kHeadDim, ElementType kType>
-cudaError_t run_attention_fwd_sm80_instance(const Sm80FwdParams& p, cudaStream_t stream) {
+cudaError_t run_attention_fwd_sm80_instance(const FwdLaunchParams& p, cudaStream_t stream) {
   using T = typename ElementOf<kType>::type;
   return p.causal ? launch_attention_fwd_sm80<kHeadDim, T, true>(p, stream)
                   : launch_attention_fwd_sm80<kHeadDim, T, false>(p, stream);

@@ -4,5 +4,5 @@
 #include "attention_fwd_sm80.cuh"
 
 namespace kh_attention::sm80 {
-template cudaError_t run_attention_fwd_sm80_instance<256, ElementType::kF16>(const Sm80FwdParams&, cudaStream_t);
+template cudaError_t run_attention_fwd_sm80_instance<256, ElementType::kF16>(const FwdLaunchParams&, cudaStream_t);
 }  // namespace kh_attention::sm80

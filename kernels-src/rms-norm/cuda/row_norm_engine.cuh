@@ -11,15 +11,15 @@
 // How (the design is bandwidth-first: each input byte is read from DRAM once):
 //  - row_norm_registers: a row is held in registers while it is reduced, so x (and
 //    residual) are read once and the output written once. Small rows get one warp each
-//    (no block barrier); large rows get one CTA each (one or two block reductions).
+//    (no block barrier); large rows get one CTA each (one block reduction).
 //  - row_norm_streaming: rows too large for registers are read twice (statistics, then
 //    output); the second read mostly hits L2. Layer norm merges per-chunk mean/M2 with
 //    Chan's formula so one statistics pass stays numerically sound.
 //  - Every access is a 16-byte vector when all row pointers are 16-byte aligned and every
 //    row stride is a multiple of the vector width; the hidden % VEC tail is scalar. Other
 //    layouts run the same kernels with VEC = 1.
-//  - A grid of at most (resident CTAs per SM x SMs) walks the rows, so the grid fills the
-//    chip without a tail of tiny waves.
+//  - One CTA per row (group) up to 64 waves of resident CTAs, the hardware scheduling them as
+//    SMs free up; longer batches loop inside CTAs.
 //
 // This file is kept byte-identical in kernels-src/rms-norm/cuda/ and
 // kernels-src/layer-norm/cuda/ so that each package builds on its own;
@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 
 #include "kh_kernel/args.hpp"
 #include "kh_kernel/norm_args.hpp"
@@ -64,9 +65,22 @@ struct RowNormArgs {
   ParamKind weight_kind, bias_kind;
 };
 
-// Element offset of row r: a multiply when rows are evenly spaced (no 64-bit division).
+// Element offset of row r: a multiply when rows are evenly spaced. Otherwise the row index
+// is split with 32-bit division (the launcher refuses 2^31 rows or more there): RowLayout's
+// own 64-bit division is a called subroutine whose register needs made the kernels spill.
 __device__ __forceinline__ int64_t row_offset(const kh_kernel::RowLayout& l, int64_t r) {
-  return l.ndim <= 1 ? r * l.row_stride() : l.offset(r);
+  if (l.ndim <= 1) return r * l.row_stride();
+  uint32_t rest = static_cast<uint32_t>(r);
+  int64_t off = 0;
+#pragma unroll
+  for (int d = kh_kernel::kMaxRowDims - 1; d >= 0; --d) {
+    if (d < l.ndim) {
+      const uint32_t size = static_cast<uint32_t>(l.size[d]);
+      off += static_cast<int64_t>(rest % size) * l.stride[d];
+      rest /= size;
+    }
+  }
+  return off;
 }
 
 // ---- element conversions ---------------------------------------------------------------
@@ -102,6 +116,36 @@ template <typename E, int N>
 __device__ __forceinline__ void store_pack(E* p, const Pack<E, N>& v) {
   *reinterpret_cast<Pack<E, N>*>(p) = v;
 }
+#ifndef KH_ROW_NORM_STREAM_HINTS
+#define KH_ROW_NORM_STREAM_HINTS 0
+#endif
+// Row data that is touched once: evict-first hints (ld/st .cs) when enabled, so L1/L2 keep
+// weight and bias.
+template <typename E, int N>
+__device__ __forceinline__ Pack<E, N> load_once(const E* p) {
+#if KH_ROW_NORM_STREAM_HINTS
+  if constexpr (sizeof(Pack<E, N>) == 16) {
+    const uint4 u = __ldcs(reinterpret_cast<const uint4*>(p));
+    Pack<E, N> r;
+    memcpy(&r, &u, 16);
+    return r;
+  }
+#endif
+  return load_pack<E, N>(p);
+}
+template <typename E, int N>
+__device__ __forceinline__ void store_once(E* p, const Pack<E, N>& v) {
+#if KH_ROW_NORM_STREAM_HINTS
+  if constexpr (sizeof(Pack<E, N>) == 16) {
+    uint4 u;
+    memcpy(&u, &v, 16);
+    __stcs(reinterpret_cast<uint4*>(p), u);
+    return;
+  }
+#endif
+  store_pack<E, N>(p, v);
+}
+
 // N consecutive elements of a weight/bias vector as fp32; `dflt` when absent. The vectors
 // are read by every row, so they stay in L1/L2.
 template <typename T, int N>
@@ -154,7 +198,7 @@ __device__ __forceinline__ MeanM2 merge(const MeanM2& a, const MeanM2& b) {
   const float n = a.n + b.n;
   if (n == 0.f) return a;
   const float d = b.mean - a.mean;
-  const float fb = b.n / n;
+  const float fb = __fdividef(b.n, n);  // IEEE division is a called slow path: registers
   return {n, a.mean + d * fb, a.m2 + b.m2 + d * d * a.n * fb};
 }
 __device__ __forceinline__ MeanM2 warp_merge(MeanM2 s) {
@@ -166,15 +210,20 @@ __device__ __forceinline__ MeanM2 warp_merge(MeanM2 s) {
   }
   return s;
 }
-template <int NT>
-__device__ __forceinline__ MeanM2 block_merge(MeanM2 s, MeanM2* red /* [32] */) {
+// Merge over the threads that share a row, with the same alternating halves as row_sum.
+template <int ROW_THREADS>
+__device__ __forceinline__ MeanM2 row_merge(MeanM2 s, MeanM2 (*red)[32], int& parity) {
   s = warp_merge(s);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  __syncthreads();  // the previous row's readers are done with red
-  if (lane == 0) red[warp] = s;
-  __syncthreads();
-  s = lane < NT / 32 ? red[lane] : MeanM2{0.f, 0.f, 0.f};
-  return warp_merge(s);
+  if constexpr (ROW_THREADS > 32) {
+    constexpr int kWarps = ROW_THREADS / 32;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0) red[parity][warp] = s;
+    __syncthreads();
+    s = lane < kWarps ? red[parity][lane] : MeanM2{0.f, 0.f, 0.f};
+    s = warp_merge(s);
+    parity ^= 1;
+  }
+  return s;
 }
 
 // Every kernel is compiled for at least this many resident threads per SM, which caps it at
@@ -195,6 +244,7 @@ __global__ void __launch_bounds__(NT, min_ctas_per_sm(NT)) row_norm_registers(co
   static_assert(NT % 32 == 0 && NT <= 1024, "");
   constexpr int kRowsPerCta = NT / ROW_THREADS;
   __shared__ float red[2][32];
+  __shared__ MeanM2 red3[2][32];
   int parity = 0;
 
   const int t = threadIdx.x % ROW_THREADS;
@@ -217,7 +267,7 @@ __global__ void __launch_bounds__(NT, min_ctas_per_sm(NT)) row_norm_registers(co
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
       const int j = t + i * ROW_THREADS;
-      if (j < hv) v[i] = load_pack<T, VEC>(xr + j * VEC);
+      if (j < hv) v[i] = load_once<T, VEC>(xr + j * VEC);
     }
     if (has_tail) vt = xr[tail_at];
 
@@ -228,7 +278,7 @@ __global__ void __launch_bounds__(NT, min_ctas_per_sm(NT)) row_norm_registers(co
 #pragma unroll
       for (int i = 0; i < ITEMS; ++i) {
         const int j = t + i * ROW_THREADS;
-        if (j < hv) r[i] = load_pack<T, VEC>(rr + j * VEC);
+        if (j < hv) r[i] = load_once<T, VEC>(rr + j * VEC);
       }
       T rt = has_tail ? rr[tail_at] : from_f32<T>(0.f);
 #pragma unroll
@@ -237,7 +287,7 @@ __global__ void __launch_bounds__(NT, min_ctas_per_sm(NT)) row_norm_registers(co
         if (j < hv) {
 #pragma unroll
           for (int e = 0; e < VEC; ++e) v[i].v[e] = from_f32<T>(to_f32(v[i].v[e]) + to_f32(r[i].v[e]));
-          store_pack<T, VEC>(ro + j * VEC, v[i]);
+          store_once<T, VEC>(ro + j * VEC, v[i]);
         }
       }
       if (has_tail) {
@@ -250,30 +300,43 @@ __global__ void __launch_bounds__(NT, min_ctas_per_sm(NT)) row_norm_registers(co
     float shift = 0.f;  // mean (layer norm)
     float scale;        // rsqrt(mean square or variance + eps)
     if constexpr (K == NormKind::kLayer) {
+      // Each thread's exact mean and M2 of the values it holds (two passes over registers),
+      // then one Chan merge across the row: a single barrier, and no E[x^2] - mean^2
+      // cancellation.
       float s = has_tail ? to_f32(vt) : 0.f;
+      int count = has_tail ? 1 : 0;
 #pragma unroll
       for (int i = 0; i < ITEMS; ++i) {
         if (t + i * ROW_THREADS < hv) {
+          count += VEC;
 #pragma unroll
           for (int e = 0; e < VEC; ++e) s += to_f32(v[i].v[e]);
         }
       }
-      shift = row_sum<ROW_THREADS>(s, red, parity) * inv_n;
-    }
-    {
+      const float n = static_cast<float>(count);
+      const float m = count > 0 ? __fdividef(s, n) : 0.f;
       float q = 0.f;
-      if (has_tail) {
-        const float d = to_f32(vt) - shift;
-        q = d * d;
-      }
+      if (has_tail) q = (to_f32(vt) - m) * (to_f32(vt) - m);
 #pragma unroll
       for (int i = 0; i < ITEMS; ++i) {
         if (t + i * ROW_THREADS < hv) {
 #pragma unroll
           for (int e = 0; e < VEC; ++e) {
-            const float d = to_f32(v[i].v[e]) - shift;
+            const float d = to_f32(v[i].v[e]) - m;
             q += d * d;
           }
+        }
+      }
+      const MeanM2 all = row_merge<ROW_THREADS>(MeanM2{n, m, q}, red3, parity);
+      shift = all.mean;
+      scale = rsqrtf(all.m2 * inv_n + a.eps);
+    } else {
+      float q = has_tail ? to_f32(vt) * to_f32(vt) : 0.f;
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i) {
+        if (t + i * ROW_THREADS < hv) {
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) q += to_f32(v[i].v[e]) * to_f32(v[i].v[e]);
         }
       }
       scale = rsqrtf(row_sum<ROW_THREADS>(q, red, parity) * inv_n + a.eps);
@@ -291,7 +354,7 @@ __global__ void __launch_bounds__(NT, min_ctas_per_sm(NT)) row_norm_registers(co
         Pack<T, VEC> o;
 #pragma unroll
         for (int e = 0; e < VEC; ++e) o.v[e] = from_f32<T>((to_f32(v[i].v[e]) - shift) * scale * wf[e] + bf[e]);
-        store_pack<T, VEC>(orow + j * VEC, o);
+        store_once<T, VEC>(orow + j * VEC, o);
       }
     }
     if (has_tail) {
@@ -308,19 +371,20 @@ __global__ void __launch_bounds__(NT, min_ctas_per_sm(NT)) row_norm_registers(co
 // One CTA per row. Pass 1 reads the row (and, FUSED, writes residual_out) and reduces;
 // pass 2 reads it again (FUSED: residual_out, which the same thread wrote) and writes out.
 // Each thread keeps stream_unroll() packs per input in flight per step.
-// Packs in flight per thread and pass step: 2 x 16 B (64 KB per SM at two 1024-thread CTAs)
-// covers DRAM latency. 4 spilled under the 64-register cap for fp32 weights, and the fused
-// add of 16-bit inputs (two input streams) spilled even at 2, so it takes 1 per stream.
-template <typename T, bool FUSED>
+// Packs in flight per thread and pass step: 2 x 16 B (32 KB per SM at one 1024-thread CTA)
+// covers DRAM latency. 4 spilled under the 64-register cap for fp32 weights; with 16-bit
+// inputs, the fused add (two input streams) and layer norm (weight and bias beside the row
+// in pass 2) spilled even at 2, so they take 1.
+template <NormKind K, typename T, bool FUSED>
 __host__ __device__ constexpr int stream_unroll() {
-  return FUSED && sizeof(T) == 2 ? 1 : 2;
+  return sizeof(T) == 2 && (FUSED || K == NormKind::kLayer) ? 1 : 2;
 }
 
 template <NormKind K, typename T, int VEC, int NT, bool FUSED>
 __global__ void __launch_bounds__(NT, min_ctas_per_sm(NT)) row_norm_streaming(const RowNormArgs a) {
-  constexpr int U = stream_unroll<T, FUSED>();
+  constexpr int U = stream_unroll<K, T, FUSED>();
   __shared__ float red[2][32];
-  __shared__ MeanM2 red3[32];
+  __shared__ MeanM2 red3[2][32];
   int parity = 0;
 
   const int t = threadIdx.x;
@@ -387,7 +451,7 @@ __global__ void __launch_bounds__(NT, min_ctas_per_sm(NT)) row_norm_streaming(co
           }
         }
         if (c > 0.f) {
-          const float m = s / c;
+          const float m = __fdividef(s, c);
           float m2 = 0.f;
 #pragma unroll
           for (int u = 0; u < U; ++u) {
@@ -420,7 +484,7 @@ __global__ void __launch_bounds__(NT, min_ctas_per_sm(NT)) row_norm_streaming(co
     if constexpr (K == NormKind::kRms) {
       scale = rsqrtf(row_sum<NT>(sq, red, parity) * inv_n + a.eps);
     } else {
-      const MeanM2 all = block_merge<NT>(st, red3);
+      const MeanM2 all = row_merge<NT>(st, red3, parity);
       shift = all.mean;
       scale = rsqrtf(all.m2 * inv_n + a.eps);
     }
@@ -482,6 +546,12 @@ cudaError_t resident_ctas(int device, int* out) {
   return cudaSuccess;
 }
 
+// A CTA per row group while that is at most this many waves of resident CTAs, so the
+// hardware hands rows to SMs as they free up; a persistent grid that walked the rows itself
+// left its last partial wave running alone (32768 x 4096 bf16: 31.03 waves of 1056 CTAs,
+// the last 3% of rows took a whole row time). Beyond, CTAs loop, each over many rows.
+constexpr int kMaxWaves = 64;
+
 template <auto Kernel, int NT, int ROWS_PER_CTA>
 cudaError_t launch_rows(const RowNormArgs& a, cudaStream_t stream) {
   int device = 0, resident = 0;
@@ -489,7 +559,7 @@ cudaError_t launch_rows(const RowNormArgs& a, cudaStream_t stream) {
   if (e == cudaSuccess) e = resident_ctas<Kernel, NT>(device, &resident);
   if (e != cudaSuccess) return e;
   const int64_t needed = (a.rows + ROWS_PER_CTA - 1) / ROWS_PER_CTA;
-  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(needed, resident));
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(needed, int64_t(resident) * kMaxWaves));
   Kernel<<<grid, NT, 0, stream>>>(a);
   return cudaGetLastError();
 }
@@ -556,6 +626,9 @@ template <NormKind K, typename T, bool FUSED>
 cudaError_t launch_row_norm(const RowNormArgs& a, cudaStream_t s) {
   if (a.rows <= 0 || a.hidden <= 0) return cudaSuccess;
   if (a.hidden > kMaxHidden) return cudaErrorInvalidValue;
+  if (a.rows > INT32_MAX && !(a.x_rows.uniform() && a.out_rows.uniform() && a.residual_rows.uniform() &&
+                              a.residual_out_rows.uniform()))
+    return cudaErrorInvalidValue;
   constexpr int kVec = 16 / sizeof(T);
   bool vec = aligned16(a.x) && aligned16(a.out) && rows_aligned(a.x_rows, kVec) && rows_aligned(a.out_rows, kVec);
   if constexpr (FUSED) {
@@ -615,6 +688,11 @@ inline kh_status run_row_norm(const kh_kernel::OpContext& c, const kh_kernel::No
   if (p.hidden > kMaxHidden)
     return kh_kernel::op_error(c, KH_ERROR_UNSUPPORTED, "hidden size %lld is over this kernel's limit of %lld",
                                (long long)p.hidden, (long long)kMaxHidden);
+  if (p.rows > INT32_MAX && !(p.x_rows.uniform() && p.out_rows.uniform() && p.residual_rows.uniform() &&
+                              p.residual_out_rows.uniform()))
+    return kh_kernel::op_error(c, KH_ERROR_UNSUPPORTED,
+                               "%lld rows whose leading dimensions are not evenly spaced; this kernel takes "
+                               "at most 2^31 - 1 such rows (make the tensors contiguous)", (long long)p.rows);
   cudaError_t (*launch)(const RowNormArgs&, bool, cudaStream_t) = nullptr;
   switch (p.dtype) {
     case kh_kernel::DType::kF32: launch = launchers.f32; break;

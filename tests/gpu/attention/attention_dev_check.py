@@ -239,7 +239,7 @@ def check_case(attn, b, sq, sk, hq, hkv, d, dtype, causal, packed, gen, rows):
     return ok
 
 
-def correctness(attn, head_dims, dtypes):
+def correctness(attn, head_dims, dtypes, quick=False):
     gen = torch.Generator(device="cuda")
     gen.manual_seed(1234)
     rows = []
@@ -247,6 +247,11 @@ def correctness(attn, head_dims, dtypes):
     for d in head_dims:
         for dtype in dtypes:
             for causal in (False, True):
+                if quick:  # a few small shapes that reach every masking and bounds path
+                    for (b, sq, sk, hq, hkv, packed) in [(1, 77, 200, 4, 2, False), (1, 200, 77, 2, 1, False),
+                                                         (1, 130, 130, 2, 2, True)]:
+                        all_ok &= check_case(attn, b, sq, sk, hq, hkv, d, dtype, causal, packed, gen, rows)
+                    continue
                 cases = [(2, s, s, 4, 4, False) for s in (1, 17, 128, 300, 1024)]
                 cases += [(2, 17, 300, 4, 4, False), (2, 128, 1024, 4, 4, False),   # sq < sk
                           (2, 300, 17, 4, 4, False), (2, 1024, 128, 4, 4, False),   # sq > sk
@@ -255,7 +260,7 @@ def correctness(attn, head_dims, dtypes):
                           (2, 300, 300, 4, 4, True), (1, 200, 200, 8, 2, True)]     # packed qkv
                 for (b, sq, sk, hq, hkv, packed) in cases:
                     all_ok &= check_case(attn, b, sq, sk, hq, hkv, d, dtype, causal, packed, gen, rows)
-    width = max(len(r[0]) for r in rows)
+    width = max((len(r[0]) for r in rows), default=0)
     for name, status, info in rows:
         print(f"{name:<{width}}  {status:<8} {info}")
     return all_ok, rows
@@ -273,17 +278,16 @@ def median_ms(fn, iters=20, warmup=5):
     return statistics.median(times)
 
 
-def bench(attn, configs):
+def bench(attn, configs, label):
     from torch.nn.attention import SDPBackend, sdpa_kernel
-    print("\nspeed (median of 20, CUDA events; TFLOP/s = 4*b*h*sq*sk*d [/2 causal] / time)")
-    print(f"{'config':<40} {'kh ms':>8} {'kh TF/s':>8} {'flash ms':>9} {'flash TF/s':>10} {'kh/flash':>9}")
+    print(f"\nspeed of {label} (median of 20, CUDA events; TFLOP/s = 4*b*h*sq*sk*d [/2 causal] / time)")
+    print(f"{'config':<38} {'kh ms':>7} {'kh TF/s':>8} {'flash TF/s':>10} {'kh/flash':>8} {'cudnn TF/s':>10}")
     for (b, s, h, d, dtype, causal) in configs:
         gen = torch.Generator(device="cuda"); gen.manual_seed(7)
         q, k, v, out = make_inputs(b, s, s, h, h, d, dtype, False, gen)
         scale = 1.0 / math.sqrt(d)
         lse = torch.empty(b, h, s, device="cuda", dtype=torch.float32)
-        # validate before timing
-        rc, msg = attn(out, lse, q, k, v, scale, causal)
+        rc, msg = attn(out, lse, q, k, v, scale, causal)  # validate before timing
         if rc != 0:
             print(f"bench config rejected: {msg}")
             continue
@@ -293,10 +297,16 @@ def bench(attn, configs):
             err = (out.float() - ref.float()).abs().max().item()
             t_kh = median_ms(lambda: attn(out, lse, q, k, v, scale, causal))
             t_fl = median_ms(lambda: F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal, scale=scale))
+        try:
+            with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+                t_cu = median_ms(lambda: F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal, scale=scale))
+        except RuntimeError:
+            t_cu = float("nan")
         flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
+        tf = lambda ms: flops / ms / 1e9
         name = f"b={b} s={s} h={h} d={d} {str(dtype)[6:]} {'causal' if causal else 'full'}"
-        print(f"{name:<40} {t_kh:8.3f} {flops / t_kh / 1e9:8.1f} {t_fl:9.3f} {flops / t_fl / 1e9:10.1f} "
-              f"{t_fl / t_kh:9.2f}   (max|kh-flash| {err:.1e})")
+        print(f"{name:<38} {t_kh:7.3f} {tf(t_kh):8.1f} {tf(t_fl):10.1f} {t_fl / t_kh:8.2f} {tf(t_cu):10.1f}"
+              f"   max|kh-flash| {err:.1e}")
 
 
 def main():
@@ -306,12 +316,16 @@ def main():
     g.add_argument("--dev-lib", help="development library exporting kh_attn_sm80_dev_launch")
     ap.add_argument("--head-dims", default="64,128,256")
     ap.add_argument("--bench", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="a few small shapes (for compute-sanitizer runs)")
+    ap.add_argument("--dtypes", default="bf16,fp16")
+    ap.add_argument("--label", default="", help="name of the library in the speed table")
     ap.add_argument("--expect-reject", default="", help="head dims the library must reject (e.g. 96)")
     args = ap.parse_args()
     attn = ModuleAttention(args.module) if args.module else DevAttention(args.dev_lib)
     print(torch.cuda.get_device_name(), "torch", torch.__version__)
     head_dims = [int(x) for x in args.head_dims.split(",") if x]
-    ok, _ = correctness(attn, head_dims, (torch.bfloat16, torch.float16))
+    dtypes = [{"bf16": torch.bfloat16, "fp16": torch.float16}[x] for x in args.dtypes.split(",") if x]
+    ok, _ = correctness(attn, head_dims, dtypes, quick=args.quick)
     for d in [int(x) for x in args.expect_reject.split(",") if x]:
         gen = torch.Generator(device="cuda"); gen.manual_seed(1)
         q, k, v, out = make_inputs(1, 16, 16, 2, 2, d, torch.bfloat16, False, gen)
@@ -320,10 +334,11 @@ def main():
         ok &= rc != 0
     print("\nCORRECTNESS:", "PASS" if ok else "FAIL")
     if args.bench:
+        label = args.label or (args.module or args.dev_lib)
         bench(attn, [(4, 4096, 16, 128, torch.bfloat16, False), (4, 4096, 16, 128, torch.bfloat16, True),
                      (16, 1024, 16, 128, torch.bfloat16, False), (16, 1024, 16, 128, torch.bfloat16, True),
                      (4, 4096, 16, 64, torch.bfloat16, False), (4, 4096, 16, 64, torch.bfloat16, True),
-                     (4, 4096, 16, 128, torch.float16, True)])
+                     (4, 4096, 16, 128, torch.float16, True)], label)
     return 0 if ok else 1
 
 

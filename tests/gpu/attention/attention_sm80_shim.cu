@@ -5,15 +5,15 @@
 
 #include "../../../kernels-src/attention/cuda/attention_fwd_sm80.hpp"
 
-using kh_attention::sm80::ElementType;
-using kh_attention::sm80::Sm80FwdParams;
+using kh_attention::ElementType;
+using kh_attention::FwdLaunchParams;
 
 // strides: q, k, v, out as (batch, row, head) each, then lse as (batch, head, row).
 // dims: batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim. Returns a cudaError_t.
 extern "C" __attribute__((visibility("default"))) int kh_attn_sm80_dev_launch(
     const void* q, const void* k, const void* v, void* out, float* lse, const int64_t* strides, const int* dims,
     float scale, int causal, int bf16, void* stream) {
-  Sm80FwdParams p;
+  FwdLaunchParams p;
   p.q = q;
   p.k = k;
   p.v = v;
@@ -29,6 +29,6 @@ extern "C" __attribute__((visibility("default"))) int kh_attn_sm80_dev_launch(
   p.scale = scale;
   p.causal = causal != 0;
   p.dtype = bf16 ? ElementType::kBF16 : ElementType::kF16;
-  if (!kh_attention::sm80::sm80_params_aligned(p)) return static_cast<int>(cudaErrorMisalignedAddress);
+  if (!kh_attention::fwd_params_aligned(p)) return static_cast<int>(cudaErrorMisalignedAddress);
   return static_cast<int>(kh_attention::sm80::run_attention_fwd_sm80(p, static_cast<cudaStream_t>(stream)));
 }

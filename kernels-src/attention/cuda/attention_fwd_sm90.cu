@@ -1,0 +1,84 @@
+// attention_fwd_sm90.cu: the sm90a path's host side: builds the TMA tensor maps of q, k and v
+// (through the driver's cuTensorMapEncodeTiled, reached via the runtime so the library links
+// no libcuda) and picks the compiled instantiation for the call's head dim and dtype.
+#include <algorithm>
+
+#include "attention_fwd_sm90.hpp"
+
+namespace kh_attention::sm90 {
+namespace {
+
+using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                   const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+EncodeTiledFn encode_tiled() {
+  static const EncodeTiledFn fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess)
+      return static_cast<EncodeTiledFn>(nullptr);
+    return reinterpret_cast<EncodeTiledFn>(f);
+  }();
+  return fn;
+}
+
+// A 4-D map of a (batch, seq, heads, head_dim) tensor: dim 0 is head_dim, then row, head and
+// batch ordered by stride (smallest first, as TMA expects); boxes are 64 columns x box_rows.
+bool encode(CUtensorMap* map, TmaDimOrder* order, const void* data, ElementType dtype, int64_t head_dim,
+            int64_t rows, int64_t heads, int64_t batch, int64_t row_stride, int64_t head_stride, int64_t batch_stride,
+            int box_rows) {
+  const EncodeTiledFn fn = encode_tiled();
+  if (fn == nullptr || rows < 1) return false;
+  struct Dim {
+    int64_t size, stride;
+    int which;  // 0 row, 1 head, 2 batch
+  } outer[3] = {{rows, row_stride, 0}, {heads, head_stride, 1}, {batch, batch_stride, 2}};
+  std::stable_sort(outer, outer + 3, [](const Dim& a, const Dim& b) { return a.stride < b.stride; });
+  cuuint64_t dims[4] = {static_cast<cuuint64_t>(head_dim), 0, 0, 0};
+  cuuint64_t strides[3];
+  cuuint32_t box[4] = {64, 1, 1, 1};
+  const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
+  for (int i = 0; i < 3; ++i) {
+    dims[i + 1] = static_cast<cuuint64_t>(outer[i].size);
+    strides[i] = static_cast<cuuint64_t>(outer[i].stride) * 2;
+    if (outer[i].which == 0) {
+      box[i + 1] = static_cast<cuuint32_t>(box_rows);
+      order->row = i + 1;
+    } else if (outer[i].which == 1) {
+      order->head = i + 1;
+    } else {
+      order->batch = i + 1;
+    }
+  }
+  const CUtensorMapDataType type =
+      dtype == ElementType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  return fn(map, type, 4, const_cast<void*>(data), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+}  // namespace
+
+cudaError_t run_attention_fwd_sm90(const FwdLaunchParams& p, cudaStream_t stream) {
+  if (!sm90_supports_head_dim(p.head_dim)) return cudaErrorNotSupported;
+  constexpr int kBlockM = 128, kBlockN = 128;  // Sm90TileConfig's, for both head dims
+  FwdTensorMaps maps{};
+  if (!encode(&maps.q, &maps.q_order, p.q, p.dtype, p.head_dim, p.seqlen_q, p.heads_q, p.batch, p.q_row_stride,
+              p.q_head_stride, p.q_batch_stride, kBlockM) ||
+      !encode(&maps.k, &maps.k_order, p.k, p.dtype, p.head_dim, p.seqlen_k, p.heads_kv, p.batch, p.k_row_stride,
+              p.k_head_stride, p.k_batch_stride, kBlockN) ||
+      !encode(&maps.v, &maps.v_order, p.v, p.dtype, p.head_dim, p.seqlen_k, p.heads_kv, p.batch, p.v_row_stride,
+              p.v_head_stride, p.v_batch_stride, kBlockN))
+    return cudaErrorNotSupported;
+  const bool bf16 = p.dtype == ElementType::kBF16;
+  if (p.head_dim == 64)
+    return bf16 ? run_attention_fwd_sm90_instance<64, ElementType::kBF16>(p, maps, stream)
+                : run_attention_fwd_sm90_instance<64, ElementType::kF16>(p, maps, stream);
+  return bf16 ? run_attention_fwd_sm90_instance<128, ElementType::kBF16>(p, maps, stream)
+              : run_attention_fwd_sm90_instance<128, ElementType::kF16>(p, maps, stream);
+}
+
+}  // namespace kh_attention::sm90

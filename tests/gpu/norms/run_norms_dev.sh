@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# run_norms_dev.sh: the dev loop of the CUDA norms: build (if needed), correctness, benchmark.
+#
+#   tests/gpu/norms/run_norms_dev.sh build          # here: both arches, into build-norms/
+#   tests/gpu/norms/run_norms_dev.sh [check] [bench] [check80]   # on the GPU machine
+#
+# build    configures tests/gpu/norms/standalone (the packages' cuda/CMakeLists.txt through
+#          kh_add_kernel_library) for sm90a and sm80, builds, and copies the libraries to
+#          build-norms/lib/<arch>/. Other steps build first only when those are missing, so a
+#          GPU run can carry build-norms/lib from a build made elsewhere.
+# check    check_norms.py on the sm90a libraries (full sweep).
+# check80  check_norms.py --quick on the sm80 libraries (run on an H200 through their PTX).
+# bench    bench_norms.py on the sm90a libraries.
+# With no step: check check80 bench. Exit status: non-zero when any step fails.
+set -uo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../../.." && pwd)"
+out="${KH_NORMS_BUILD:-$root/build-norms}"
+arches=(sm90a sm80)
+
+build_arch() {
+  local arch="$1"
+  local dir="$out/$arch"
+  local gen=()
+  command -v ninja >/dev/null && gen=(-G Ninja)
+  cmake -S "$here/standalone" -B "$dir" "${gen[@]}" -DKH_NORMS_ARCH="$arch" \
+        -DCMAKE_CUDA_COMPILER="${CUDACXX:-/usr/local/cuda/bin/nvcc}" >/dev/null || return 1
+  cmake --build "$dir" -j "$(nproc)" || return 1
+  mkdir -p "$out/lib/$arch"
+  cp "$dir"/libkh_rms_norm_cuda.so "$dir"/libkh_layer_norm_cuda.so "$out/lib/$arch/"
+}
+
+have_libs() { [[ -f "$out/lib/$1/libkh_rms_norm_cuda.so" && -f "$out/lib/$1/libkh_layer_norm_cuda.so" ]]; }
+
+ensure_built() {
+  have_libs "$1" && return 0
+  echo "== building $1 (no libraries in $out/lib/$1)"
+  build_arch "$1"
+}
+
+run_py() {  # script arch [args...]
+  local script="$1" arch="$2"
+  shift 2
+  ensure_built "$arch" || return 1
+  (cd "$here" && PYTHONUNBUFFERED=1 python3 "$script" --rms "$out/lib/$arch/libkh_rms_norm_cuda.so" \
+      --layer "$out/lib/$arch/libkh_layer_norm_cuda.so" "$@")
+}
+
+steps=("$@")
+[[ ${#steps[@]} -eq 0 ]] && steps=(check check80 bench)
+status=0
+# The kernel engine is kept byte-identical in both packages (each builds on its own).
+if ! cmp -s "$root/kernels-src/rms-norm/cuda/row_norm_engine.cuh" "$root/kernels-src/layer-norm/cuda/row_norm_engine.cuh"; then
+  echo "FAIL: kernels-src/{rms-norm,layer-norm}/cuda/row_norm_engine.cuh differ; keep them identical"
+  status=1
+fi
+for step in "${steps[@]}"; do
+  echo "== $step"
+  case "$step" in
+    build) for a in "${arches[@]}"; do build_arch "$a" || status=1; done ;;
+    check) run_py check_norms.py sm90a || status=1 ;;
+    check80) run_py check_norms.py sm80 --quick || status=1 ;;
+    bench) run_py bench_norms.py sm90a || status=1 ;;
+    *) echo "unknown step '$step' (build, check, check80, bench)"; status=2 ;;
+  esac
+done
+exit $status

@@ -2,17 +2,18 @@
 //
 // Same function as the sm80 kernel (attention_fwd_sm80.cuh): out = softmax(scale q k^T
 // [+ bottom-right causal mask]) v, lse optional, fully masked rows give 0 / -inf.
-// One CTA per (128-row q tile, head, batch), 9 warps:
-//  - warp 8, the producer: one thread issues TMA loads (128-byte swizzled boxes of 64
+// One CTA per (128-row q tile, head, batch), three warpgroups (setmaxnreg moves registers
+// from the producer to the consumers):
+//  - warpgroup 2, the producer: one thread issues TMA loads (128-byte swizzled boxes of 64
 //    columns) of the Q tile once, then of K and V tiles into a two-stage ring guarded by
 //    full/empty mbarriers; TMA zero-fills rows past the sequence end;
-//  - warps 0-7, two consumer warpgroups of 64 query rows each: S = Q K^T with wgmma (both
+//  - warpgroups 0 and 1, the consumers, 64 query rows each: S = Q K^T with wgmma (both
 //    operands from shared memory), online softmax in fp32 registers (exp2, log2(e)-folded
 //    scale), O += P V with wgmma (P from registers in the A-fragment layout, V from shared
-//    memory, N-major), each stage released as soon as its wgmma has completed.
-// Within a consumer warpgroup, S = Q K^T of the next key block is issued before P V of the
-// current one, so the softmax of the next block overlaps P V on the tensor cores (as in
-// FlashAttention-3); the two consumer warpgroups also interleave on each SM sub-partition. Included by attention_fwd_sm90_hd<D>_<dtype>.cu only.
+//    memory, N-major), each stage released as soon as its wgmma has completed. Non-causal
+//    calls issue S of the next key block before P V of the current one, so the softmax
+//    overlaps P V on the tensor cores (FlashAttention-3's intra-warpgroup pipelining).
+// Included by attention_fwd_sm90_hd<D>_<dtype>.cu only; built for sm_90a.
 #pragma once
 
 #include <cuda.h>

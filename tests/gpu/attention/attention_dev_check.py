@@ -1,10 +1,9 @@
 #!/usr/bin/env python3
 """attention_dev_check.py: correctness sweep and speed table for the CUDA attention forward.
 
-Loads a built kernel library with ctypes and calls it either
-  --module LIB   through the kernel ABI: kh_kernel_negotiate, then the attention_fwd op's
-                 invoke with DLTensors (the way the kh loader calls it), or
-  --dev-lib LIB  through the development shim kh_attn_sm80_dev_launch (raw pointers).
+Loads a built kernel library (--module LIB) with ctypes and calls it through the kernel
+ABI, the way the kh loader does: kh_kernel_negotiate, then the attention_fwd op's invoke
+with DLTensors and the current PyTorch stream.
 Every case poisons out/lse with NaN, runs, and compares with a float64 reference computed
 from the same (rounded) inputs. The kernel's max error must be <= 2x the max error of
 PyTorch's SDPA at the same precision against that reference, plus a small absolute eps.
@@ -128,33 +127,6 @@ class ModuleAttention:
         if rc != 0:
             return rc, self.err.value.decode(errors="replace")
         return 0, ""
-
-
-class DevAttention:
-    """Calls the sm80 launcher through the development shim."""
-
-    def __init__(self, path):
-        self.lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
-        f = self.lib.kh_attn_sm80_dev_launch
-        f.restype = ctypes.c_int
-        f.argtypes = [ctypes.c_void_p] * 5 + [ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int),
-                                              ctypes.c_float, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
-        self.f = f
-
-    def __call__(self, out, lse, q, k, v, scale, causal, stream=None):
-        if q.shape[-1] not in (64, 128, 256):
-            return 12, "head_dim not supported"
-        st = []
-        for t in (q, k, v, out):
-            st += [t.stride(0), t.stride(1), t.stride(2)]
-        st += list(lse.stride()) if lse is not None else [0, 0, 0]
-        strides = (ctypes.c_int64 * 15)(*st)
-        dims = (ctypes.c_int * 6)(q.shape[0], q.shape[1], k.shape[1], q.shape[2], k.shape[2], q.shape[3])
-        s = torch.cuda.current_stream().cuda_stream if stream is None else stream
-        rc = self.f(q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
-                    lse.data_ptr() if lse is not None else None, strides, dims, scale, int(causal),
-                    int(q.dtype == torch.bfloat16), s)
-        return rc, "" if rc == 0 else f"cudaError {rc}"
 
 
 def reference(q, k, v, scale, causal):
@@ -311,9 +283,7 @@ def bench(attn, configs, label):
 
 def main():
     ap = argparse.ArgumentParser()
-    g = ap.add_mutually_exclusive_group(required=True)
-    g.add_argument("--module", help="kernel library exporting kh_kernel_negotiate")
-    g.add_argument("--dev-lib", help="development library exporting kh_attn_sm80_dev_launch")
+    ap.add_argument("--module", required=True, help="kernel library exporting kh_kernel_negotiate")
     ap.add_argument("--head-dims", default="64,128,256")
     ap.add_argument("--bench", action="store_true")
     ap.add_argument("--quick", action="store_true", help="a few small shapes (for compute-sanitizer runs)")
@@ -321,7 +291,7 @@ def main():
     ap.add_argument("--label", default="", help="name of the library in the speed table")
     ap.add_argument("--expect-reject", default="", help="head dims the library must reject (e.g. 96)")
     args = ap.parse_args()
-    attn = ModuleAttention(args.module) if args.module else DevAttention(args.dev_lib)
+    attn = ModuleAttention(args.module)
     print(torch.cuda.get_device_name(), "torch", torch.__version__)
     head_dims = [int(x) for x in args.head_dims.split(",") if x]
     dtypes = [{"bf16": torch.bfloat16, "fp16": torch.float16}[x] for x in args.dtypes.split(",") if x]
@@ -334,7 +304,7 @@ def main():
         ok &= rc != 0
     print("\nCORRECTNESS:", "PASS" if ok else "FAIL")
     if args.bench:
-        label = args.label or (args.module or args.dev_lib)
+        label = args.label or args.module
         bench(attn, [(4, 4096, 16, 128, torch.bfloat16, False), (4, 4096, 16, 128, torch.bfloat16, True),
                      (16, 1024, 16, 128, torch.bfloat16, False), (16, 1024, 16, 128, torch.bfloat16, True),
                      (4, 4096, 16, 64, torch.bfloat16, False), (4, 4096, 16, 64, torch.bfloat16, True),

@@ -25,7 +25,7 @@ build_arch() {
   local gen=()
   command -v ninja >/dev/null && gen=(-G Ninja)
   cmake -S "$here/standalone" -B "$dir" "${gen[@]}" -DKH_NORMS_ARCH="$arch" \
-        -DCMAKE_CUDA_COMPILER="${CUDACXX:-/usr/local/cuda/bin/nvcc}" >/dev/null || return 1
+        -DCMAKE_CUDA_COMPILER="${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}" >/dev/null || return 1
   cmake --build "$dir" -j "$(nproc)" || return 1
   mkdir -p "$out/lib/$arch"
   cp "$dir"/libkh_rms_norm_cuda.so "$dir"/libkh_layer_norm_cuda.so "$out/lib/$arch/"

@@ -3,10 +3,13 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 #include "kh/registry/sha256.hpp"
 #include "kh/registry/status_error.hpp"
@@ -25,6 +28,58 @@ class FileDescriptor {
  private:
   int fd_;
 };
+
+// Files this process has already hashed, by identity. Any write to a file, or a chmod,
+// moves its ctime, which no unprivileged process can set back, and a replaced file has
+// another inode; so an unchanged identity means unchanged bytes, and a library loaded
+// again need not be hashed again. Kept in this process's memory only: a stamp stored on
+// disk could be forged by whoever can write the cache.
+struct FileIdentity {
+  dev_t dev;
+  ino_t ino;
+  off_t size;
+  struct timespec mtime, ctime;
+  bool operator==(const FileIdentity& o) const {
+    return dev == o.dev && ino == o.ino && size == o.size && mtime.tv_sec == o.mtime.tv_sec &&
+           mtime.tv_nsec == o.mtime.tv_nsec && ctime.tv_sec == o.ctime.tv_sec && ctime.tv_nsec == o.ctime.tv_nsec;
+  }
+};
+
+struct VerifiedFile {
+  FileIdentity identity;
+  std::string sha256;
+};
+
+std::mutex g_verified_mutex;
+std::vector<VerifiedFile> g_verified;  // few entries: one per library a process loads
+
+bool identity_of(int fd, FileIdentity* id) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return false;
+  *id = FileIdentity{st.st_dev, st.st_ino, st.st_size, st.st_mtim, st.st_ctim};
+  return true;
+}
+
+bool verified_before(int fd, const std::string& sha256) {
+  FileIdentity id{};
+  if (!identity_of(fd, &id)) return false;
+  std::lock_guard<std::mutex> lock(g_verified_mutex);
+  for (const auto& v : g_verified)
+    if (v.identity == id && v.sha256 == sha256) return true;
+  return false;
+}
+
+void remember_verified(int fd, const std::string& sha256) {
+  FileIdentity id{};
+  if (!identity_of(fd, &id)) return;
+  std::lock_guard<std::mutex> lock(g_verified_mutex);
+  for (auto& v : g_verified)
+    if (v.identity.dev == id.dev && v.identity.ino == id.ino) {
+      v = VerifiedFile{id, sha256};
+      return;
+    }
+  g_verified.push_back(VerifiedFile{id, sha256});
+}
 
 bool nonempty(const char* s) { return s != nullptr && s[0] != '\0'; }
 
@@ -58,12 +113,13 @@ std::unique_ptr<KernelLibrary> KernelLibrary::open(const std::string& path, cons
   if (fd.get() < 0)
     fail(errno == ENOENT ? KH_ERROR_NOT_FOUND : KH_ERROR_IO,
          "cannot open kernel library " + path + ": " + std::strerror(errno));
-  if (!expected_sha256.empty()) {
+  if (!expected_sha256.empty() && !verified_before(fd.get(), expected_sha256)) {
     const std::string actual = registry::sha256_fd_hex(fd.get());
     if (actual != expected_sha256)
       fail(KH_ERROR_VERIFICATION, "kernel library " + path + " has sha256 " + actual + " but its package manifest says " +
                                       expected_sha256 + "; the cached package was modified. Run `kernels cache verify`"
                                       " or remove the package from the cache and fetch it again");
+    remember_verified(fd.get(), expected_sha256);
   }
   // Load the very file we hashed: the path through /proc names our open descriptor, so a
   // file swapped in at `path` meanwhile is not what gets loaded.

@@ -7,6 +7,9 @@
 #include <cstdlib>
 #include <ctime>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
 
 #include "host_facts.hpp"
 #include "kh/registry/fs.hpp"
@@ -138,8 +141,70 @@ registry::RepoIndex load_repo_index(const std::string& repo, const FetchOptions&
   return index;
 }
 
+namespace {
+
+// Recent resolutions in this process. A host that loads the same spec again within the
+// metadata TTL gets the same answer the hub metadata gave a moment ago, without reading
+// and parsing it again; the package tree must still be complete, and the library is still
+// opened and checked by KernelLibrary::open. Never used when the caller asks for fresh
+// metadata (metadata_max_age_s == 0, as `kernels get` does).
+struct Resolution {
+  std::string spec, hub_url, cache_root, variant;
+  bool offline = false;
+  int64_t resolved_at = 0;
+  FetchedPackage package;
+  bool same_request(const std::string& s, const FetchOptions& o) const {
+    return spec == s && hub_url == o.hub_url && cache_root == o.cache_root && variant == o.variant &&
+           offline == o.offline;
+  }
+};
+
+std::mutex g_resolutions_mutex;
+std::vector<Resolution> g_resolutions;
+constexpr size_t kMaxResolutions = 64;
+
+int64_t now_s() { return static_cast<int64_t>(std::time(nullptr)); }
+
+std::optional<FetchedPackage> recent_resolution(const std::string& spec, const FetchOptions& options) {
+  if (options.metadata_max_age_s <= 0) return std::nullopt;
+  std::lock_guard<std::mutex> lock(g_resolutions_mutex);
+  for (const auto& r : g_resolutions) {
+    if (!r.same_request(spec, options)) continue;
+    if (now_s() - r.resolved_at >= options.metadata_max_age_s) return std::nullopt;
+    if (!registry::path_exists(r.package.dir + "/" + registry::kCompleteMarker)) return std::nullopt;
+    return r.package;
+  }
+  return std::nullopt;
+}
+
+void remember_resolution(const std::string& spec, const FetchOptions& options, const FetchedPackage& package) {
+  if (options.metadata_max_age_s <= 0) return;
+  std::lock_guard<std::mutex> lock(g_resolutions_mutex);
+  for (auto& r : g_resolutions)
+    if (r.same_request(spec, options)) {
+      r.resolved_at = now_s();
+      r.package = package;
+      return;
+    }
+  if (g_resolutions.size() >= kMaxResolutions) g_resolutions.erase(g_resolutions.begin());
+  g_resolutions.push_back(Resolution{spec, options.hub_url, options.cache_root, options.variant, options.offline, now_s(), package});
+}
+
+FetchedPackage resolve_and_fetch(const std::string& spec_text, const FetchOptions& options);
+
+}  // namespace
+
 FetchedPackage fetch_package(const std::string& spec_text, const FetchOptions& given) {
   const FetchOptions options = with_environment(given);
+  if (auto recent = recent_resolution(spec_text, options)) return *recent;
+  FetchedPackage package = resolve_and_fetch(spec_text, options);
+  remember_resolution(spec_text, options, package);
+  return package;
+}
+
+namespace {
+
+FetchedPackage resolve_and_fetch(const std::string& spec_text, const FetchOptions& options) {
   const registry::PackageSpec spec = registry::parse_package_spec(spec_text);
   registry::Cache cache(options.cache_root);
 
@@ -182,5 +247,7 @@ FetchedPackage fetch_package(const std::string& spec_text, const FetchOptions& g
                                     ") but the index says " + what + " (" + variant->key + ")");
   return p;
 }
+
+}  // namespace
 
 }  // namespace kh::loader

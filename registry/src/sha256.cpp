@@ -21,9 +21,19 @@ struct Sha256::State {
   ~State() { EVP_MD_CTX_free(ctx); }
 };
 
+namespace {
+// Fetched once: OpenSSL 3 looks the algorithm up in its provider tables on every implicit
+// fetch (EVP_sha256()), which costs more than hashing a small file.
+const EVP_MD* sha256_algorithm() {
+  static EVP_MD* const md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  return md;
+}
+}  // namespace
+
 Sha256::Sha256() : state_(std::make_unique<State>()) {
   state_->ctx = EVP_MD_CTX_new();
-  if (state_->ctx == nullptr || EVP_DigestInit_ex(state_->ctx, EVP_sha256(), nullptr) != 1)
+  const EVP_MD* md = sha256_algorithm();
+  if (state_->ctx == nullptr || md == nullptr || EVP_DigestInit_ex2(state_->ctx, md, nullptr) != 1)
     fail(KH_ERROR_INTERNAL, "sha256: OpenSSL could not set up a SHA-256 context");
 }
 

@@ -38,10 +38,10 @@ float random_float(std::mt19937_64& rng) {
 TEST_CASE("half: every fp16 bit pattern decodes exactly and round-trips") {
   for (uint32_t h = 0; h < 0x10000u; ++h) {
     CAPTURE(h);
-    const float f = kh_kernel::half_bits_to_float(static_cast<uint16_t>(h));
+    const float f = kh_kernels::half_bits_to_float(static_cast<uint16_t>(h));
     REQUIRE(same_value(f, decode_f16(static_cast<uint16_t>(h))));
-    if (!std::isnan(f)) REQUIRE(kh_kernel::float_to_half_bits(f) == h);
-    else REQUIRE(std::isnan(kh_kernel::half_bits_to_float(kh_kernel::float_to_half_bits(f))));
+    if (!std::isnan(f)) REQUIRE(kh_kernels::float_to_half_bits(f) == h);
+    else REQUIRE(std::isnan(kh_kernels::half_bits_to_float(kh_kernels::float_to_half_bits(f))));
   }
 }
 
@@ -50,72 +50,72 @@ TEST_CASE("half: float -> fp16 rounds to nearest even") {
   for (uint32_t h = 0; h < 0x7bffu; ++h) {
     const double lo = decode_f16(static_cast<uint16_t>(h)), hi = decode_f16(static_cast<uint16_t>(h + 1));
     const float mid = static_cast<float>((lo + hi) / 2);  // exact in float
-    REQUIRE(kh_kernel::float_to_half_bits(mid) == ((h & 1) ? h + 1 : h));
+    REQUIRE(kh_kernels::float_to_half_bits(mid) == ((h & 1) ? h + 1 : h));
   }
   std::mt19937_64 rng(42);
   for (int i = 0; i < 200000; ++i) {
     const float f = random_float(rng);
     CAPTURE(f);
-    REQUIRE(same_value(decode_f16(kh_kernel::float_to_half_bits(f)), round_to(f, Dt::f16)));
+    REQUIRE(same_value(decode_f16(kh_kernels::float_to_half_bits(f)), round_to(f, Dt::f16)));
 #ifdef __FLT16_MAX__
     const _Float16 ref = static_cast<_Float16>(f);
     uint16_t ref_bits;
     std::memcpy(&ref_bits, &ref, 2);
-    REQUIRE(kh_kernel::float_to_half_bits(f) == ref_bits);
+    REQUIRE(kh_kernels::float_to_half_bits(f) == ref_bits);
 #endif
   }
-  CHECK(kh_kernel::float_to_half_bits(65504.0f) == 0x7bffu);
-  CHECK(kh_kernel::float_to_half_bits(65519.99f) == 0x7bffu);
-  CHECK(kh_kernel::float_to_half_bits(65520.0f) == 0x7c00u);
-  CHECK(kh_kernel::float_to_half_bits(-INFINITY) == 0xfc00u);
-  CHECK(kh_kernel::float_to_half_bits(0x1p-24f) == 0x0001u);
-  CHECK(kh_kernel::float_to_half_bits(0x1p-25f) == 0x0000u);
-  CHECK(kh_kernel::float_to_half_bits(0x1.000002p-25f) == 0x0001u);
-  CHECK(kh_kernel::float_to_half_bits(-0.0f) == 0x8000u);
-  CHECK(std::isnan(decode_f16(kh_kernel::float_to_half_bits(std::nanf("")))));
-  CHECK(std::isnan(decode_f16(kh_kernel::float_to_half_bits(-std::nanf("0x1")))));  // low payload bits only
+  CHECK(kh_kernels::float_to_half_bits(65504.0f) == 0x7bffu);
+  CHECK(kh_kernels::float_to_half_bits(65519.99f) == 0x7bffu);
+  CHECK(kh_kernels::float_to_half_bits(65520.0f) == 0x7c00u);
+  CHECK(kh_kernels::float_to_half_bits(-INFINITY) == 0xfc00u);
+  CHECK(kh_kernels::float_to_half_bits(0x1p-24f) == 0x0001u);
+  CHECK(kh_kernels::float_to_half_bits(0x1p-25f) == 0x0000u);
+  CHECK(kh_kernels::float_to_half_bits(0x1.000002p-25f) == 0x0001u);
+  CHECK(kh_kernels::float_to_half_bits(-0.0f) == 0x8000u);
+  CHECK(std::isnan(decode_f16(kh_kernels::float_to_half_bits(std::nanf("")))));
+  CHECK(std::isnan(decode_f16(kh_kernels::float_to_half_bits(-std::nanf("0x1")))));  // low payload bits only
 }
 
 TEST_CASE("half: bf16 decodes every pattern and rounds to nearest even") {
   for (uint32_t b = 0; b < 0x10000u; ++b)
-    REQUIRE(same_value(kh_kernel::bf16_bits_to_float(static_cast<uint16_t>(b)), decode_bf16(static_cast<uint16_t>(b))));
+    REQUIRE(same_value(kh_kernels::bf16_bits_to_float(static_cast<uint16_t>(b)), decode_bf16(static_cast<uint16_t>(b))));
   std::mt19937_64 rng(43);
   for (int i = 0; i < 200000; ++i) {
     const float f = random_float(rng);
     CAPTURE(f);
-    REQUIRE(same_value(decode_bf16(kh_kernel::float_to_bf16_bits(f)), round_to(f, Dt::bf16)));
+    REQUIRE(same_value(decode_bf16(kh_kernels::float_to_bf16_bits(f)), round_to(f, Dt::bf16)));
   }
-  CHECK(kh_kernel::float_to_bf16_bits(3.4028235e38f) == 0x7f80u);  // rounds up to Inf
-  CHECK(kh_kernel::float_to_bf16_bits(1.0f + 0x1p-8f) == 0x3f80u);  // tie, to even
-  CHECK(kh_kernel::float_to_bf16_bits(1.0f + 0x1p-7f + 0x1p-8f) == 0x3f82u);  // tie, to even (up)
-  CHECK(std::isnan(decode_bf16(kh_kernel::float_to_bf16_bits(std::nanf("0x1")))));
+  CHECK(kh_kernels::float_to_bf16_bits(3.4028235e38f) == 0x7f80u);  // rounds up to Inf
+  CHECK(kh_kernels::float_to_bf16_bits(1.0f + 0x1p-8f) == 0x3f80u);  // tie, to even
+  CHECK(kh_kernels::float_to_bf16_bits(1.0f + 0x1p-7f + 0x1p-8f) == 0x3f82u);  // tie, to even (up)
+  CHECK(std::isnan(decode_bf16(kh_kernels::float_to_bf16_bits(std::nanf("0x1")))));
 }
 
 TEST_CASE("half: double rounds once, not twice") {
   // 1 + 2^-11 + 2^-40 is just above an fp16 midpoint; rounding through float first would
   // land on the midpoint and tie down to 1.
-  CHECK(kh_kernel::double_to_half_bits(1.0 + 0x1p-11 + 0x1p-40) == 0x3c01u);
-  CHECK(kh_kernel::double_to_bf16_bits(1.0 + 0x1p-8 + 0x1p-40) == 0x3f81u);
+  CHECK(kh_kernels::double_to_half_bits(1.0 + 0x1p-11 + 0x1p-40) == 0x3c01u);
+  CHECK(kh_kernels::double_to_bf16_bits(1.0 + 0x1p-8 + 0x1p-40) == 0x3f81u);
   std::mt19937_64 rng(44);
   std::uniform_real_distribution<double> dist(-70000.0, 70000.0);
   for (int i = 0; i < 100000; ++i) {
     const double d = dist(rng) * std::ldexp(1.0, static_cast<int>(rng() % 40) - 30);
     CAPTURE(d);
-    REQUIRE(same_value(decode_f16(kh_kernel::double_to_half_bits(d)), round_to(d, Dt::f16)));
-    REQUIRE(same_value(decode_bf16(kh_kernel::double_to_bf16_bits(d)), round_to(d, Dt::bf16)));
+    REQUIRE(same_value(decode_f16(kh_kernels::double_to_half_bits(d)), round_to(d, Dt::f16)));
+    REQUIRE(same_value(decode_bf16(kh_kernels::double_to_bf16_bits(d)), round_to(d, Dt::bf16)));
   }
 }
 
 TEST_CASE("RowLayout: collapses what it can and maps rows to offsets") {
-  kh_kernel::TensorView t;
+  kh_kernels::TensorView t;
   t.ndim = 4;
   const int64_t shape[] = {2, 3, 5, 8};
   SUBCASE("contiguous: one uniform dim") {
     const int64_t strides[] = {120, 40, 8, 1};
     std::memcpy(t.shape, shape, sizeof shape);
     std::memcpy(t.strides, strides, sizeof strides);
-    kh_kernel::RowLayout r;
-    REQUIRE(kh_kernel::make_row_layout(t, &r));
+    kh_kernels::RowLayout r;
+    REQUIRE(kh_kernels::make_row_layout(t, &r));
     CHECK(r.ndim == 1);
     CHECK(r.uniform());
     CHECK(r.row_stride() == 8);
@@ -125,8 +125,8 @@ TEST_CASE("RowLayout: collapses what it can and maps rows to offsets") {
     const int64_t strides[] = {1000, 100, 10, 1};
     std::memcpy(t.shape, shape, sizeof shape);
     std::memcpy(t.strides, strides, sizeof strides);
-    kh_kernel::RowLayout r;
-    REQUIRE(kh_kernel::make_row_layout(t, &r));
+    kh_kernels::RowLayout r;
+    REQUIRE(kh_kernels::make_row_layout(t, &r));
     CHECK(r.ndim == 3);
     CHECK(!r.uniform());
     for (int64_t i = 0; i < 2; ++i)
@@ -138,8 +138,8 @@ TEST_CASE("RowLayout: collapses what it can and maps rows to offsets") {
     const int64_t strides[] = {7, -16, 3, 1};
     std::memcpy(t.shape, shape1, sizeof shape1);
     std::memcpy(t.strides, strides, sizeof strides);
-    kh_kernel::RowLayout r;
-    REQUIRE(kh_kernel::make_row_layout(t, &r));
+    kh_kernels::RowLayout r;
+    REQUIRE(kh_kernels::make_row_layout(t, &r));
     CHECK(r.ndim == 1);
     CHECK(r.offset(2) == -32);
   }
@@ -151,20 +151,20 @@ TEST_CASE("args: messages name the op and the argument") {
   ctx.struct_size = sizeof ctx;
   ctx.error_buf = buf;
   ctx.error_buf_size = sizeof buf;
-  const kh_kernel::OpContext c{"rms_norm", &ctx, kDLCPU};
-  CHECK(kh_kernel::arg_error(c, "weight", "shape [%d] does not match x's last dim %d", 4096, 2048) ==
+  const kh_kernels::OpContext c{"rms_norm", &ctx, kDLCPU};
+  CHECK(kh_kernels::arg_error(c, "weight", "shape [%d] does not match x's last dim %d", 4096, 2048) ==
         KH_ERROR_INVALID_ARGUMENT);
   CHECK(std::string(buf) == "rms_norm: argument 'weight': shape [4096] does not match x's last dim 2048");
   // A small buffer truncates, a missing one is ignored.
   char tiny[8];
   ctx.error_buf = tiny;
   ctx.error_buf_size = sizeof tiny;
-  kh_kernel::arg_error(c, "weight", "long message");
+  kh_kernels::arg_error(c, "weight", "long message");
   CHECK(std::string(tiny) == "rms_nor");
   ctx.error_buf = nullptr;
-  CHECK(kh_kernel::arg_error(c, "x", "ignored") == KH_ERROR_INVALID_ARGUMENT);
-  CHECK(kh_kernel::arg_error({"op", nullptr, kDLCPU}, "x", "no ctx") == KH_ERROR_INVALID_ARGUMENT);
-  CHECK(kh_kernel::dtype_mask_names(KH_DTYPE_F32 | KH_DTYPE_F16 | KH_DTYPE_BF16) == "float32, float16 or bfloat16");
+  CHECK(kh_kernels::arg_error(c, "x", "ignored") == KH_ERROR_INVALID_ARGUMENT);
+  CHECK(kh_kernels::arg_error({"op", nullptr, kDLCPU}, "x", "no ctx") == KH_ERROR_INVALID_ARGUMENT);
+  CHECK(kh_kernels::dtype_mask_names(KH_DTYPE_F32 | KH_DTYPE_F16 | KH_DTYPE_BF16) == "float32, float16 or bfloat16");
 }
 
 TEST_CASE("negotiate: admits exactly the same major with a minor the loader knows") {
@@ -176,7 +176,7 @@ TEST_CASE("negotiate: admits exactly the same major with a minor the loader know
     n.struct_size = size;
     n.loader_min_abi = lo;
     n.loader_max_abi = hi;
-    const kh_status s = kh_kernel::negotiate(&n, &module);
+    const kh_status s = kh_kernels::negotiate(&n, &module);
     if (s == KH_OK) {
       CHECK(n.module == &module);
       CHECK(n.kernel_abi == module.abi_version);
@@ -193,5 +193,5 @@ TEST_CASE("negotiate: admits exactly the same major with a minor the loader know
   CHECK(run(KH_MAKE_ABI_VERSION(1, 5), KH_MAKE_ABI_VERSION(1, 0)) == KH_ERROR_ABI_MISMATCH);  // empty range
   CHECK(run(KH_MAKE_ABI_VERSION(1, 0), KH_MAKE_ABI_VERSION(1, 2), offsetof(kh_negotiation, module)) ==
         KH_ERROR_ABI_MISMATCH);
-  CHECK(kh_kernel::negotiate(nullptr, &module) == KH_ERROR_INVALID_ARGUMENT);
+  CHECK(kh_kernels::negotiate(nullptr, &module) == KH_ERROR_INVALID_ARGUMENT);
 }

@@ -14,8 +14,8 @@
 namespace kh_attention {
 namespace {
 
-using kh_kernel::from_double;
-using kh_kernel::to_double;
+using kh_kernels::from_double;
+using kh_kernels::to_double;
 
 template <typename T>
 void attention_fwd_cpu(const AttentionParams& p) {
@@ -75,11 +75,11 @@ void attention_fwd_cpu(const AttentionParams& p) {
 }  // namespace
 
 kh_status attention_fwd_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
-  return kh_kernel::guarded({"attention_fwd", ctx, KH_DEVICE_TYPE}, [&] {
+  return kh_kernels::guarded({"attention_fwd", ctx, KH_DEVICE_TYPE}, [&] {
     AttentionParams p;
     KH_KERNEL_TRY(parse_attention_fwd_args(args, nargs, ctx, &p));
     if (p.empty()) return KH_OK;
-    kh_kernel::dispatch_float(p.dtype, [&](auto tag) { attention_fwd_cpu<typename decltype(tag)::type>(p); });
+    kh_kernels::dispatch_float(p.dtype, [&](auto tag) { attention_fwd_cpu<typename decltype(tag)::type>(p); });
     return KH_OK;
   });
 }

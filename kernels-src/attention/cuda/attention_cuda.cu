@@ -22,8 +22,8 @@
 namespace kh_attention {
 namespace {
 
-using kh_kernel::OpContext;
-using kh_kernel::op_error;
+using kh_kernels::OpContext;
+using kh_kernels::op_error;
 
 // Makes `device` current for the call and restores the caller's device afterwards.
 class ScopedDevice {
@@ -65,7 +65,7 @@ FwdLaunchParams to_launch_params(const AttentionParams& a) {
   p.head_dim = static_cast<int>(a.head_dim);
   p.scale = static_cast<float>(a.scale);
   p.causal = a.causal;
-  p.dtype = a.dtype == kh_kernel::DType::kBF16 ? ElementType::kBF16 : ElementType::kF16;
+  p.dtype = a.dtype == kh_kernels::DType::kBF16 ? ElementType::kBF16 : ElementType::kF16;
   return p;
 }
 
@@ -112,7 +112,7 @@ kh_status launch(const OpContext& c, const AttentionParams& a) {
 
 kh_status attention_fwd_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
   const OpContext c{"attention_fwd", ctx, KH_DEVICE_TYPE};
-  return kh_kernel::guarded(c, [&] {
+  return kh_kernels::guarded(c, [&] {
     AttentionParams p;
     KH_KERNEL_TRY(parse_attention_fwd_args(args, nargs, ctx, &p));
     if (p.empty()) return KH_OK;

@@ -50,7 +50,7 @@ struct AttentionParams {
   int64_t head_dim = 0;  // 64, 128 or 256
   double scale = 1.0;    // finite; any sign
   bool causal = false;
-  kh_kernel::DType dtype = kh_kernel::DType::kUnknown;  // F16 or BF16, of q, k, v and out
+  kh_kernels::DType dtype = kh_kernels::DType::kUnknown;  // F16 or BF16, of q, k, v and out
   DLDevice device = {kDLCPU, 0};
 
   // Nothing to compute (empty output).

@@ -29,5 +29,5 @@ const kh_module_desc kModule = {sizeof(kh_module_desc), KH_ABI_VERSION, KH_PACKA
 }  // namespace kh_attention
 
 extern "C" KH_KERNEL_EXPORT kh_status kh_kernel_negotiate(kh_negotiation* negotiation) {
-  return kh_kernel::negotiate(negotiation, &kh_attention::kModule);
+  return kh_kernels::negotiate(negotiation, &kh_attention::kModule);
 }

@@ -13,8 +13,8 @@
 namespace kh_layer_norm {
 namespace {
 
-using kh_kernel::from_double;
-using kh_kernel::to_double;
+using kh_kernels::from_double;
+using kh_kernels::to_double;
 
 template <typename T>
 void layer_norm_rows(const LayerNormParams& p) {
@@ -23,8 +23,8 @@ void layer_norm_rows(const LayerNormParams& p) {
   std::vector<double> weight(static_cast<size_t>(hidden), 1.0);
   std::vector<double> bias(static_cast<size_t>(hidden), 0.0);
   for (int64_t c = 0; c < hidden; ++c) {
-    if (p.weight) weight[c] = kh_kernel::load_as_double(p.weight, p.weight_dtype, c);
-    if (p.bias) bias[c] = kh_kernel::load_as_double(p.bias, p.bias_dtype, c);
+    if (p.weight) weight[c] = kh_kernels::load_as_double(p.weight, p.weight_dtype, c);
+    if (p.bias) bias[c] = kh_kernels::load_as_double(p.bias, p.bias_dtype, c);
   }
 
   for (int64_t r = 0; r < p.rows; ++r) {
@@ -53,14 +53,14 @@ void layer_norm_rows(const LayerNormParams& p) {
 
 kh_status run(const LayerNormParams& p) {
   if (p.rows == 0) return KH_OK;
-  kh_kernel::dispatch_float(p.dtype, [&](auto tag) { layer_norm_rows<typename decltype(tag)::type>(p); });
+  kh_kernels::dispatch_float(p.dtype, [&](auto tag) { layer_norm_rows<typename decltype(tag)::type>(p); });
   return KH_OK;
 }
 
 }  // namespace
 
 kh_status layer_norm_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
-  return kh_kernel::guarded({"layer_norm", ctx, KH_DEVICE_TYPE}, [&] {
+  return kh_kernels::guarded({"layer_norm", ctx, KH_DEVICE_TYPE}, [&] {
     LayerNormParams p;
     KH_KERNEL_TRY(parse_layer_norm_args(args, nargs, ctx, &p));
     return run(p);
@@ -68,7 +68,7 @@ kh_status layer_norm_invoke(const kh_value* args, uint32_t nargs, const kh_call_
 }
 
 kh_status fused_add_layer_norm_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
-  return kh_kernel::guarded({"fused_add_layer_norm", ctx, KH_DEVICE_TYPE}, [&] {
+  return kh_kernels::guarded({"fused_add_layer_norm", ctx, KH_DEVICE_TYPE}, [&] {
     LayerNormParams p;
     KH_KERNEL_TRY(parse_fused_add_layer_norm_args(args, nargs, ctx, &p));
     return run(p);

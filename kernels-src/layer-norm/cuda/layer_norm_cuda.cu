@@ -19,8 +19,8 @@ constexpr kh_row_norm::RowNormLaunchers kLaunchers{&launch_layer_norm_f32, &laun
 }  // namespace
 
 kh_status layer_norm_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
-  const kh_kernel::OpContext c{"layer_norm", ctx, KH_DEVICE_TYPE};
-  return kh_kernel::guarded(c, [&] {
+  const kh_kernels::OpContext c{"layer_norm", ctx, KH_DEVICE_TYPE};
+  return kh_kernels::guarded(c, [&] {
     LayerNormParams p;
     KH_KERNEL_TRY(parse_layer_norm_args(args, nargs, ctx, &p));
     return kh_row_norm::run_row_norm(c, p, kLaunchers);
@@ -28,8 +28,8 @@ kh_status layer_norm_invoke(const kh_value* args, uint32_t nargs, const kh_call_
 }
 
 kh_status fused_add_layer_norm_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
-  const kh_kernel::OpContext c{"fused_add_layer_norm", ctx, KH_DEVICE_TYPE};
-  return kh_kernel::guarded(c, [&] {
+  const kh_kernels::OpContext c{"fused_add_layer_norm", ctx, KH_DEVICE_TYPE};
+  return kh_kernels::guarded(c, [&] {
     LayerNormParams p;
     KH_KERNEL_TRY(parse_fused_add_layer_norm_args(args, nargs, ctx, &p));
     return kh_row_norm::run_row_norm(c, p, kLaunchers);

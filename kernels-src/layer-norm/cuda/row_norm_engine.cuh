@@ -49,7 +49,7 @@ enum class NormKind { kRms, kLayer };
 // What a weight or bias vector holds.
 enum class ParamKind : uint32_t { kNone = 0, kF32 = 1, kSameAsInput = 2 };
 
-// One launch's arguments: kh_kernel::NormParams with the dtypes resolved. Rows sit where
+// One launch's arguments: kh_kernels::NormParams with the dtypes resolved. Rows sit where
 // each tensor's RowLayout says (evenly spaced in practice); elements within a row are
 // contiguous. An absent weight is 1, an absent bias 0.
 struct RowNormArgs {
@@ -59,7 +59,7 @@ struct RowNormArgs {
   const void* residual;  // FUSED only
   const void* weight;
   const void* bias;      // layer norm only
-  kh_kernel::RowLayout out_rows, residual_out_rows, x_rows, residual_rows;
+  kh_kernels::RowLayout out_rows, residual_out_rows, x_rows, residual_rows;
   int64_t rows;
   int64_t hidden;
   float eps;
@@ -69,12 +69,12 @@ struct RowNormArgs {
 // Element offset of row r: a multiply when rows are evenly spaced. Otherwise the row index
 // is split with 32-bit division (the launcher refuses 2^31 rows or more there): RowLayout's
 // own 64-bit division is a called subroutine whose register needs made the kernels spill.
-__device__ __forceinline__ int64_t row_offset(const kh_kernel::RowLayout& l, int64_t r) {
+__device__ __forceinline__ int64_t row_offset(const kh_kernels::RowLayout& l, int64_t r) {
   if (l.ndim <= 1) return r * l.row_stride();
   uint32_t rest = static_cast<uint32_t>(r);
   int64_t off = 0;
 #pragma unroll
-  for (int d = kh_kernel::kMaxRowDims - 1; d >= 0; --d) {
+  for (int d = kh_kernels::kMaxRowDims - 1; d >= 0; --d) {
     if (d < l.ndim) {
       const uint32_t size = static_cast<uint32_t>(l.size[d]);
       off += static_cast<int64_t>(rest % size) * l.stride[d];
@@ -601,7 +601,7 @@ constexpr int64_t kMaxHidden = int64_t(1) << 30;
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 // True when every row of a tensor laid out as `l` starts 16-byte aligned, given a base that is.
-inline bool rows_aligned(const kh_kernel::RowLayout& l, int vec) {
+inline bool rows_aligned(const kh_kernels::RowLayout& l, int vec) {
   for (int32_t d = 0; d < l.ndim; ++d)
     if (l.stride[d] % vec != 0) return false;
   return true;
@@ -635,12 +635,12 @@ cudaError_t launch_row_norm(const RowNormArgs& a, bool fused, cudaStream_t s) {
 
 // ---- host side: from validated op arguments to a launch ------------------------------------
 
-inline ParamKind param_kind(kh_kernel::DType param, kh_kernel::DType input) {
-  if (param == kh_kernel::DType::kUnknown) return ParamKind::kNone;
-  return param == kh_kernel::DType::kF32 ? ParamKind::kF32 : (param == input ? ParamKind::kSameAsInput : ParamKind::kNone);
+inline ParamKind param_kind(kh_kernels::DType param, kh_kernels::DType input) {
+  if (param == kh_kernels::DType::kUnknown) return ParamKind::kNone;
+  return param == kh_kernels::DType::kF32 ? ParamKind::kF32 : (param == input ? ParamKind::kSameAsInput : ParamKind::kNone);
 }
 
-inline RowNormArgs make_row_norm_args(const kh_kernel::NormParams& p) {
+inline RowNormArgs make_row_norm_args(const kh_kernels::NormParams& p) {
   RowNormArgs a{};
   a.out = p.out;
   a.residual_out = p.residual_out;
@@ -669,24 +669,24 @@ struct RowNormLaunchers {
 
 // Runs one validated norm call on the tensors' device and the caller's stream (NULL: the
 // default stream). A CUDA error becomes KH_ERROR_DEVICE with the runtime's message.
-inline kh_status run_row_norm(const kh_kernel::OpContext& c, const kh_kernel::NormParams& p,
+inline kh_status run_row_norm(const kh_kernels::OpContext& c, const kh_kernels::NormParams& p,
                               const RowNormLaunchers& launchers) {
   if (p.rows == 0) return KH_OK;
   if (p.hidden > kMaxHidden)
-    return kh_kernel::op_error(c, KH_ERROR_UNSUPPORTED, "hidden size %lld is over this kernel's limit of %lld",
+    return kh_kernels::op_error(c, KH_ERROR_UNSUPPORTED, "hidden size %lld is over this kernel's limit of %lld",
                                (long long)p.hidden, (long long)kMaxHidden);
   if (p.rows > INT32_MAX && !(p.x_rows.uniform() && p.out_rows.uniform() && p.residual_rows.uniform() &&
                               p.residual_out_rows.uniform()))
-    return kh_kernel::op_error(c, KH_ERROR_UNSUPPORTED,
+    return kh_kernels::op_error(c, KH_ERROR_UNSUPPORTED,
                                "%lld rows whose leading dimensions are not evenly spaced; this kernel takes "
                                "at most 2^31 - 1 such rows (make the tensors contiguous)", (long long)p.rows);
   cudaError_t (*launch)(const RowNormArgs&, bool, cudaStream_t) = nullptr;
   switch (p.dtype) {
-    case kh_kernel::DType::kF32: launch = launchers.f32; break;
-    case kh_kernel::DType::kF16: launch = launchers.f16; break;
-    case kh_kernel::DType::kBF16: launch = launchers.bf16; break;
+    case kh_kernels::DType::kF32: launch = launchers.f32; break;
+    case kh_kernels::DType::kF16: launch = launchers.f16; break;
+    case kh_kernels::DType::kBF16: launch = launchers.bf16; break;
     default:
-      return kh_kernel::op_error(c, KH_ERROR_UNSUPPORTED, "dtype %s is not supported", kh_kernel::dtype_name(p.dtype));
+      return kh_kernels::op_error(c, KH_ERROR_UNSUPPORTED, "dtype %s is not supported", kh_kernels::dtype_name(p.dtype));
   }
   const bool has_stream = c.ctx != nullptr && c.ctx->struct_size >= offsetof(kh_call_ctx, stream) + sizeof(void*);
   cudaStream_t stream = has_stream ? static_cast<cudaStream_t>(c.ctx->stream) : nullptr;
@@ -698,7 +698,7 @@ inline kh_status run_row_norm(const kh_kernel::OpContext& c, const kh_kernel::No
   if (e == cudaSuccess) e = launch(make_row_norm_args(p), p.fused, stream);
   if (previous >= 0 && previous != p.device.device_id) cudaSetDevice(previous);
   if (e != cudaSuccess)
-    return kh_kernel::op_error(c, KH_ERROR_DEVICE, "CUDA error on device %d: %s (%s)", p.device.device_id,
+    return kh_kernels::op_error(c, KH_ERROR_DEVICE, "CUDA error on device %d: %s (%s)", p.device.device_id,
                                cudaGetErrorString(e), cudaGetErrorName(e));
   return KH_OK;
 }

@@ -5,17 +5,17 @@
 namespace kh_layer_norm {
 
 kh_status parse_layer_norm_args(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx, LayerNormParams* p) {
-  const kh_kernel::OpContext c{"layer_norm", ctx, KH_DEVICE_TYPE};
-  const kh_kernel::NormArgLayout layout{kLayerNormNumArgs, kOut, -1, kX, -1, kWeight, kBias, kEps, true};
-  return kh_kernel::parse_norm_args(c, args, nargs, layout, p);
+  const kh_kernels::OpContext c{"layer_norm", ctx, KH_DEVICE_TYPE};
+  const kh_kernels::NormArgLayout layout{kLayerNormNumArgs, kOut, -1, kX, -1, kWeight, kBias, kEps, true};
+  return kh_kernels::parse_norm_args(c, args, nargs, layout, p);
 }
 
 kh_status parse_fused_add_layer_norm_args(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,
                                           LayerNormParams* p) {
-  const kh_kernel::OpContext c{"fused_add_layer_norm", ctx, KH_DEVICE_TYPE};
-  const kh_kernel::NormArgLayout layout{kFusedAddLayerNormNumArgs, kFusedOut, kFusedResidualOut, kFusedX,
+  const kh_kernels::OpContext c{"fused_add_layer_norm", ctx, KH_DEVICE_TYPE};
+  const kh_kernels::NormArgLayout layout{kFusedAddLayerNormNumArgs, kFusedOut, kFusedResidualOut, kFusedX,
                                         kFusedResidual, kFusedWeight, kFusedBias, kFusedEps, true};
-  return kh_kernel::parse_norm_args(c, args, nargs, layout, p);
+  return kh_kernels::parse_norm_args(c, args, nargs, layout, p);
 }
 
 }  // namespace kh_layer_norm

@@ -27,7 +27,7 @@ enum FusedAddLayerNormArg : uint32_t {
 
 // out = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias per row (biased variance);
 // weight and bias may be NULL (1 and 0).
-using LayerNormParams = kh_kernel::NormParams;
+using LayerNormParams = kh_kernels::NormParams;
 
 kh_status parse_layer_norm_args(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx, LayerNormParams* p);
 // residual_out = round(x + residual); out = layer_norm(residual_out). fused is true.

@@ -10,8 +10,8 @@
 namespace kh_layer_norm {
 namespace {
 
-constexpr kh_arg_constraint kRows = {sizeof(kh_arg_constraint), kh_kernel::kNormDtypes, 1, -1};
-constexpr kh_arg_constraint kVector = {sizeof(kh_arg_constraint), kh_kernel::kNormDtypes, 1, 1};
+constexpr kh_arg_constraint kRows = {sizeof(kh_arg_constraint), kh_kernels::kNormDtypes, 1, -1};
+constexpr kh_arg_constraint kVector = {sizeof(kh_arg_constraint), kh_kernels::kNormDtypes, 1, 1};
 constexpr kh_arg_constraint kScalar = {sizeof(kh_arg_constraint), 0, -1, -1};
 
 constexpr kh_arg_constraint kLayerNormConstraints[kLayerNormNumArgs] = {kRows, kRows, kVector, kVector, kScalar};
@@ -35,5 +35,5 @@ const kh_module_desc kModule = {sizeof(kh_module_desc), KH_ABI_VERSION, KH_PACKA
 }  // namespace kh_layer_norm
 
 extern "C" KH_KERNEL_EXPORT kh_status kh_kernel_negotiate(kh_negotiation* negotiation) {
-  return kh_kernel::negotiate(negotiation, &kh_layer_norm::kModule);
+  return kh_kernels::negotiate(negotiation, &kh_layer_norm::kModule);
 }

@@ -13,15 +13,15 @@
 namespace kh_rms_norm {
 namespace {
 
-using kh_kernel::from_double;
-using kh_kernel::to_double;
+using kh_kernels::from_double;
+using kh_kernels::to_double;
 
 template <typename T>
 void rms_norm_rows(const RmsNormParams& p) {
   const int64_t hidden = p.hidden;
   std::vector<double> row(static_cast<size_t>(hidden));
   std::vector<double> weight(static_cast<size_t>(hidden));
-  for (int64_t c = 0; c < hidden; ++c) weight[c] = kh_kernel::load_as_double(p.weight, p.weight_dtype, c);
+  for (int64_t c = 0; c < hidden; ++c) weight[c] = kh_kernels::load_as_double(p.weight, p.weight_dtype, c);
 
   for (int64_t r = 0; r < p.rows; ++r) {
     const T* x = static_cast<const T*>(p.x) + p.x_rows.offset(r);
@@ -46,14 +46,14 @@ void rms_norm_rows(const RmsNormParams& p) {
 
 kh_status run(const RmsNormParams& p) {
   if (p.rows == 0) return KH_OK;
-  kh_kernel::dispatch_float(p.dtype, [&](auto tag) { rms_norm_rows<typename decltype(tag)::type>(p); });
+  kh_kernels::dispatch_float(p.dtype, [&](auto tag) { rms_norm_rows<typename decltype(tag)::type>(p); });
   return KH_OK;
 }
 
 }  // namespace
 
 kh_status rms_norm_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
-  return kh_kernel::guarded({"rms_norm", ctx, KH_DEVICE_TYPE}, [&] {
+  return kh_kernels::guarded({"rms_norm", ctx, KH_DEVICE_TYPE}, [&] {
     RmsNormParams p;
     KH_KERNEL_TRY(parse_rms_norm_args(args, nargs, ctx, &p));
     return run(p);
@@ -61,7 +61,7 @@ kh_status rms_norm_invoke(const kh_value* args, uint32_t nargs, const kh_call_ct
 }
 
 kh_status fused_add_rms_norm_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
-  return kh_kernel::guarded({"fused_add_rms_norm", ctx, KH_DEVICE_TYPE}, [&] {
+  return kh_kernels::guarded({"fused_add_rms_norm", ctx, KH_DEVICE_TYPE}, [&] {
     RmsNormParams p;
     KH_KERNEL_TRY(parse_fused_add_rms_norm_args(args, nargs, ctx, &p));
     return run(p);

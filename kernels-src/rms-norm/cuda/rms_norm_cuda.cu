@@ -18,8 +18,8 @@ constexpr kh_row_norm::RowNormLaunchers kLaunchers{&launch_rms_norm_f32, &launch
 }  // namespace
 
 kh_status rms_norm_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
-  const kh_kernel::OpContext c{"rms_norm", ctx, KH_DEVICE_TYPE};
-  return kh_kernel::guarded(c, [&] {
+  const kh_kernels::OpContext c{"rms_norm", ctx, KH_DEVICE_TYPE};
+  return kh_kernels::guarded(c, [&] {
     RmsNormParams p;
     KH_KERNEL_TRY(parse_rms_norm_args(args, nargs, ctx, &p));
     return kh_row_norm::run_row_norm(c, p, kLaunchers);
@@ -27,8 +27,8 @@ kh_status rms_norm_invoke(const kh_value* args, uint32_t nargs, const kh_call_ct
 }
 
 kh_status fused_add_rms_norm_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
-  const kh_kernel::OpContext c{"fused_add_rms_norm", ctx, KH_DEVICE_TYPE};
-  return kh_kernel::guarded(c, [&] {
+  const kh_kernels::OpContext c{"fused_add_rms_norm", ctx, KH_DEVICE_TYPE};
+  return kh_kernels::guarded(c, [&] {
     RmsNormParams p;
     KH_KERNEL_TRY(parse_fused_add_rms_norm_args(args, nargs, ctx, &p));
     return kh_row_norm::run_row_norm(c, p, kLaunchers);

@@ -5,17 +5,17 @@
 namespace kh_rms_norm {
 
 kh_status parse_rms_norm_args(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx, RmsNormParams* p) {
-  const kh_kernel::OpContext c{"rms_norm", ctx, KH_DEVICE_TYPE};
-  const kh_kernel::NormArgLayout layout{kRmsNormNumArgs, kOut, -1, kX, -1, kWeight, -1, kEps, false};
-  return kh_kernel::parse_norm_args(c, args, nargs, layout, p);
+  const kh_kernels::OpContext c{"rms_norm", ctx, KH_DEVICE_TYPE};
+  const kh_kernels::NormArgLayout layout{kRmsNormNumArgs, kOut, -1, kX, -1, kWeight, -1, kEps, false};
+  return kh_kernels::parse_norm_args(c, args, nargs, layout, p);
 }
 
 kh_status parse_fused_add_rms_norm_args(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,
                                         RmsNormParams* p) {
-  const kh_kernel::OpContext c{"fused_add_rms_norm", ctx, KH_DEVICE_TYPE};
-  const kh_kernel::NormArgLayout layout{kFusedAddRmsNormNumArgs, kFusedOut, kFusedResidualOut, kFusedX,
+  const kh_kernels::OpContext c{"fused_add_rms_norm", ctx, KH_DEVICE_TYPE};
+  const kh_kernels::NormArgLayout layout{kFusedAddRmsNormNumArgs, kFusedOut, kFusedResidualOut, kFusedX,
                                         kFusedResidual, kFusedWeight, -1, kFusedEps, false};
-  return kh_kernel::parse_norm_args(c, args, nargs, layout, p);
+  return kh_kernels::parse_norm_args(c, args, nargs, layout, p);
 }
 
 }  // namespace kh_rms_norm

@@ -26,7 +26,7 @@ enum FusedAddRmsNormArg : uint32_t {
 
 // out = x / sqrt(mean(x^2) + eps) * weight, per row. weight is required (weight_dtype set,
 // bias NULL); fused is false.
-using RmsNormParams = kh_kernel::NormParams;
+using RmsNormParams = kh_kernels::NormParams;
 
 kh_status parse_rms_norm_args(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx, RmsNormParams* p);
 // residual_out = round(x + residual); out = rms_norm(residual_out) * weight. fused is true.

@@ -22,7 +22,7 @@
     if (kh_try_status_ != KH_OK) return kh_try_status_; \
   } while (0)
 
-namespace kh_kernel {
+namespace kh_kernels {
 
 // Who is checking: the op's name for messages, the call context for the error buffer, and
 // the device its tensors must live on (KH_DEVICE_TYPE of the library being built).
@@ -230,4 +230,4 @@ inline kh_status check_no_overlap(const OpContext& c, const char* out_name, cons
   return KH_OK;
 }
 
-}  // namespace kh_kernel
+}  // namespace kh_kernels

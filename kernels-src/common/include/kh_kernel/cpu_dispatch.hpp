@@ -7,7 +7,7 @@
 #include "kh_kernel/half.hpp"
 #include "kh_kernel/tensor.hpp"
 
-namespace kh_kernel {
+namespace kh_kernels {
 
 template <typename T>
 struct TypeTag {
@@ -35,4 +35,4 @@ inline double load_as_double(const void* data, DType dtype, int64_t i) {
   }
 }
 
-}  // namespace kh_kernel
+}  // namespace kh_kernels

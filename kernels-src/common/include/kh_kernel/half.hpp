@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace kh_kernel {
+namespace kh_kernels {
 
 // Storage types: the 16 bits as they lie in memory.
 struct Half {
@@ -113,4 +113,4 @@ inline BFloat16 from_double<BFloat16>(double d) {
   return BFloat16{double_to_bf16_bits(d)};
 }
 
-}  // namespace kh_kernel
+}  // namespace kh_kernels

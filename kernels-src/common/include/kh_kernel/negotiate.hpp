@@ -7,7 +7,7 @@
 
 #include "kh/kernel_abi.h"
 
-namespace kh_kernel {
+namespace kh_kernels {
 
 // Fills negotiation->kernel_abi and ->module and returns KH_OK when the loader's
 // [loader_min_abi, loader_max_abi] admits module->abi_version (same major, minor not newer
@@ -28,4 +28,4 @@ inline kh_status negotiate(kh_negotiation* negotiation, const kh_module_desc* mo
   return KH_OK;
 }
 
-}  // namespace kh_kernel
+}  // namespace kh_kernels

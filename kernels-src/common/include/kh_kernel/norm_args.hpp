@@ -8,7 +8,7 @@
 #include "kh_kernel/args.hpp"
 #include "kh_kernel/tensor.hpp"
 
-namespace kh_kernel {
+namespace kh_kernels {
 
 // A validated norm call. x, out, residual and residual_out are (rows, hidden) views whose
 // rows sit anywhere (RowLayout) and whose elements within a row are contiguous; weight and
@@ -146,4 +146,4 @@ inline kh_status parse_norm_args(const OpContext& c, const kh_value* args, uint3
   return KH_OK;
 }
 
-}  // namespace kh_kernel
+}  // namespace kh_kernels

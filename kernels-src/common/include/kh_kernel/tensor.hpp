@@ -15,7 +15,7 @@
 #define KH_HOST_DEVICE
 #endif
 
-namespace kh_kernel {
+namespace kh_kernels {
 
 // Element types. The enumerator values are the bit positions of the KH_DTYPE_* masks.
 enum class DType : uint32_t {
@@ -218,4 +218,4 @@ inline bool make_row_layout(const TensorView& t, RowLayout* out) {
   return true;
 }
 
-}  // namespace kh_kernel
+}  // namespace kh_kernels

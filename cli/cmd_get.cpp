@@ -6,6 +6,8 @@
 
 #include "commands.hpp"
 #include "common_options.hpp"
+#include "explain.hpp"
+#include "kh/registry/package_spec.hpp"
 #include "package_fetch.hpp"
 
 namespace kh::cli {
@@ -15,25 +17,64 @@ void add_get_command(CLI::App& app) {
     std::string spec;
     loader::FetchOptions options;
     bool json = false;
+    bool explain = false;
+    bool all_targets = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("get", "Fetch the build of a kernel package that fits this machine into the cache");
   cmd->add_option("spec", args->spec, "Package: org/name[@version], version as 1, 1.2, ^1.2.0, ~1.2.3, =1.2.3, latest or sha256:<hex>")
       ->required();
   add_hub_options(cmd, args->options);
-  cmd->add_option("--variant", args->options.variant, "Fetch this build (variant key) instead of selecting one");
+  auto* target = cmd->add_option("--target", args->options.variant,
+                                  "Fetch this build (variant key, e.g. cuda13.0-sm90a-abi1-x86_64-linux) instead of "
+                                  "selecting one for this machine (default: $KH_TARGET)");
+  cmd->add_flag("--all-targets", args->all_targets, "Fetch every build of the version (for CI, containers, other machines)")
+      ->excludes(target);
+  cmd->add_flag("--explain", args->explain, "Show this machine's facts and why each build was chosen or refused");
   cmd->add_flag("--json", args->json, "Print the result as one JSON object");
   cmd->footer("Example: kernels get kernels-community/rms-norm@1 --hub file:///srv/kh-hub");
   cmd->callback([args]() {
-    const loader::FetchedPackage p = loader::fetch_package(args->spec, args->options);
+    const loader::FetchOptions options = loader::with_environment(args->options);
+    std::vector<std::string> targets = {options.variant};
+    nlohmann::json explanation;
+    if (args->explain || args->all_targets) {
+      const registry::PackageSpec spec = registry::parse_package_spec(args->spec);
+      const registry::RepoIndex index = loader::load_repo_index(spec.repo(), options);
+      const registry::Release& release = registry::resolve_release(index, spec.request);
+      if (args->all_targets) {
+        targets.clear();
+        for (const auto& v : release.variants) targets.push_back(v.key);
+      }
+      if (args->explain) {
+        const loader::VariantSelection selection = loader::select_variant(release.variants, loader::host_facts());
+        if (args->json) {
+          explanation = {{"host", host_facts_json(loader::host_facts())}, {"selection", selection_json(selection)}};
+        } else {
+          print_host_facts(loader::host_facts());
+          std::printf("\n");
+          print_selection(spec.repo() + " " + registry::to_string(release.version), selection);
+          std::printf("\n");
+        }
+      }
+    }
+    nlohmann::json fetched = nlohmann::json::array();
+    for (const auto& key : targets) {
+      loader::FetchOptions one = options;
+      one.variant = key;
+      const loader::FetchedPackage p = loader::fetch_package(args->spec, one);
+      if (args->json) {
+        fetched.push_back({{"repo", p.repo}, {"version", p.version}, {"variant", p.variant}, {"sha256", p.sha256},
+                           {"path", p.dir}, {"library", p.library_path}, {"hub", p.hub_url}});
+      } else {
+        std::printf("%s %s\n  variant: %s\n  sha256:  %s\n  path:    %s\n", p.repo.c_str(), p.version.c_str(),
+                    p.variant.c_str(), p.sha256.c_str(), p.dir.c_str());
+      }
+    }
     if (args->json) {
-      nlohmann::json out = {{"repo", p.repo},       {"version", p.version},          {"variant", p.variant},
-                            {"sha256", p.sha256},   {"path", p.dir},                 {"library", p.library_path},
-                            {"hub", p.hub_url}};
+      // One object for one build (the common case), an array for --all-targets.
+      nlohmann::json out = args->all_targets ? nlohmann::json{{"packages", fetched}} : fetched.front();
+      if (!explanation.is_null()) out["explain"] = explanation;
       std::printf("%s\n", out.dump().c_str());
-    } else {
-      std::printf("%s %s\n  variant: %s\n  sha256:  %s\n  path:    %s\n", p.repo.c_str(), p.version.c_str(),
-                  p.variant.c_str(), p.sha256.c_str(), p.dir.c_str());
     }
   });
 }

@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "kernel_library.hpp"
+#include "kh/abi_check/abi_check.hpp"
 #include "kh/registry/fs.hpp"
 #include "kh/registry/publish.hpp"
 #include "kh/registry/status_error.hpp"
@@ -17,6 +18,8 @@ namespace kh::cli {
 void add_pack_command(CLI::App& app) {
   struct Args {
     std::string library, package_json, out_dir;
+    abi_check::Policy abi;  // abi.variant: --target, else the library's own variant key
+    bool no_abi_check = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("pack", "Pack a built kernel library into a package archive (.tar.zst)");
@@ -25,6 +28,11 @@ void add_pack_command(CLI::App& app) {
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_option("--out", args->out_dir, "Directory to write the archive into")->required();
+  cmd->add_option("--target", args->abi.variant, "The variant key the library must be built for (default: its own)");
+  cmd->add_flag("--allow-libstdcxx", args->abi.allow_libstdcxx, "ABI check: accept a dynamic libstdc++");
+  cmd->add_option("--max-glibc", args->abi.max_glibc, "ABI check: newest GLIBC_x.y the library may require");
+  cmd->add_flag("--no-abi-check", args->no_abi_check,
+                "Skip the ABI check (`kernels check-abi`), e.g. for sanitizer builds; never for published builds");
   cmd->callback([args]() {
     const auto pkg = nlohmann::json::parse(registry::read_file(args->package_json, 1u << 20), nullptr, false);
     if (!pkg.is_object() || !pkg.contains("name") || !pkg["name"].is_string() || !pkg.contains("version") ||
@@ -36,13 +44,27 @@ void add_pack_command(CLI::App& app) {
       fail(KH_ERROR_INVALID_ARGUMENT, args->library + " is " + m.name + " " + m.version + " but " + args->package_json +
                                           " says " + pkg["name"].get<std::string>() + " " +
                                           pkg["version"].get<std::string>() + "; rebuild the library");
+    // The ABI check (exports, needed libraries, glibc, device code) refuses a bad build; its
+    // report travels in the package as lib/kh-abi-check.json.
+    std::vector<std::pair<std::string, std::string>> extra_files;
+    if (!args->no_abi_check) {
+      if (args->abi.variant.empty()) args->abi.variant = m.variant;
+      if (args->abi.variant != m.variant)
+        fail(KH_ERROR_INVALID_ARGUMENT, args->library + " is variant " + m.variant + ", not the --target " +
+                                            args->abi.variant + "; rebuild it for that target");
+      const abi_check::Report report = abi_check::check_library(args->library, args->abi);
+      if (!report.ok())
+        fail(KH_ERROR_INVALID_ARGUMENT, "refusing to pack " + args->library + ", which fails the ABI check:\n" +
+                                            abi_check::report_text(report) + "(see `kernels check-abi --help`)");
+      extra_files.emplace_back("lib/kh-abi-check.json", abi_check::report_json(report));
+    }
     registry::PackageManifest manifest;
     manifest.name = m.name;
     manifest.version = m.version;
     manifest.variant = m.variant;
     manifest.abi = loader::abi_version_text(library->abi_version());
     for (uint32_t i = 0; i < m.num_ops; ++i) manifest.ops.push_back({m.ops[i].name, m.ops[i].schema});
-    const std::string archive = registry::pack_package(args->library, manifest, args->out_dir);
+    const std::string archive = registry::pack_package(args->library, manifest, args->out_dir, extra_files);
     std::printf("packed %s %s (%s) -> %s\n", m.name, m.version, m.variant, archive.c_str());
   });
 }

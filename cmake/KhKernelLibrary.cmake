@@ -15,6 +15,16 @@
 #   KH_DEVICE_TYPE     DLDeviceType of the variant's backend: 1 cpu, 2 cuda, 10 rocm
 # CPU variants are compiled for their ISA level (cpu-x86_64_v3-... adds -march=x86-64-v3).
 #
+#   kh_setup_kernel_target(<KH_TARGET>)   (a macro: it enables languages in the caller's scope)
+# turns a build-matrix target name into what the package CMakeLists need: KH_BACKEND (cpu,
+# cuda, hip: which backend folder each package builds) and KH_VARIANT_KEY; for CUDA targets
+# it enables CUDA (nvcc from CMAKE_CUDA_COMPILER, CUDACXX, PATH or /usr/local/cuda) with
+#   cuda-sm80   CMAKE_CUDA_ARCHITECTURES 80-real;80-virtual (sm_80 SASS + compute_80 PTX)
+#   cuda-sm90a  CMAKE_CUDA_ARCHITECTURES 90a-real (-gencode=arch=compute_90a,code=sm_90a)
+# and the variant cuda<major.minor of nvcc>-<arch>-abiN-<cpu>-linux; rocm-gfx942 includes
+# cmake/KhHipGfx942.cmake (the HIP toolchain helper) and names rocm<version>-gfx942-abiN-...
+# kernels-src/CMakeLists.txt calls it; the GPU dev stand-ins in tests/gpu/*/standalone too.
+#
 #   kh_install_kernel_library(<target> PACKAGE_DIR <dir>)
 # installs the library and its kernel.json under <prefix>/<dir>/<variant>/ when kernels-src
 # is built standalone (the build matrix packs from there); does nothing inside kh's build.
@@ -189,3 +199,70 @@ function(kh_install_kernel_library target)
     install(FILES "${json}" DESTINATION "${K_PACKAGE_DIR}/${variant}")
   endif()
 endfunction()
+
+# The host's CPU name as variant keys spell it.
+function(kh_host_cpu_name out)
+  if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+    set(cpu x86_64)
+  elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64)$")
+    set(cpu aarch64)
+  else()
+    string(TOLOWER "${CMAKE_SYSTEM_PROCESSOR}" cpu)
+  endif()
+  set(${out} "${cpu}" PARENT_SCOPE)
+endfunction()
+
+macro(kh_setup_kernel_target kh_target)
+  kh_host_cpu_name(_kh_cpu)
+  if("${kh_target}" MATCHES "^cpu-([a-z0-9_]+)$")
+    set(KH_BACKEND cpu)
+    set(KH_VARIANT_KEY "cpu-${CMAKE_MATCH_1}-abi${KH_ABI_VERSION_MAJOR}-${_kh_cpu}-linux")
+  elseif("${kh_target}" MATCHES "^cuda-(sm80|sm90a)$")
+    set(_kh_cuda_arch "${CMAKE_MATCH_1}")
+    if(_kh_cuda_arch STREQUAL "sm80")
+      set(CMAKE_CUDA_ARCHITECTURES "80-real;80-virtual")  # SASS sm_80 + PTX compute_80 (JIT on newer GPUs)
+    else()
+      set(CMAKE_CUDA_ARCHITECTURES "90a-real")            # wgmma/setmaxnreg need the 'a' features
+    endif()
+    if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX})
+      find_program(_kh_nvcc nvcc PATHS /usr/local/cuda/bin NO_CACHE)
+      if(NOT _kh_nvcc)
+        message(FATAL_ERROR "KH_TARGET=${kh_target}: nvcc not found (PATH, CUDACXX, /usr/local/cuda/bin); "
+                            "install the CUDA toolkit or pass -DCMAKE_CUDA_COMPILER=<path to nvcc>")
+      endif()
+      set(CMAKE_CUDA_COMPILER "${_kh_nvcc}")
+    endif()
+    enable_language(CUDA)
+    set(CMAKE_CUDA_STANDARD 17)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Static)  # -cudart static: a kernel library needs only the driver
+    string(REGEX MATCH "^[0-9]+\\.[0-9]+" _kh_cuda_mm "${CMAKE_CUDA_COMPILER_VERSION}")
+    set(KH_BACKEND cuda)
+    set(KH_VARIANT_KEY "cuda${_kh_cuda_mm}-${_kh_cuda_arch}-abi${KH_ABI_VERSION_MAJOR}-${_kh_cpu}-linux")
+  elseif("${kh_target}" MATCHES "^rocm-(gfx942)$")
+    set(_kh_hip_helper "${KH_KERNEL_SOURCE_ROOT}/cmake/KhHipGfx942.cmake")
+    if(NOT EXISTS "${_kh_hip_helper}")
+      message(FATAL_ERROR "KH_TARGET=${kh_target}: cmake/KhHipGfx942.cmake (the clang-19 HIP toolchain for "
+                          "gfx942) is not in this tree yet; the rocm-gfx942 target cannot be configured")
+    endif()
+    # The helper sets up clang-19 + lld-19 for -x hip --offload-arch=gfx942 and may set
+    # KH_ROCM_VERSION (major.minor of the HIP it compiles against); else hip_version.h says.
+    include("${_kh_hip_helper}")
+    if(NOT KH_ROCM_VERSION)
+      find_file(_kh_hip_version_h hip/hip_version.h PATHS /opt/rocm/include /usr/include NO_CACHE)
+      if(_kh_hip_version_h)
+        file(STRINGS "${_kh_hip_version_h}" _kh_hip_mm REGEX "^#define HIP_VERSION_(MAJOR|MINOR) [0-9]+")
+        string(REGEX REPLACE ".*MAJOR ([0-9]+).*MINOR ([0-9]+).*" "\\1.\\2" KH_ROCM_VERSION "${_kh_hip_mm}")
+      endif()
+    endif()
+    if(NOT KH_ROCM_VERSION MATCHES "^[0-9]+\\.[0-9]+$")
+      message(FATAL_ERROR "KH_TARGET=${kh_target}: cannot tell the ROCm/HIP version (no KH_ROCM_VERSION from "
+                          "KhHipGfx942.cmake, no hip/hip_version.h); install libamdhip64-dev")
+    endif()
+    set(KH_BACKEND hip)
+    set(KH_VARIANT_KEY "rocm${KH_ROCM_VERSION}-gfx942-abi${KH_ABI_VERSION_MAJOR}-${_kh_cpu}-linux")
+  else()
+    message(FATAL_ERROR "KH_TARGET=${kh_target}: unknown target (expected cpu-x86_64, cpu-x86_64_v3, "
+                        "cuda-sm80, cuda-sm90a or rocm-gfx942; see build-matrix/matrix.json)")
+  endif()
+endmacro()

@@ -1,7 +1,10 @@
-// Host detection; see host_facts.hpp.
+// CPU and glibc detection; see host_facts.hpp. GPU probes live in gpu_probe_*.cpp.
 #include "host_facts.hpp"
 
+#include <gnu/libc-version.h>
 #include <sys/utsname.h>
+
+#include <cstdio>
 
 namespace kh::loader {
 namespace {
@@ -29,6 +32,9 @@ HostFacts detect() {
   facts.cpu = ::uname(&u) == 0 ? u.machine : "unknown";
   facts.os = "linux";
   facts.x86_isa_level = facts.cpu == "x86_64" ? detect_x86_isa_level() : 0;
+  std::sscanf(gnu_get_libc_version(), "%d.%d", &facts.glibc_major, &facts.glibc_minor);
+  probe_cuda(&facts);
+  probe_rocm(&facts);
   return facts;
 }
 

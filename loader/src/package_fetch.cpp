@@ -106,6 +106,7 @@ FetchedPackage find_in_cache(const registry::PackageSpec& spec, const registry::
 
 FetchOptions with_environment(FetchOptions options) {
   if (options.hub_url.empty()) options.hub_url = env_or_empty("KH_HUB");
+  if (options.variant.empty()) options.variant = env_or_empty("KH_TARGET");
   if (options.cache_root.empty()) options.cache_root = registry::Cache::default_root();
   const std::string offline = env_or_empty("KH_OFFLINE");
   if (!offline.empty() && offline != "0") options.offline = true;

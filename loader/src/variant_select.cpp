@@ -3,6 +3,7 @@
 #include "variant_select.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "kh/kernel_abi.h"
 #include "kh/registry/status_error.hpp"
@@ -16,6 +17,120 @@ int x86_isa_level_of(const std::string& arch) {
   if (arch == "x86_64") return 1;
   if (arch.size() == 9 && arch.compare(0, 8, "x86_64_v") == 0 && arch[8] >= '2' && arch[8] <= '4') return arch[8] - '0';
   return 0;
+}
+
+// Ranks: a build made for exactly this GPU beats same-major SASS, which beats JIT from
+// PTX, which beats any CPU build (whose rank is its ISA level, 1-4).
+constexpr int kRankExactGpu = 300;
+constexpr int kRankSameMajorSass = 200;
+constexpr int kRankPtxJit = 100;
+
+bool parse_major_minor(const std::string& text, int* major, int* minor) {
+  return std::sscanf(text.c_str(), "%d.%d", major, minor) == 2;
+}
+
+std::string version_text(int major, int minor) { return std::to_string(major) + "." + std::to_string(minor); }
+
+// "sm90a" -> 9, 0, true; "sm80" -> 8, 0, false; "sm120" -> 12, 0, false.
+bool parse_sm(const std::string& arch, int* major, int* minor, bool* arch_specific) {
+  if (arch.size() < 4 || arch.compare(0, 2, "sm") != 0) return false;
+  std::string digits = arch.substr(2);
+  *arch_specific = !digits.empty() && digits.back() == 'a';
+  if (*arch_specific) digits.pop_back();
+  if (digits.size() < 2) return false;
+  for (char c : digits)
+    if (c < '0' || c > '9') return false;
+  *major = std::stoi(digits.substr(0, digits.size() - 1));
+  *minor = digits.back() - '0';
+  return true;
+}
+
+// CUDA: the driver must support the toolkit the build used; SASS for smXY runs on major X
+// with minor >= Y; "a" builds run on exactly their arch; PTX (which our non-"a" builds
+// embed, see build-matrix/matrix.json) JIT-compiles on any newer arch.
+VariantVerdict judge_cuda(VariantVerdict v, const VariantKey& key, const HostFacts& host) {
+  const GpuDevice* gpu = host.first_gpu("cuda");
+  if (gpu == nullptr) {
+    v.reason = "a CUDA build; " + host.cuda_status;
+    return v;
+  }
+  int tk_major = 0, tk_minor = 0, sm_major = 0, sm_minor = 0;
+  bool arch_specific = false;
+  if (!parse_major_minor(key.backend_version, &tk_major, &tk_minor) ||
+      !parse_sm(key.arch, &sm_major, &sm_minor, &arch_specific)) {
+    v.reason = "unrecognised CUDA version or arch in the key";
+    return v;
+  }
+  const bool driver_new_enough = host.cuda_driver_major > tk_major ||
+                                 (host.cuda_driver_major == tk_major && host.cuda_driver_minor >= tk_minor);
+  // CUDA minor-version compatibility lets an older driver of the same major run SASS, not PTX.
+  const bool minor_compatible = host.cuda_driver_major == tk_major;
+  const std::string device = gpu->name + " (" + gpu->arch + ")";
+  if (arch_specific) {
+    if (gpu->major != sm_major || gpu->minor != sm_minor) {
+      v.reason = key.arch + " code runs only on compute capability " + version_text(sm_major, sm_minor) + ", this GPU is " + device;
+      return v;
+    }
+    if (!driver_new_enough && !minor_compatible) {
+      v.reason = "built with CUDA " + key.backend_version + ", the driver supports CUDA " +
+                 version_text(host.cuda_driver_major, host.cuda_driver_minor) + "; update the NVIDIA driver";
+      return v;
+    }
+    v.compatible = true;
+    v.rank = kRankExactGpu + sm_major * 10 + sm_minor;
+    v.reason = "exact arch " + key.arch + " for " + device;
+    return v;
+  }
+  const bool sass_runs = gpu->major == sm_major && gpu->minor >= sm_minor;
+  const bool ptx_runs = gpu->major > sm_major || (gpu->major == sm_major && gpu->minor >= sm_minor);
+  if (sass_runs && (driver_new_enough || minor_compatible)) {
+    v.compatible = true;
+    v.rank = (gpu->minor == sm_minor ? kRankExactGpu : kRankSameMajorSass) + sm_major * 10 + sm_minor;
+    v.reason = (gpu->minor == sm_minor ? "exact arch " : "same-major SASS ") + key.arch + " for " + device;
+    return v;
+  }
+  if (ptx_runs) {
+    if (!driver_new_enough) {
+      v.reason = "would JIT its PTX on " + device + ", which needs a driver for CUDA " + key.backend_version +
+                 " or newer; this driver supports " + version_text(host.cuda_driver_major, host.cuda_driver_minor);
+      return v;
+    }
+    v.compatible = true;
+    v.rank = kRankPtxJit + sm_major * 10 + sm_minor;
+    v.reason = "runs on " + device + " through its compute_" + std::to_string(sm_major) + std::to_string(sm_minor) +
+               " PTX (JIT-compiled at first load)";
+    return v;
+  }
+  v.reason = key.arch + " code needs compute capability " + version_text(sm_major, sm_minor) + " or newer; this GPU is " + device;
+  return v;
+}
+
+// ROCm: code objects run only on their exact gfx target; the HIP runtime must be at least
+// the version the build used.
+VariantVerdict judge_rocm(VariantVerdict v, const VariantKey& key, const HostFacts& host) {
+  const GpuDevice* gpu = host.first_gpu("rocm");
+  if (gpu == nullptr) {
+    v.reason = "a ROCm build; " + host.rocm_status;
+    return v;
+  }
+  if (gpu->arch != key.arch) {
+    v.reason = key.arch + " code objects run only on " + key.arch + "; this GPU is " + gpu->arch;
+    return v;
+  }
+  int major = 0, minor = 0;
+  if (!parse_major_minor(key.backend_version, &major, &minor)) {
+    v.reason = "unrecognised ROCm version in the key";
+    return v;
+  }
+  if (host.rocm_major < major || (host.rocm_major == major && host.rocm_minor < minor)) {
+    v.reason = "built with ROCm " + key.backend_version + ", this machine's HIP runtime is " +
+               version_text(host.rocm_major, host.rocm_minor);
+    return v;
+  }
+  v.compatible = true;
+  v.rank = kRankExactGpu;
+  v.reason = "exact arch " + key.arch + " for " + gpu->name;
+  return v;
 }
 
 VariantVerdict judge(const registry::VariantEntry& entry, const HostFacts& host) {
@@ -55,7 +170,9 @@ VariantVerdict judge(const registry::VariantEntry& entry, const HostFacts& host)
     v.reason = "CPU build for " + key->arch + " (this CPU supports x86-64-v" + std::to_string(host.x86_isa_level) + ")";
     return v;
   }
-  v.reason = "a " + key->backend + " build; no " + key->backend + " device was detected on this machine";
+  if (key->backend == "cuda") return judge_cuda(v, *key, host);
+  if (key->backend == "rocm") return judge_rocm(v, *key, host);
+  v.reason = "unknown backend '" + key->backend + "'";
   return v;
 }
 

@@ -281,14 +281,27 @@ std::string metadata_file(const std::string& root, const std::string& hub_id, co
 }
 }  // namespace
 
-void Cache::store_metadata(const std::string& hub_id, const std::string& relative_path, const std::string& text) {
-  write_file_atomic(metadata_file(root_, hub_id, relative_path), text);
+void Cache::store_metadata(const std::string& hub_id, const std::string& relative_path, const std::string& text,
+                           const std::string& etag) {
+  const std::string path = metadata_file(root_, hub_id, relative_path);
+  // The old ETag goes first and the new one last: a crash between never pairs an ETag
+  // with text it does not describe (which would make a 304 keep stale text).
+  const std::string etag_path = path + ".etag";
+  if (::unlink(etag_path.c_str()) != 0 && errno != ENOENT) detail::fail_errno("cannot remove '" + etag_path + "'", errno);
+  write_file_atomic(path, text);
+  if (!etag.empty()) write_file_atomic(etag_path, etag);
 }
 
 std::optional<std::string> Cache::load_metadata(const std::string& hub_id, const std::string& relative_path) const {
   std::string path = metadata_file(root_, hub_id, relative_path);
   if (!path_exists(path)) return std::nullopt;
   return read_file(path, 64u << 20);
+}
+
+std::string Cache::load_metadata_etag(const std::string& hub_id, const std::string& relative_path) const {
+  const std::string path = metadata_file(root_, hub_id, relative_path) + ".etag";
+  if (!path_exists(path)) return "";
+  return read_file(path, 1024);
 }
 
 std::vector<CachedPackage> Cache::list_packages() const {

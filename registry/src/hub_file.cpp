@@ -6,6 +6,7 @@
 
 #include <cerrno>
 
+#include "kh/registry/http_options.hpp"
 #include "kh/registry/hub.hpp"
 #include "kh/registry/repo_index.hpp"
 #include "kh/registry/sha256.hpp"
@@ -95,7 +96,7 @@ class FileHub final : public Hub {
 std::unique_ptr<Hub> open_hub(const std::string& url) {
   constexpr std::string_view kFile = "file://";
   if (url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0)
-    fail(KH_ERROR_INVALID_ARGUMENT, "hub URL '" + url + "': http(s) hubs are not supported yet; use a file:// hub");
+    return open_http_hub(url, http_options_from_environment(url));
   if (url.compare(0, kFile.size(), kFile) != 0)
     fail(KH_ERROR_INVALID_ARGUMENT, "hub URL '" + url + "': unsupported scheme; use file:///absolute/path");
   std::string path = url.substr(kFile.size());

@@ -112,7 +112,8 @@ struct Incoming {
 
 }  // namespace
 
-std::string pack_package(const std::string& library_path, PackageManifest manifest, const std::string& out_dir) {
+std::string pack_package(const std::string& library_path, PackageManifest manifest, const std::string& out_dir,
+                         const std::vector<std::pair<std::string, std::string>>& extra_files) {
   auto bad = [&](const std::string& what) {
     fail(KH_ERROR_INVALID_ARGUMENT, "cannot pack '" + library_path + "': " + what);
   };
@@ -138,6 +139,13 @@ std::string pack_package(const std::string& library_path, PackageManifest manife
   RemoveOnExit stage{temp_sibling(out_dir + "/.kh-stage")};
   make_directories(stage.path + "/lib");
   copy_file(library_path, stage.path + "/" + lib_rel, (st.st_mode & 0111) ? 0755 : 0644);
+  for (const auto& [rel, content] : extra_files) {
+    const bool safe = !rel.empty() && rel[0] != '/' && rel.find("..") == std::string::npos && rel != kManifestName &&
+                      rel != lib_rel && rel.find('/') == rel.rfind('/');  // at most one level: "lib/x.json"
+    if (!safe) bad("the extra file '" + rel + "' must be a new relative path at most one folder deep");
+    if (rel.find('/') != std::string::npos) make_directories(stage.path + "/" + rel.substr(0, rel.find('/')));
+    write_file_atomic(stage.path + "/" + rel, content);
+  }
   manifest.files = hash_tree(stage.path);
   std::string text = serialize_package_manifest(manifest);
   parse_package_manifest(text, "the manifest being packed");  // refuse what a reader would refuse

@@ -1,6 +1,9 @@
 // Variant keys and the choice of a build for a machine.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "kh/registry/status_error.hpp"
 #include "variant_key.hpp"
 #include "variant_select.hpp"
@@ -71,4 +74,106 @@ TEST_CASE("no compatible build: an error listing every build and why") {
   CHECK(kh::loader::choose_variant(offered, host, "cuda13.0-sm90a-abi1-x86_64-linux", "x").key ==
         "cuda13.0-sm90a-abi1-x86_64-linux");
   CHECK_THROWS_AS(kh::loader::choose_variant(offered, host, "cpu-x86_64-abi1-x86_64-linux", "x"), kh::StatusError);
+}
+
+namespace {
+HostFacts with_cuda_gpu(int major, int minor, int driver_major, int driver_minor) {
+  HostFacts h{"x86_64", "linux", 3};
+  h.cuda_driver_major = driver_major;
+  h.cuda_driver_minor = driver_minor;
+  kh::loader::GpuDevice g;
+  g.backend = "cuda";
+  g.name = "test GPU";
+  g.major = major;
+  g.minor = minor;
+  g.arch = "sm" + std::to_string(major) + std::to_string(minor);
+  h.gpus.push_back(g);
+  return h;
+}
+const kh::loader::VariantVerdict& verdict_for(const kh::loader::VariantSelection& sel, const std::string& key) {
+  for (const auto& v : sel.verdicts)
+    if (v.entry->key == key) return v;
+  FAIL("no verdict for " << key);
+  return sel.verdicts.front();
+}
+const std::vector<VariantEntry> kAllTargets = {
+    entry("cpu-x86_64-abi1-x86_64-linux"), entry("cpu-x86_64_v3-abi1-x86_64-linux"),
+    entry("cuda13.0-sm80-abi1-x86_64-linux"), entry("cuda13.0-sm90a-abi1-x86_64-linux"),
+    entry("rocm5.2-gfx942-abi1-x86_64-linux")};
+}  // namespace
+
+TEST_CASE("an H200 (9.0) takes sm90a, with sm80 through PTX and the CPU as fallbacks") {
+  auto sel = kh::loader::select_variant(kAllTargets, with_cuda_gpu(9, 0, 13, 0));
+  REQUIRE(sel.chosen != nullptr);
+  CHECK(sel.chosen->key == "cuda13.0-sm90a-abi1-x86_64-linux");
+  CHECK(sel.verdicts[1].entry->key == "cuda13.0-sm80-abi1-x86_64-linux");
+  CHECK(sel.verdicts[1].compatible);
+  CHECK(sel.verdicts[1].reason.find("PTX") != std::string::npos);
+  CHECK(sel.verdicts[2].entry->key == "cpu-x86_64_v3-abi1-x86_64-linux");
+  CHECK_FALSE(verdict_for(sel, "rocm5.2-gfx942-abi1-x86_64-linux").compatible);
+}
+
+TEST_CASE("an A100 (8.0) takes sm80 SASS and refuses sm90a") {
+  auto sel = kh::loader::select_variant(kAllTargets, with_cuda_gpu(8, 0, 13, 0));
+  CHECK(sel.chosen->key == "cuda13.0-sm80-abi1-x86_64-linux");
+  const auto& hopper = verdict_for(sel, "cuda13.0-sm90a-abi1-x86_64-linux");
+  CHECK_FALSE(hopper.compatible);
+  CHECK(hopper.reason.find("9.0") != std::string::npos);
+}
+
+TEST_CASE("an 8.9 GPU runs sm80 SASS of the same major") {
+  auto sel = kh::loader::select_variant(kAllTargets, with_cuda_gpu(8, 9, 13, 0));
+  CHECK(sel.chosen->key == "cuda13.0-sm80-abi1-x86_64-linux");
+  CHECK(sel.verdicts[0].reason.find("same-major SASS") != std::string::npos);
+}
+
+TEST_CASE("a driver too old for the toolkit refuses the CUDA builds, saying so") {
+  auto sel = kh::loader::select_variant(kAllTargets, with_cuda_gpu(9, 0, 12, 8));
+  CHECK(sel.chosen->key == "cpu-x86_64_v3-abi1-x86_64-linux");
+  CHECK(verdict_for(sel, "cuda13.0-sm90a-abi1-x86_64-linux").reason.find("driver") != std::string::npos);
+  CHECK(verdict_for(sel, "cuda13.0-sm80-abi1-x86_64-linux").reason.find("driver") != std::string::npos);
+}
+
+TEST_CASE("ROCm code objects need their exact gfx target and a new enough runtime") {
+  HostFacts mi300{"x86_64", "linux", 3};
+  mi300.rocm_major = 6;
+  mi300.rocm_minor = 2;
+  kh::loader::GpuDevice g;
+  g.backend = "rocm";
+  g.arch = "gfx942";
+  g.name = "test MI300";
+  mi300.gpus.push_back(g);
+  CHECK(kh::loader::select_variant(kAllTargets, mi300).chosen->key == "rocm5.2-gfx942-abi1-x86_64-linux");
+  mi300.gpus[0].arch = "gfx90a";
+  auto sel = kh::loader::select_variant(kAllTargets, mi300);
+  CHECK(sel.chosen->key == "cpu-x86_64_v3-abi1-x86_64-linux");
+  CHECK(verdict_for(sel, "rocm5.2-gfx942-abi1-x86_64-linux").reason.find("gfx90a") != std::string::npos);
+}
+
+TEST_CASE("the ROCm probe reads gfx targets from a KFD topology tree") {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(KH_TEST_BINARY_DIR) / "test-work" / "kfd-topology";
+  fs::remove_all(root);
+  fs::create_directories(root / "0");
+  fs::create_directories(root / "1");
+  std::ofstream(root / "0" / "properties") << "cpu_cores_count 64\ngfx_target_version 0\n";
+  std::ofstream(root / "1" / "properties") << "simd_count 1216\ngfx_target_version 90402\n";
+  std::ofstream(root / "1" / "name") << "aqua_vanjaram\n";
+  HostFacts facts;
+  kh::loader::probe_rocm(&facts, root.string());
+  REQUIRE(facts.gpus.size() == 1);
+  CHECK(facts.gpus[0].arch == "gfx942");
+  CHECK(facts.gpus[0].name == "aqua_vanjaram");
+  HostFacts none;
+  kh::loader::probe_rocm(&none, (root / "missing").string());
+  CHECK(none.gpus.empty());
+  CHECK(none.rocm_status.find("no ROCm") != std::string::npos);
+  fs::remove_all(root);
+}
+
+TEST_CASE("the CUDA probe says what it found and never fails") {
+  HostFacts facts;
+  kh::loader::probe_cuda(&facts);
+  CHECK_FALSE(facts.cuda_status.empty());
+  for (const auto& g : facts.gpus) CHECK(g.backend == "cuda");
 }

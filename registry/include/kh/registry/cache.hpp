@@ -49,9 +49,14 @@ class Cache {
                               const std::string& expected_repo, const std::string& expected_version,
                               const std::string& expected_variant);
 
-  // Last verified metadata per hub, for offline resolution.
-  void store_metadata(const std::string& hub_id, const std::string& relative_path, const std::string& text);
+  // Last verified metadata per hub, for offline resolution, with the ETag the hub sent
+  // for it (empty: none) for conditional requests (Hub::fetch_metadata_conditional).
+  // Storing again (same text after a 304) also restarts the copy's age (its mtime).
+  void store_metadata(const std::string& hub_id, const std::string& relative_path, const std::string& text,
+                      const std::string& etag = "");
   std::optional<std::string> load_metadata(const std::string& hub_id, const std::string& relative_path) const;
+  // The ETag stored with that metadata; empty when none.
+  std::string load_metadata_etag(const std::string& hub_id, const std::string& relative_path) const;
 
   // Every complete package, sorted by name then version.
   std::vector<CachedPackage> list_packages() const;

@@ -1,5 +1,5 @@
-// A hub: a static tree of files (see docs/hub.md) reached by URL. Only file:// hubs exist
-// so far; http(s) comes behind the same interface.
+// A hub: a static tree of files (see docs/hub.md) reached by URL: file:// (hub_file.cpp)
+// or http(s):// (hub_http.cpp, options in http_options.hpp).
 #pragma once
 
 #include <cstdint>
@@ -7,6 +7,13 @@
 #include <string>
 
 namespace kh::registry {
+
+// The answer to a conditional metadata request.
+struct MetadataFetch {
+  bool not_modified = false;  // the hub said the caller's copy (cached_etag) is current; text is empty
+  std::string text;           // the file, when not_modified is false
+  std::string etag;           // the validator to store beside the text and send next time; may be empty
+};
 
 class Hub {
  public:
@@ -20,6 +27,16 @@ class Hub {
   // KH_ERROR_NOT_FOUND when the hub has no such file, KH_ERROR_NETWORK/KH_ERROR_IO on
   // transfer failures, KH_ERROR_BAD_METADATA when it is larger than max_bytes.
   virtual std::string fetch_metadata(const std::string& relative_path, uint64_t max_bytes) = 0;
+  // Same, but when cached_etag is not empty and the hub says that copy is current (HTTP
+  // 304), returns not_modified and no text: the caller reuses the text it stored with that
+  // ETag (already verified when stored). Hubs without validators (file://) always fetch.
+  virtual MetadataFetch fetch_metadata_conditional(const std::string& relative_path, uint64_t max_bytes,
+                                                   const std::string& cached_etag) {
+    (void)cached_etag;
+    MetadataFetch r;
+    r.text = fetch_metadata(relative_path, max_bytes);
+    return r;
+  }
   // Streams blob <sha256> into out_fd (at its current offset), hashing as it goes and
   // never writing more than expected_size bytes. Throws StatusError(KH_ERROR_VERIFICATION)
   // when the size or the digest differs; KH_ERROR_NOT_FOUND when the hub lacks it.

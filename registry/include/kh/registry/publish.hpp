@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kh/registry/package_manifest.hpp"
@@ -11,7 +12,10 @@ namespace kh::registry {
 // Stages `library_path` as lib/<filename> plus a kh-manifest.json (filled from `manifest`'s
 // name, version, variant, abi, library and ops; files are hashed here) and writes
 // <out_dir>/<name-with-/-as-__>-<version>-<variant>.tar.zst. Returns the archive path.
-std::string pack_package(const std::string& library_path, PackageManifest manifest, const std::string& out_dir);
+// extra_files: more files to stage, {relative path in the package, content} (e.g. the build
+// matrix's lib/kh-abi-check.json); hashed into the manifest like the library.
+std::string pack_package(const std::string& library_path, PackageManifest manifest, const std::string& out_dir,
+                         const std::vector<std::pair<std::string, std::string>>& extra_files = {});
 
 struct PublishedVariant {
   std::string repo, version, variant, sha256;

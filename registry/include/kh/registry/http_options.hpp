@@ -1,0 +1,59 @@
+// http(s):// hubs: the options of a connection to one hub, where they come from (the
+// environment and $XDG_CONFIG_HOME/kh/config.json), and the constructor open_hub() uses.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "kh/registry/hub.hpp"
+
+namespace kh::registry {
+
+struct HttpOptions {
+  // Sent as "Authorization: Bearer <token>" only to the hub's own scheme, host and port;
+  // never after a redirect elsewhere, never in a message. Empty: no Authorization header.
+  std::string token;
+  // A PEM file of CAs to trust instead of the system's (KH_CA_BUNDLE). Empty: system CAs.
+  std::string ca_bundle;
+
+  long connect_timeout_s = 15;
+  // A transfer slower than low_speed_bytes_per_s for low_speed_time_s seconds is dropped
+  // (and retried, resuming where it stopped).
+  long low_speed_bytes_per_s = 1024;
+  long low_speed_time_s = 30;
+
+  // Attempts per request that make no progress: connection failures, timeouts, 408, 429,
+  // 5xx. A resumed blob that made progress since the last failure starts a fresh count.
+  int max_attempts = 5;
+  // Backoff before attempt n (n >= 1): min(backoff_max_ms, backoff_initial_ms * 2^(n-1)),
+  // scaled by a random factor in [0.5, 1]. Retry-After (seconds) replaces it, capped at
+  // retry_after_max_s.
+  int backoff_initial_ms = 500;
+  int backoff_max_ms = 8000;
+  int retry_after_max_s = 30;
+
+  // Redirects followed per request. Each hop must stay on https (a plain-http hub may also
+  // redirect to its own scheme, host and port); others are refused.
+  int max_redirects = 5;
+
+  enum class Progress { Auto, Never, Always };
+  // A progress line on stderr for blob downloads; Auto: only when stderr is a terminal.
+  Progress progress = Progress::Auto;
+};
+
+// Options for the hub at `url` from the environment: the token from KH_TOKEN, else from
+// the config file ($XDG_CONFIG_HOME/kh/config.json, else ~/.config/kh/config.json):
+//   {"hubs": {"https://hub.example.com/kh": {"token": "..."}}}
+// (the key naming this hub exactly, or the longest key that is a path prefix of it, on
+// the same scheme, host and port); the CA bundle from KH_CA_BUNDLE. Throws
+// StatusError(KH_ERROR_INVALID_ARGUMENT) when the config file exists but is malformed.
+HttpOptions http_options_from_environment(const std::string& url);
+
+// An http:// or https:// hub. Throws StatusError(KH_ERROR_INVALID_ARGUMENT) for a
+// malformed URL, one with user:password@ (use a token instead), a query or a fragment.
+std::unique_ptr<Hub> open_http_hub(const std::string& url, HttpOptions options);
+
+// The URL without user info and with any query replaced by "?...": safe for messages.
+std::string sanitize_url(const std::string& url);
+
+}  // namespace kh::registry

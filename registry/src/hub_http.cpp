@@ -1,0 +1,810 @@
+// http:// and https:// hubs through libcurl (the only file that includes curl): one easy
+// handle on one multi handle per Hub, so connections are kept alive between requests;
+// retries with jittered backoff; resumed blobs (Range); redirects checked hop by hop; a
+// bearer token only for the hub's own origin; conditional metadata requests (ETag).
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <thread>
+
+#include "kh/registry/fs.hpp"
+#include "kh/registry/http_options.hpp"
+#include "kh/registry/hub.hpp"
+#include "kh/registry/repo_index.hpp"
+#include "kh/registry/sha256.hpp"
+#include "kh/registry/status_error.hpp"
+#include "internal.hpp"
+
+namespace kh::registry {
+namespace {
+
+// Bytes an Exchange holds before it pauses the transfer until the reader catches up.
+constexpr size_t kBufferHighWater = 1u << 20;
+// Requests one fetch may make in all (retries, resumes, restarts), whatever happens.
+constexpr int kMaxRequestsPerFetch = 64;
+// Passes of copy_verified over one blob (a restart from byte 0 begins a new pass).
+constexpr int kMaxBlobPasses = 8;
+// An ETag longer than this, or with control characters, is not stored or sent.
+constexpr size_t kMaxEtagBytes = 256;
+
+void global_init() {
+  static const CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+  if (rc != CURLE_OK) fail(KH_ERROR_INTERNAL, std::string("libcurl failed to initialise: ") + curl_easy_strerror(rc));
+}
+
+std::string lower(std::string s) {
+  for (char& c : s)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return s;
+}
+
+struct UrlParts {
+  std::string scheme, host, port, path;
+  bool has_user = false, has_query = false, has_fragment = false;
+  std::string origin() const { return scheme + "://" + host + ":" + port; }
+};
+
+std::optional<UrlParts> parse_url(const std::string& url) {
+  global_init();
+  CURLU* u = curl_url();
+  if (u == nullptr) fail(KH_ERROR_OUT_OF_MEMORY, "out of memory parsing a URL");
+  std::optional<UrlParts> out;
+  if (curl_url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK) {
+    auto part = [&](CURLUPart what, unsigned flags, std::string* into) {
+      char* v = nullptr;
+      CURLUcode rc = curl_url_get(u, what, &v, flags);
+      if (rc == CURLUE_OK && v != nullptr) *into = v;
+      curl_free(v);
+      return rc == CURLUE_OK;
+    };
+    UrlParts p;
+    std::string ignored;
+    if (part(CURLUPART_SCHEME, 0, &p.scheme) && part(CURLUPART_HOST, 0, &p.host) &&
+        part(CURLUPART_PORT, CURLU_DEFAULT_PORT, &p.port)) {
+      part(CURLUPART_PATH, 0, &p.path);
+      p.scheme = lower(p.scheme);
+      p.host = lower(p.host);
+      p.has_user = part(CURLUPART_USER, 0, &ignored) || part(CURLUPART_PASSWORD, 0, &ignored);
+      p.has_query = part(CURLUPART_QUERY, 0, &ignored);
+      p.has_fragment = part(CURLUPART_FRAGMENT, 0, &ignored);
+      out = p;
+    }
+  }
+  curl_url_cleanup(u);
+  return out;
+}
+
+// Percent-encodes a safe relative path for a URL: unreserved characters and '/' stay.
+std::string encode_path(const std::string& rel) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : rel) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+        c == '_' || c == '~' || c == '/') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+bool is_header_safe(const std::string& v) {
+  if (v.empty() || v.size() > kMaxEtagBytes) return false;
+  for (unsigned char c : v)
+    if (c < 0x20 || c == 0x7f) return false;
+  return true;
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\r' || s.back() == '\n' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
+  size_t i = 0;
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+  return s.substr(i);
+}
+
+std::string env_or_empty(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+std::string strip_slashes(std::string s) {
+  while (!s.empty() && s.back() == '/') s.pop_back();
+  return s;
+}
+
+// What the last finished request looked like, for messages and the retry decision.
+struct Response {
+  long status = 0;
+  std::string etag, content_range, retry_after;
+};
+
+// One GET on the hub's handles. The body of a 2xx response is pulled with read(); bodies
+// of other responses are dropped. Bounded by curl's connect and low-speed timeouts.
+class Exchange {
+ public:
+  struct Request {
+    std::string url;
+    uint64_t range_start = 0;       // > 0: "Range: bytes=N-"
+    std::string if_none_match;      // non-empty: "If-None-Match: <etag>"
+    bool accept_encoding = false;   // let the server compress (metadata only)
+    uint64_t body_limit = 0;        // abort once more than this many body bytes arrive
+    bool with_token = false;
+  };
+
+  Exchange(CURLM* multi, CURL* easy, const Request& req, const std::string& token)
+      : multi_(multi), easy_(easy), limit_(req.body_limit) {
+    errbuf_[0] = '\0';
+    if (req.with_token && !token.empty()) headers_ = curl_slist_append(headers_, ("Authorization: Bearer " + token).c_str());
+    if (!req.if_none_match.empty())
+      headers_ = curl_slist_append(headers_, ("If-None-Match: " + req.if_none_match).c_str());
+    std::string range = req.range_start > 0 ? std::to_string(req.range_start) + "-" : "";
+    curl_easy_setopt(easy_, CURLOPT_URL, req.url.c_str());
+    curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, headers_);
+    curl_easy_setopt(easy_, CURLOPT_RANGE, range.empty() ? nullptr : range.c_str());
+    curl_easy_setopt(easy_, CURLOPT_ACCEPT_ENCODING, req.accept_encoding ? "" : nullptr);
+    // A Content-Length over the limit fails before any body byte (CURLE_FILESIZE_EXCEEDED).
+    curl_easy_setopt(easy_, CURLOPT_MAXFILESIZE_LARGE,
+                     static_cast<curl_off_t>(req.accept_encoding ? 0 : req.body_limit));
+    curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, errbuf_);
+    curl_easy_setopt(easy_, CURLOPT_HEADERDATA, this);
+    curl_easy_setopt(easy_, CURLOPT_WRITEDATA, this);
+    CURLMcode mc = curl_multi_add_handle(multi_, easy_);
+    if (mc != CURLM_OK) {
+      curl_slist_free_all(headers_);
+      fail(KH_ERROR_INTERNAL, std::string("libcurl: cannot start a transfer: ") + curl_multi_strerror(mc));
+    }
+    drive_once();
+  }
+  ~Exchange() {
+    curl_multi_remove_handle(multi_, easy_);
+    curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, nullptr);
+    curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, nullptr);
+    curl_slist_free_all(headers_);
+  }
+  Exchange(const Exchange&) = delete;
+  Exchange& operator=(const Exchange&) = delete;
+
+  static size_t on_header(char* data, size_t size, size_t count, void* self) {
+    auto* ex = static_cast<Exchange*>(self);
+    std::string line(data, size * count);
+    if (line.rfind("HTTP/", 0) == 0) {
+      ex->response_ = Response{};  // a new response (after 1xx or a proxy's) starts over
+      size_t sp = line.find(' ');
+      if (sp != std::string::npos) ex->response_.status = std::strtol(line.c_str() + sp + 1, nullptr, 10);
+      return size * count;
+    }
+    size_t colon = line.find(':');
+    if (colon == std::string::npos) return size * count;
+    std::string name = lower(line.substr(0, colon));
+    std::string value = trim(line.substr(colon + 1));
+    if (name == "etag") ex->response_.etag = value;
+    else if (name == "content-range") ex->response_.content_range = value;
+    else if (name == "retry-after") ex->response_.retry_after = value;
+    return size * count;
+  }
+
+  static size_t on_body(char* data, size_t size, size_t count, void* self) {
+    auto* ex = static_cast<Exchange*>(self);
+    const size_t n = size * count;
+    long status = 0;
+    curl_easy_getinfo(ex->easy_, CURLINFO_RESPONSE_CODE, &status);
+    ex->response_.status = status;
+    if (status < 200 || status > 299) return n;  // error pages and redirect bodies are dropped
+    const size_t held = ex->buf_.size() - ex->pos_;
+    if (held > 0 && held + n > kBufferHighWater) {
+      ex->paused_ = true;
+      return CURL_WRITEFUNC_PAUSE;  // curl keeps this chunk and offers it again on unpause
+    }
+    if (ex->pos_ > 0) {
+      ex->buf_.erase(0, ex->pos_);
+      ex->pos_ = 0;
+    }
+    ex->buf_.append(data, n);
+    ex->received_ += n;
+    if (ex->limit_ > 0 && ex->received_ > ex->limit_) {
+      // Keep what arrived so the reader's cap check reports it; stop the transfer now.
+      ex->over_limit_ = true;
+      return 0;
+    }
+    return n;
+  }
+
+  // Up to cap body bytes; 0 once the transfer has ended (then see result()).
+  size_t read(char* out, size_t cap) {
+    while (pos_ == buf_.size()) {
+      if (paused_) {
+        paused_ = false;
+        CURLcode rc = curl_easy_pause(easy_, CURLPAUSE_CONT);
+        if (rc != CURLE_OK) fail(KH_ERROR_INTERNAL, std::string("libcurl cannot resume a transfer: ") + curl_easy_strerror(rc));
+        continue;
+      }
+      if (finished_) return 0;
+      curl_multi_poll(multi_, nullptr, 0, 1000, nullptr);
+      drive_once();
+    }
+    size_t k = std::min(cap, buf_.size() - pos_);
+    std::memcpy(out, buf_.data() + pos_, k);
+    pos_ += k;
+    return k;
+  }
+
+  // Drives the transfer until body bytes are ready or it ended.
+  void wait_body_or_end() {
+    while (pos_ == buf_.size() && !finished_) {
+      if (paused_) {
+        paused_ = false;
+        curl_easy_pause(easy_, CURLPAUSE_CONT);
+        continue;
+      }
+      curl_multi_poll(multi_, nullptr, 0, 1000, nullptr);
+      drive_once();
+    }
+  }
+  bool has_body_bytes() const { return pos_ < buf_.size(); }
+  // Lowers the body limit once the response says how much should follow.
+  void set_limit(uint64_t limit) {
+    limit_ = limit;
+    if (received_ > limit_) over_limit_ = true;
+  }
+
+  bool finished() const { return finished_; }
+  CURLcode result() const { return result_; }
+  bool over_limit() const { return over_limit_; }
+  const Response& response() const { return response_; }
+  std::string error_detail() const {
+    std::string d = errbuf_[0] != '\0' ? std::string(errbuf_) : std::string(curl_easy_strerror(result_));
+    return trim(d);
+  }
+  std::string redirect_url() const {
+    char* u = nullptr;
+    curl_easy_getinfo(easy_, CURLINFO_REDIRECT_URL, &u);
+    return u != nullptr ? u : "";
+  }
+
+ private:
+  void drive_once() {
+    int running = 0;
+    CURLMcode mc = curl_multi_perform(multi_, &running);
+    if (mc != CURLM_OK) fail(KH_ERROR_INTERNAL, std::string("libcurl: ") + curl_multi_strerror(mc));
+    int left = 0;
+    while (CURLMsg* m = curl_multi_info_read(multi_, &left)) {
+      if (m->msg == CURLMSG_DONE && m->easy_handle == easy_) {
+        finished_ = true;
+        result_ = m->data.result;
+        long status = 0;
+        if (curl_easy_getinfo(easy_, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status != 0)
+          response_.status = status;
+      }
+    }
+  }
+
+  CURLM* multi_;
+  CURL* easy_;
+  curl_slist* headers_ = nullptr;
+  char errbuf_[CURL_ERROR_SIZE];
+  Response response_;
+  std::string buf_;
+  size_t pos_ = 0;
+  uint64_t received_ = 0;
+  uint64_t limit_;
+  bool paused_ = false;
+  bool over_limit_ = false;
+  bool finished_ = false;
+  CURLcode result_ = CURLE_OK;
+};
+
+bool is_transient(CURLcode rc) {
+  switch (rc) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_HTTP3:
+    case CURLE_QUIC_CONNECT_ERROR:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_tls_trust_error(CURLcode rc) {
+  return rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE || rc == CURLE_SSL_ISSUER_ERROR ||
+         rc == CURLE_SSL_CRL_BADFILE;
+}
+
+bool is_retryable_status(long s) { return s == 408 || s == 429 || (s >= 500 && s <= 599); }
+bool is_redirect_status(long s) { return s == 301 || s == 302 || s == 303 || s == 307 || s == 308; }
+
+// A progress line on stderr for one blob download, at most ten times a second.
+class ProgressLine {
+ public:
+  ProgressLine(bool on, std::string label, uint64_t total) : on_(on), label_(std::move(label)), total_(total) {
+    start_ = last_ = std::chrono::steady_clock::now();
+  }
+  ~ProgressLine() {
+    if (on_ && drawn_) std::fputs("\n", stderr);
+  }
+  void update(uint64_t done, bool force = false) {
+    if (!on_) return;
+    auto now = std::chrono::steady_clock::now();
+    if (!force && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    double secs = std::chrono::duration<double>(now - start_).count();
+    double mib = 1024.0 * 1024.0;
+    double rate = secs > 0 ? static_cast<double>(done) / mib / secs : 0;
+    int pct = total_ > 0 ? static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total_)) : 100;
+    std::fprintf(stderr, "\r%s  %.1f/%.1f MiB  %3d%%  %.1f MiB/s   ", label_.c_str(), static_cast<double>(done) / mib,
+                 static_cast<double>(total_) / mib, pct, rate);
+    std::fflush(stderr);
+    drawn_ = true;
+  }
+
+ private:
+  bool on_;
+  std::string label_;
+  uint64_t total_;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point start_, last_;
+};
+
+// Thrown through copy_verified when a blob must start again from byte 0 (the server
+// ignored Range, or answered with the wrong range): fetch_blob truncates and re-runs it.
+struct RestartFromZero {};
+
+class HttpHub final : public Hub {
+ public:
+  HttpHub(std::string url, UrlParts parts, HttpOptions options)
+      : url_(std::move(url)), parts_(std::move(parts)), opt_(std::move(options)) {
+    global_init();
+    multi_ = curl_multi_init();
+    easy_ = curl_easy_init();
+    if (multi_ == nullptr || easy_ == nullptr) {
+      if (easy_ != nullptr) curl_easy_cleanup(easy_);
+      if (multi_ != nullptr) curl_multi_cleanup(multi_);
+      fail(KH_ERROR_OUT_OF_MEMORY, "libcurl: out of memory opening hub " + sanitize_url(url_));
+    }
+    std::random_device rd;
+    rng_.seed(rd());
+    configure();
+  }
+  ~HttpHub() override {
+    curl_easy_cleanup(easy_);
+    curl_multi_cleanup(multi_);
+  }
+  HttpHub(const HttpHub&) = delete;
+  HttpHub& operator=(const HttpHub&) = delete;
+
+  const std::string& url() const override { return url_; }
+  std::string id() const override { return parts_.scheme + "-" + sha256_hex(url_).substr(0, 16); }
+
+  std::string fetch_metadata(const std::string& relative_path, uint64_t max_bytes) override {
+    return fetch_metadata_conditional(relative_path, max_bytes, "").text;
+  }
+
+  MetadataFetch fetch_metadata_conditional(const std::string& relative_path, uint64_t max_bytes,
+                                           const std::string& cached_etag) override {
+    if (!detail::is_safe_relative_path(relative_path))
+      fail(KH_ERROR_INVALID_ARGUMENT, "hub " + safe_url() + ": '" + relative_path + "' is not a safe relative path");
+    const std::string start_url = url_ + "/" + encode_path(relative_path);
+    const std::string etag = is_header_safe(cached_etag) ? cached_etag : "";
+    Attempts attempts(*this, start_url);
+    for (;;) {
+      Exchange::Request req;
+      req.url = attempts.current_url();
+      req.if_none_match = etag;
+      req.accept_encoding = true;
+      req.body_limit = max_bytes;
+      req.with_token = same_origin(req.url);
+      Exchange ex(multi_, easy_, req, opt_.token);
+      std::string text;
+      char buf[1 << 16];
+      for (;;) {
+        size_t n = ex.read(buf, sizeof buf);
+        if (n == 0) break;
+        if (text.size() + n > max_bytes)
+          fail(KH_ERROR_BAD_METADATA, "hub " + safe_url() + ": '" + relative_path + "' is larger than the " +
+                                          std::to_string(max_bytes) + " bytes allowed for it");
+        text.append(buf, n);
+      }
+      const Response& r = ex.response();
+      if (ex.result() == CURLE_OK && r.status == 200) {
+        MetadataFetch out;
+        out.text = std::move(text);
+        if (is_header_safe(r.etag)) out.etag = r.etag;
+        return out;
+      }
+      if (ex.result() == CURLE_OK && r.status == 304 && !etag.empty()) {
+        MetadataFetch out;
+        out.not_modified = true;
+        out.etag = is_header_safe(r.etag) ? r.etag : etag;
+        return out;
+      }
+      attempts.after_failure(ex, relative_path);
+    }
+  }
+
+  void fetch_blob(const std::string& sha256, uint64_t expected_size, int out_fd) override {
+    if (!is_sha256_hex(sha256))
+      fail(KH_ERROR_INVALID_ARGUMENT, "hub " + safe_url() + ": '" + sha256 + "' is not a sha256 digest");
+    const std::string rel = blob_path(sha256);
+    const std::string what = "blob sha256:" + sha256 + " from " + safe_url();
+    const off_t start = ::lseek(out_fd, 0, SEEK_CUR);
+    BlobStream stream(*this, url_ + "/" + rel, rel, expected_size);
+    ProgressLine progress(show_progress(), "kh: sha256:" + sha256.substr(0, 12), expected_size);
+    stream.progress = &progress;
+    for (int pass = 0;; ++pass) {
+      try {
+        copy_verified([&](char* buf, size_t cap) { return stream.read(buf, cap); }, out_fd, sha256, expected_size,
+                      what);
+        progress.update(expected_size, true);
+        return;
+      } catch (const RestartFromZero&) {
+        if (pass + 1 >= kMaxBlobPasses)
+          fail(KH_ERROR_NETWORK, what + ": the server restarted the download " + std::to_string(pass + 1) +
+                                     " times; try again later");
+        if (start < 0) fail(KH_ERROR_IO, what + ": the server cannot resume and the output cannot be rewound");
+        if (::ftruncate(out_fd, start) != 0 || ::lseek(out_fd, start, SEEK_SET) != start)
+          detail::fail_errno(what + ": cannot rewind the partial download", errno);
+      }
+    }
+  }
+
+ private:
+  // Counts requests and failures for one fetch, sleeps between attempts, follows checked
+  // redirects, and throws once a failure is final.
+  class Attempts {
+   public:
+    Attempts(HttpHub& hub, std::string start_url) : hub_(hub), start_(std::move(start_url)), url_(start_) {}
+    const std::string& current_url() const { return url_; }
+    // The fetch made progress: failures counted so far no longer count.
+    void progressed() { failures_ = 0; }
+
+    // Decides what follows a request that did not succeed: returns to try again (url_ may
+    // now be a redirect target), or throws.
+    void after_failure(const Exchange& ex, const std::string& rel) {
+      const Response& r = ex.response();
+      const std::string shown = sanitize_url(url_);
+      if (++requests_ >= kMaxRequestsPerFetch)
+        fail(KH_ERROR_NETWORK, "GET " + shown + ": gave up after " + std::to_string(requests_) +
+                                   " requests; the hub or the network is unstable: try again later");
+      if (ex.result() == CURLE_OK && is_redirect_status(r.status)) {
+        std::string next = ex.redirect_url();
+        if (next.empty())
+          fail(KH_ERROR_NETWORK, "GET " + shown + ": HTTP " + std::to_string(r.status) + " without a Location");
+        if (++hops_ > hub_.opt_.max_redirects)
+          fail(KH_ERROR_NETWORK, "GET " + sanitize_url(start_) + ": more than " + std::to_string(hub_.opt_.max_redirects) +
+                                     " redirects; check the hub URL");
+        hub_.check_redirect(url_, next);
+        url_ = next;
+        return;
+      }
+      std::string why;
+      int retry_after_s = -1;
+      if (ex.result() == CURLE_OK) {
+        if (r.status == 404 || r.status == 410)
+          fail(KH_ERROR_NOT_FOUND, "hub " + hub_.safe_url() + " has no '" + rel + "' (HTTP " + std::to_string(r.status) +
+                                       " from " + shown + "); check the hub URL and the repo name");
+        if (r.status == 401 || r.status == 403)
+          fail(KH_ERROR_NETWORK, "GET " + shown + ": HTTP " + std::to_string(r.status) +
+                                     (hub_.opt_.token.empty()
+                                          ? "; the hub needs a token: set KH_TOKEN or add one for this hub in "
+                                            "$XDG_CONFIG_HOME/kh/config.json"
+                                          : "; the hub refused the token: check KH_TOKEN or the config file"));
+        if (!is_retryable_status(r.status))
+          fail(KH_ERROR_NETWORK, "GET " + shown + ": unexpected HTTP " + std::to_string(r.status) +
+                                     "; check the hub URL, or report it to the hub's owner");
+        why = "HTTP " + std::to_string(r.status);
+        if ((r.status == 429 || r.status == 503) && !r.retry_after.empty() &&
+            r.retry_after.find_first_not_of("0123456789") == std::string::npos && r.retry_after.size() < 8)
+          retry_after_s = std::min(std::atoi(r.retry_after.c_str()), hub_.opt_.retry_after_max_s);
+      } else {
+        CURLcode rc = ex.result();
+        if (rc == CURLE_FILESIZE_EXCEEDED)
+          fail(KH_ERROR_VERIFICATION, "GET " + shown + ": the server announces more bytes than the signed size; "
+                                      "the hub serves other bytes than it signed: report it to the hub's owner");
+        if (is_tls_trust_error(rc))
+          fail(KH_ERROR_NETWORK, "GET " + shown + ": the TLS certificate is not trusted (" + ex.error_detail() +
+                                     "); if the hub uses a private CA, set KH_CA_BUNDLE to its PEM file");
+        if (!is_transient(rc))
+          fail(KH_ERROR_NETWORK, "GET " + shown + ": " + ex.error_detail() + "; check the hub URL and the network");
+        why = ex.error_detail();
+      }
+      if (++failures_ >= hub_.opt_.max_attempts)
+        fail(KH_ERROR_NETWORK, "GET " + shown + ": " + why + " (" + std::to_string(failures_) +
+                                   " attempts); check the network or try again later");
+      hub_.sleep_before_retry(failures_, retry_after_s);
+      url_ = start_;  // a retry starts from the hub again (a redirect target may be what failed)
+      hops_ = 0;
+    }
+
+   private:
+    HttpHub& hub_;
+    std::string start_, url_;
+    int requests_ = 0, failures_ = 0, hops_ = 0;
+  };
+
+  // The reader copy_verified pulls a blob from: one request after another (resuming at
+  // the bytes already handed over) until the body is complete.
+  class BlobStream {
+   public:
+    BlobStream(HttpHub& hub, std::string url, std::string rel, uint64_t size)
+        : hub_(hub), rel_(std::move(rel)), size_(size), attempts_(hub, std::move(url)) {}
+    ProgressLine* progress = nullptr;
+
+    size_t read(char* out, size_t cap) {
+      for (;;) {
+        if (!ex_) {
+          if (done_) return 0;
+          start_request();
+        }
+        ex_->wait_body_or_end();
+        if (ex_->has_body_bytes()) {
+          if (!checked_ && !accept_response()) continue;  // may also throw RestartFromZero
+          size_t n = ex_->read(out, cap);
+          delivered_ += n;
+          if (progress != nullptr) progress->update(delivered_);
+          return n;
+        }
+        // The transfer ended and every byte it brought was handed over.
+        const Response& r = ex_->response();
+        if ((ex_->result() == CURLE_OK && (r.status == 200 || r.status == 206)) || ex_->over_limit()) {
+          if (!checked_ && !accept_response()) continue;
+          ex_.reset();
+          done_ = true;
+          return 0;  // copy_verified decides whether the size and digest are right
+        }
+        if (delivered_ > progress_mark_) {
+          attempts_.progressed();
+          progress_mark_ = delivered_;
+        }
+        if (ex_->result() == CURLE_OK && r.status == 416 && range_sent_ > 0) {
+          // The server cannot serve the rest: never send it Range again; start over.
+          ranges_ok_ = false;
+          ex_.reset();
+          restart();
+          continue;
+        }
+        attempts_.after_failure(*ex_, rel_);
+        ex_.reset();
+      }
+    }
+
+   private:
+    void start_request() {
+      Exchange::Request req;
+      req.url = attempts_.current_url();
+      if (!ranges_ok_) restart();
+      range_sent_ = delivered_;
+      req.range_start = range_sent_;
+      // A server may answer a Range with the whole blob (200), so the whole size is the
+      // limit until the answer is known; accept_response() tightens it for a 206.
+      req.body_limit = size_;
+      req.with_token = hub_.same_origin(req.url);
+      ex_ = std::make_unique<Exchange>(hub_.multi_, hub_.easy_, req, hub_.opt_.token);
+      checked_ = false;
+    }
+
+    // The first body bytes of a 2xx response are here (or it ended): is it what we asked
+    // for? False: it was dropped and another request follows.
+    bool accept_response() {
+      checked_ = true;
+      const Response& r = ex_->response();
+      if (r.status == 206) {
+        uint64_t first = 0;  // "bytes FIRST-LAST/TOTAL"
+        bool ok = false;
+        const std::string cr = r.content_range;
+        if (cr.rfind("bytes ", 0) == 0) {
+          const char* p = cr.c_str() + 6;
+          char* end = nullptr;
+          errno = 0;
+          unsigned long long v = std::strtoull(p, &end, 10);
+          ok = errno == 0 && end != p && *end == '-';
+          first = v;
+        }
+        if (ok && first == range_sent_) {
+          ex_->set_limit(size_ - range_sent_);
+          return true;
+        }
+        // The wrong part: do not trust this server's ranges again; start from byte 0.
+        ranges_ok_ = false;
+        ex_.reset();
+        if (++bad_ranges_ > 2)
+          fail(KH_ERROR_NETWORK, "GET " + sanitize_url(attempts_.current_url()) +
+                                     ": the server answers Range requests with the wrong part ('" + cr +
+                                     "'); report it to the hub's owner");
+        restart();
+        return false;
+      }
+      if (r.status == 200) {
+        if (range_sent_ > 0) restart();  // Range ignored: the whole blob follows, from byte 0
+        return true;
+      }
+      fail(KH_ERROR_NETWORK, "GET " + sanitize_url(attempts_.current_url()) + ": unexpected HTTP " +
+                                 std::to_string(r.status) + " for a blob; report it to the hub's owner");
+    }
+
+    // Forgets the bytes handed over; if there were any, copy_verified must start again.
+    void restart() {
+      const bool had = delivered_ > 0;
+      delivered_ = 0;
+      progress_mark_ = 0;
+      range_sent_ = 0;
+      if (had) throw RestartFromZero{};
+    }
+
+    HttpHub& hub_;
+    std::string rel_;
+    uint64_t size_;
+    Attempts attempts_;
+    std::unique_ptr<Exchange> ex_;
+    uint64_t delivered_ = 0, progress_mark_ = 0, range_sent_ = 0;
+    bool checked_ = false, done_ = false, ranges_ok_ = true;
+    int bad_ranges_ = 0;
+  };
+
+  void configure() {
+    curl_easy_setopt(easy_, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(easy_, CURLOPT_REDIR_PROTOCOLS_STR, "https");
+    curl_easy_setopt(easy_, CURLOPT_FOLLOWLOCATION, 0L);  // each hop is checked here instead
+    curl_easy_setopt(easy_, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy_, CURLOPT_CONNECTTIMEOUT, opt_.connect_timeout_s);
+    curl_easy_setopt(easy_, CURLOPT_LOW_SPEED_LIMIT, opt_.low_speed_bytes_per_s);
+    curl_easy_setopt(easy_, CURLOPT_LOW_SPEED_TIME, opt_.low_speed_time_s);
+    curl_easy_setopt(easy_, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(easy_, CURLOPT_BUFFERSIZE, 256L * 1024L);
+    curl_easy_setopt(easy_, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
+    // Headers set here go to the server only, never to a proxy.
+    curl_easy_setopt(easy_, CURLOPT_HEADEROPT, static_cast<long>(CURLHEADER_SEPARATE));
+    curl_easy_setopt(easy_, CURLOPT_USERAGENT, "kh/0.1 (kernel hub)");
+    curl_easy_setopt(easy_, CURLOPT_HEADERFUNCTION, &Exchange::on_header);
+    curl_easy_setopt(easy_, CURLOPT_WRITEFUNCTION, &Exchange::on_body);
+    if (!opt_.ca_bundle.empty()) curl_easy_setopt(easy_, CURLOPT_CAINFO, opt_.ca_bundle.c_str());
+    // Proxies: libcurl reads http_proxy, https_proxy, all_proxy and no_proxy itself as
+    // long as CURLOPT_PROXY is left unset, which it is here.
+  }
+
+  bool same_origin(const std::string& url) const {
+    auto p = parse_url(url);
+    return p && p->origin() == parts_.origin();
+  }
+
+  // Throws unless a redirect from `from` to `to` may be followed.
+  void check_redirect(const std::string& from, const std::string& to) const {
+    auto p = parse_url(to);
+    const std::string shown = "redirect from " + sanitize_url(from) + " to " + sanitize_url(to);
+    if (!p) fail(KH_ERROR_NETWORK, shown + ": the target is not a valid URL");
+    if (p->has_user) fail(KH_ERROR_NETWORK, shown + " refused: the target carries user credentials");
+    if (p->scheme == "https") return;
+    if (p->scheme == "http" && parts_.scheme == "http" && p->origin() == parts_.origin()) return;
+    fail(KH_ERROR_NETWORK, shown + " refused: a hub may only redirect to https (or, for a plain-http hub, to its own "
+                           "origin); fix the hub's server configuration or use its https URL");
+  }
+
+  void sleep_before_retry(int failures, int retry_after_s) {
+    int ms;
+    if (retry_after_s >= 0) {
+      ms = retry_after_s * 1000;
+    } else {
+      double base = static_cast<double>(opt_.backoff_initial_ms) * static_cast<double>(1u << std::min(failures - 1, 16));
+      base = std::min(base, static_cast<double>(opt_.backoff_max_ms));
+      std::uniform_real_distribution<double> jitter(0.5, 1.0);
+      ms = static_cast<int>(base * jitter(rng_));
+    }
+    if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  }
+
+  bool show_progress() const {
+    if (opt_.progress == HttpOptions::Progress::Always) return true;
+    if (opt_.progress == HttpOptions::Progress::Never) return false;
+    return ::isatty(STDERR_FILENO) == 1;
+  }
+
+  std::string safe_url() const { return sanitize_url(url_); }
+
+  std::string url_;
+  UrlParts parts_;
+  HttpOptions opt_;
+  CURLM* multi_ = nullptr;
+  CURL* easy_ = nullptr;
+  std::mt19937 rng_;
+};
+
+// The token in the config file for `url`, if any.
+std::string token_from_config(const std::string& url) {
+  std::string dir = env_or_empty("XDG_CONFIG_HOME");
+  if (dir.empty()) {
+    std::string home = env_or_empty("HOME");
+    if (home.empty()) return "";
+    dir = home + "/.config";
+  }
+  const std::string path = dir + "/kh/config.json";
+  if (!path_exists(path)) return "";
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(path, 1u << 20));
+  } catch (const nlohmann::json::exception& e) {
+    fail(KH_ERROR_INVALID_ARGUMENT, "config file " + path + " is not valid JSON (" + e.what() +
+                                        "); fix it or remove it");
+  }
+  if (!j.is_object() || !j.contains("hubs")) return "";
+  const auto& hubs = j["hubs"];
+  if (!hubs.is_object())
+    fail(KH_ERROR_INVALID_ARGUMENT, "config file " + path + ": \"hubs\" must be an object of hub URL -> {\"token\": ...}");
+  std::string best_key, best_token;
+  for (auto it = hubs.begin(); it != hubs.end(); ++it) {
+    std::string key = strip_slashes(it.key());
+    if (key.empty() || !(url == key || url.rfind(key + "/", 0) == 0)) continue;
+    if (key.size() <= best_key.size()) continue;
+    const auto& entry = it.value();
+    if (!entry.is_object() || !entry.contains("token") || !entry["token"].is_string())
+      fail(KH_ERROR_INVALID_ARGUMENT, "config file " + path + ": hub \"" + sanitize_url(key) +
+                                          "\" needs {\"token\": \"...\"}");
+    best_key = key;
+    best_token = entry["token"].get<std::string>();
+  }
+  return best_token;
+}
+
+}  // namespace
+
+std::string sanitize_url(const std::string& url) {
+  std::string s = url;
+  size_t scheme_end = s.find("://");
+  size_t host_start = scheme_end == std::string::npos ? 0 : scheme_end + 3;
+  size_t path_start = s.find_first_of("/?#", host_start);
+  size_t at = s.rfind('@', path_start == std::string::npos ? std::string::npos : path_start);
+  if (at != std::string::npos && at >= host_start && (path_start == std::string::npos || at < path_start))
+    s.erase(host_start, at + 1 - host_start);
+  size_t q = s.find_first_of("?#");
+  if (q != std::string::npos) s = s.substr(0, q) + (s[q] == '?' ? "?..." : "");
+  return s;
+}
+
+HttpOptions http_options_from_environment(const std::string& url) {
+  HttpOptions o;
+  o.token = env_or_empty("KH_TOKEN");
+  if (o.token.empty()) o.token = token_from_config(strip_slashes(url));
+  o.ca_bundle = env_or_empty("KH_CA_BUNDLE");
+  return o;
+}
+
+std::unique_ptr<Hub> open_http_hub(const std::string& url, HttpOptions options) {
+  const std::string shown = sanitize_url(url);
+  auto parts = parse_url(url);
+  if (!parts || (parts->scheme != "http" && parts->scheme != "https") || parts->host.empty())
+    fail(KH_ERROR_INVALID_ARGUMENT, "hub URL '" + shown + "' is not a valid http(s) URL, e.g. https://hub.example.com/kh");
+  if (parts->has_user)
+    fail(KH_ERROR_INVALID_ARGUMENT, "hub URL '" + shown + "' carries user credentials; put a token in KH_TOKEN or "
+                                    "$XDG_CONFIG_HOME/kh/config.json instead");
+  if (parts->has_query || parts->has_fragment)
+    fail(KH_ERROR_INVALID_ARGUMENT, "hub URL '" + shown + "' has a query or fragment; a hub URL names a folder");
+  if (!options.ca_bundle.empty() && !path_exists(options.ca_bundle))
+    fail(KH_ERROR_INVALID_ARGUMENT, "CA bundle '" + options.ca_bundle + "' (KH_CA_BUNDLE) does not exist");
+  if (options.token.find_first_of("\r\n") != std::string::npos)
+    fail(KH_ERROR_INVALID_ARGUMENT, "the token for hub " + shown + " contains a line break");
+  return std::make_unique<HttpHub>(strip_slashes(url), std::move(*parts), std::move(options));
+}
+
+}  // namespace kh::registry

@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "common_options.hpp"
 #include "explain.hpp"
+#include "kh/registry/lockfile.hpp"
 #include "kh/registry/package_spec.hpp"
 #include "package_fetch.hpp"
 
@@ -19,6 +20,7 @@ void add_get_command(CLI::App& app) {
     bool json = false;
     bool explain = false;
     bool all_targets = false;
+    bool locked = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("get", "Fetch the build of a kernel package that fits this machine into the cache");
@@ -30,11 +32,16 @@ void add_get_command(CLI::App& app) {
                                   "selecting one for this machine (default: $KH_TARGET)");
   cmd->add_flag("--all-targets", args->all_targets, "Fetch every build of the version (for CI, containers, other machines)")
       ->excludes(target);
+  cmd->add_option("--lockfile", args->options.lockfile,
+                  "Resolve only what this lockfile pins (default with --locked: kernels.lock; else $KH_LOCKFILE)");
+  cmd->add_flag("--locked", args->locked, "Refuse anything the lockfile does not pin");
   cmd->add_flag("--explain", args->explain, "Show this machine's facts and why each build was chosen or refused");
   cmd->add_flag("--json", args->json, "Print the result as one JSON object");
   cmd->footer("Example: kernels get kernels-community/rms-norm@1 --hub file:///srv/kh-hub");
   cmd->callback([args]() {
-    const loader::FetchOptions options = loader::with_environment(args->options);
+    loader::FetchOptions given = args->options;
+    if (args->locked && given.lockfile.empty()) given.lockfile = registry::kDefaultLockfileName;
+    const loader::FetchOptions options = loader::with_environment(given);
     std::vector<std::string> targets = {options.variant};
     nlohmann::json explanation;
     if (args->explain || args->all_targets) {

@@ -1,9 +1,13 @@
-// `kernels publish <dist-dir> --hub file://<dir>`: blobs first, then each repo's index.
+// `kernels publish <dist-dir> --hub file://<dir> [--key kh.key]`: blobs first, then each
+// repo's index, signed with the given keys.
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <vector>
 
 #include "commands.hpp"
 #include "kh/registry/publish.hpp"
+#include "kh/registry/signed_metadata.hpp"
 #include "kh/registry/status_error.hpp"
 
 namespace kh::cli {
@@ -11,6 +15,7 @@ namespace kh::cli {
 void add_publish_command(CLI::App& app) {
   struct Args {
     std::string dist_dir, hub;
+    std::vector<std::string> keys;
     int expires_days = 365;
   };
   auto args = std::make_shared<Args>();
@@ -21,11 +26,20 @@ void add_publish_command(CLI::App& app) {
   cmd->add_option("--hub", args->hub, "Hub to publish to: file:///path (created if missing)")->required();
   cmd->add_option("--expires-days", args->expires_days, "Days until the published metadata expires")
       ->check(CLI::Range(1, 3650));
+  cmd->add_option("--key", args->keys,
+                  "Secret key file to sign each index with (repeat when the hub's index role needs several; "
+                  "default: $KH_SIGNING_KEY)");
   cmd->callback([args]() {
     const std::string prefix = "file://";
     if (args->hub.compare(0, prefix.size(), prefix) != 0)
       fail(KH_ERROR_INVALID_ARGUMENT, "kernels publish: hub " + args->hub + " is not a file:// URL; only file:// hubs can be published to so far");
-    const auto published = registry::publish_to_file_hub(args->dist_dir, args->hub.substr(prefix.size()), args->expires_days);
+    std::vector<std::string> key_files = args->keys;
+    const char* env_key = std::getenv("KH_SIGNING_KEY");
+    if (key_files.empty() && env_key != nullptr && *env_key != '\0') key_files.push_back(env_key);
+    std::vector<registry::minisign::SecretKey> keys;
+    for (const auto& path : key_files) keys.push_back(registry::read_secret_key_file(path));
+    const auto published =
+        registry::publish_to_file_hub(args->dist_dir, args->hub.substr(prefix.size()), args->expires_days, keys);
     if (published.empty()) fail(KH_ERROR_NOT_FOUND, "kernels publish: no .tar.zst archives in " + args->dist_dir);
     for (const auto& p : published)
       std::printf("%s %s %s  sha256:%s%s\n", p.repo.c_str(), p.version.c_str(), p.variant.c_str(), p.sha256.c_str(),

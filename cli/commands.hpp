@@ -11,7 +11,10 @@ void add_info_command(CLI::App& app);
 void add_list_command(CLI::App& app);
 void add_pack_command(CLI::App& app);
 void add_publish_command(CLI::App& app);
+void add_keys_command(CLI::App& app);
+void add_trust_command(CLI::App& app);
 void add_check_abi_command(CLI::App& app);
 void add_doctor_command(CLI::App& app);
+void add_lock_command(CLI::App& app);
 
 }  // namespace kh::cli

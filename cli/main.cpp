@@ -17,8 +17,11 @@ int main(int argc, char** argv) {
   kh::cli::add_list_command(app);
   kh::cli::add_pack_command(app);
   kh::cli::add_publish_command(app);
+  kh::cli::add_keys_command(app);
+  kh::cli::add_trust_command(app);
   kh::cli::add_check_abi_command(app);
   kh::cli::add_doctor_command(app);
+  kh::cli::add_lock_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -7,6 +7,7 @@ packages=(
   build-essential cmake pkg-config ccache git ca-certificates
   libcurl4-openssl-dev libarchive-dev libssl-dev libzstd-dev zstd
   nlohmann-json3-dev libcli11-dev doctest-dev libdlpack-dev
+  nginx openssl curl
   "$@"
 )
 

@@ -89,6 +89,7 @@ kh_status kh_load_kernel(const char* spec, const kh_load_options* options, kh_ke
       if (const char* hub = KH_OPTION(options, hub)) fetch.hub_url = hub;
       if (const char* cache = KH_OPTION(options, cache_dir)) fetch.cache_root = cache;
       if (const char* variant = KH_OPTION(options, variant)) fetch.variant = variant;
+      if (const char* lockfile = KH_OPTION(options, lockfile)) fetch.lockfile = lockfile;
       fetch.offline = (KH_OPTION(options, flags) & KH_LOAD_OFFLINE) != 0;
     }
     const kh::loader::FetchedPackage pkg = kh::loader::fetch_package(spec, fetch);

@@ -14,6 +14,7 @@
 #include "host_facts.hpp"
 #include "kh/registry/fs.hpp"
 #include "kh/registry/hub.hpp"
+#include "kh/registry/lockfile.hpp"
 #include "kh/registry/package_spec.hpp"
 #include "kh/registry/status_error.hpp"
 #include "variant_select.hpp"
@@ -107,6 +108,7 @@ FetchedPackage find_in_cache(const registry::PackageSpec& spec, const registry::
 FetchOptions with_environment(FetchOptions options) {
   if (options.hub_url.empty()) options.hub_url = env_or_empty("KH_HUB");
   if (options.variant.empty()) options.variant = env_or_empty("KH_TARGET");
+  if (options.lockfile.empty()) options.lockfile = env_or_empty("KH_LOCKFILE");
   if (options.cache_root.empty()) options.cache_root = registry::Cache::default_root();
   const std::string offline = env_or_empty("KH_OFFLINE");
   if (!offline.empty() && offline != "0") options.offline = true;
@@ -150,13 +152,13 @@ namespace {
 // opened and checked by KernelLibrary::open. Never used when the caller asks for fresh
 // metadata (metadata_max_age_s == 0, as `kernels get` does).
 struct Resolution {
-  std::string spec, hub_url, cache_root, variant;
+  std::string spec, hub_url, cache_root, variant, lockfile;
   bool offline = false;
   int64_t resolved_at = 0;
   FetchedPackage package;
   bool same_request(const std::string& s, const FetchOptions& o) const {
     return spec == s && hub_url == o.hub_url && cache_root == o.cache_root && variant == o.variant &&
-           offline == o.offline;
+           lockfile == o.lockfile && offline == o.offline;
   }
 };
 
@@ -188,7 +190,8 @@ void remember_resolution(const std::string& spec, const FetchOptions& options, c
       return;
     }
   if (g_resolutions.size() >= kMaxResolutions) g_resolutions.erase(g_resolutions.begin());
-  g_resolutions.push_back(Resolution{spec, options.hub_url, options.cache_root, options.variant, options.offline, now_s(), package});
+  g_resolutions.push_back(
+      Resolution{spec, options.hub_url, options.cache_root, options.variant, options.lockfile, options.offline, now_s(), package});
 }
 
 FetchedPackage resolve_and_fetch(const std::string& spec_text, const FetchOptions& options);
@@ -205,9 +208,59 @@ FetchedPackage fetch_package(const std::string& spec_text, const FetchOptions& g
 
 namespace {
 
+// With a lockfile: the locked version only, and only the bytes it pins. The build is
+// chosen among the locked ones; if the cache holds it, no metadata is needed at all.
+FetchedPackage fetch_locked(const registry::PackageSpec& spec, const FetchOptions& options, registry::Cache& cache) {
+  const registry::Lockfile lock = registry::load_lockfile(options.lockfile);
+  const auto entry = lock.packages.find(spec.repo());
+  if (entry == lock.packages.end())
+    fail(KH_ERROR_LOCKED, spec.repo() + " is not pinned in " + options.lockfile + "; add it with `kernels lock " +
+                              spec.repo() + "@" + spec.request.text + "`");
+  const registry::LockedPackage& locked = entry->second;
+  const registry::Version version = *registry::parse_version(locked.version);
+  const std::string what = spec.repo() + " " + locked.version + " (locked in " + options.lockfile + ")";
+  bool digest_pinned = false;
+  for (const auto& [key, sha] : locked.variants) digest_pinned |= sha == spec.request.sha256;
+  const bool accepted = spec.request.kind == registry::VersionRequest::Kind::Latest ||
+                        (spec.request.kind == registry::VersionRequest::Kind::Digest ? digest_pinned
+                                                                                     : spec.request.matches(version));
+  if (!accepted)
+    fail(KH_ERROR_LOCKED, spec.repo() + "@" + spec.request.text + " does not accept the locked version " + locked.version +
+                              "; change the request or re-lock with `kernels lock`");
+  std::vector<registry::VariantEntry> builds;
+  for (const auto& [key, sha] : locked.variants) {
+    if (spec.request.kind == registry::VersionRequest::Kind::Digest && sha != spec.request.sha256) continue;
+    registry::VariantEntry e;
+    e.key = key;
+    e.sha256 = sha;
+    builds.push_back(e);
+  }
+  const registry::VariantEntry& chosen = choose_variant(builds, host_facts(), options.variant, what);
+  if (auto dir = cache.package_dir(chosen.sha256)) return describe(*dir, chosen.sha256, locked.hub);
+
+  if (options.offline)
+    fail(KH_ERROR_OFFLINE, what + " (" + chosen.key + ") is not in the cache and offline mode allows no download");
+  FetchOptions from_lock = options;
+  if (from_lock.hub_url.empty()) from_lock.hub_url = locked.hub;
+  const registry::RepoIndex index = load_repo_index(spec.repo(), from_lock);
+  registry::VersionRequest exact = registry::parse_version_request("=" + locked.version);
+  const registry::Release& release = registry::resolve_release(index, exact);
+  const registry::VariantEntry* offered = nullptr;
+  for (const auto& v : release.variants)
+    if (v.key == chosen.key) offered = &v;
+  if (offered == nullptr) fail(KH_ERROR_LOCKED, what + ": the hub no longer offers build " + chosen.key);
+  if (offered->sha256 != chosen.sha256)
+    fail(KH_ERROR_LOCKED, what + ": the hub now serves other bytes for " + chosen.key + " (sha256 " + offered->sha256 +
+                              ", locked " + chosen.sha256 + "); refusing. Re-lock only if you trust the change");
+  std::unique_ptr<registry::Hub> hub = registry::open_hub(from_lock.hub_url);
+  const std::string dir = cache.ensure_package(*hub, spec.repo(), release, *offered);
+  return describe(dir, chosen.sha256, from_lock.hub_url);
+}
+
 FetchedPackage resolve_and_fetch(const std::string& spec_text, const FetchOptions& options) {
   const registry::PackageSpec spec = registry::parse_package_spec(spec_text);
   registry::Cache cache(options.cache_root);
+  if (!options.lockfile.empty()) return fetch_locked(spec, options, cache);
 
   // Exact content is exact content: a complete tree with that digest needs no metadata.
   if (spec.request.kind == registry::VersionRequest::Kind::Digest) {

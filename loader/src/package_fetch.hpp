@@ -17,6 +17,7 @@ struct FetchOptions {
   std::string cache_root;  // empty: Cache::default_root()
   std::string variant;     // empty: $KH_TARGET, else select for this machine
   bool offline = false;    // also set by KH_OFFLINE=1
+  std::string lockfile;    // non-empty: resolve only what this kernels.lock pins ($KH_LOCKFILE)
   // Reuse cached metadata younger than this many seconds instead of asking the hub
   // (kh_load_kernel: $KH_METADATA_TTL, default 600). 0: always ask (`kernels get`).
   int64_t metadata_max_age_s = 0;
@@ -31,7 +32,7 @@ struct FetchedPackage {
   registry::PackageManifest manifest;
 };
 
-// Applies the environment (KH_HUB, KH_TARGET, KH_OFFLINE, KH_CACHE) to unset options.
+// Applies the environment (KH_HUB, KH_TARGET, KH_OFFLINE, KH_LOCKFILE, KH_CACHE) to unset options.
 FetchOptions with_environment(FetchOptions options);
 
 FetchedPackage fetch_package(const std::string& spec, const FetchOptions& options);

@@ -36,6 +36,10 @@ constexpr size_t kBufferHighWater = 1u << 20;
 constexpr int kMaxRequestsPerFetch = 64;
 // Passes of copy_verified over one blob (a restart from byte 0 begins a new pass).
 constexpr int kMaxBlobPasses = 8;
+// A failure after at least this much progress since the previous one does not count
+// against max_attempts (a long download over a flaky link keeps resuming); a slow drip
+// that brings less still runs out of attempts.
+constexpr uint64_t kResumeProgressBytes = 1u << 20;
 // An ETag longer than this, or with control characters, is not stored or sent.
 constexpr size_t kMaxEtagBytes = 256;
 
@@ -575,10 +579,8 @@ class HttpHub final : public Hub {
           done_ = true;
           return 0;  // copy_verified decides whether the size and digest are right
         }
-        if (delivered_ > progress_mark_) {
-          attempts_.progressed();
-          progress_mark_ = delivered_;
-        }
+        if (delivered_ >= progress_mark_ + kResumeProgressBytes) attempts_.progressed();
+        progress_mark_ = delivered_;
         if (ex_->result() == CURLE_OK && r.status == 416 && range_sent_ > 0) {
           // The server cannot serve the rest: never send it Range again; start over.
           ranges_ok_ = false;

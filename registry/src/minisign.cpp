@@ -192,7 +192,7 @@ std::string SecretKey::file_text() const {
   raw.append(reinterpret_cast<const char*>(public_key_bytes.data()), 32);
   std::array<uint8_t, 32> chk = secret_key_checksum(*this);
   raw.append(reinterpret_cast<const char*>(chk.data()), chk.size());
-  std::string text = std::string(kUntrustedPrefix) + "minisign secret key " + key_id_hex() +
+  std::string text = std::string(kUntrustedPrefix) + "minisign secret key " + key_id_hex(key_id) +
                      " (unencrypted; keep this file private)\n" + base64_encode(raw) + "\n";
   crypto::cleanse(raw.data(), raw.size());
   return text;

@@ -18,6 +18,7 @@
 #include "kh/registry/repo_index.hpp"
 #include "kh/registry/sha256.hpp"
 #include "kh/registry/status_error.hpp"
+#include "file_hub_signing.hpp"
 #include "internal.hpp"
 
 namespace kh::registry {
@@ -159,11 +160,13 @@ std::string pack_package(const std::string& library_path, PackageManifest manife
 }
 
 std::vector<PublishedVariant> publish_to_file_hub(const std::string& dist_dir, const std::string& hub_dir,
-                                                  int expires_days) {
+                                                  int expires_days,
+                                                  const std::vector<minisign::SecretKey>& signing_keys) {
   if (expires_days <= 0)
     fail(KH_ERROR_INVALID_ARGUMENT, "publish: expires_days must be positive, not " + std::to_string(expires_days));
   make_directories(hub_dir);
   FileLock lock(hub_dir + "/.kh-publish.lock");
+  if (!signing_keys.empty() || path_exists(hub_dir + "/root")) detail::check_index_signers(hub_dir, signing_keys);
 
   std::vector<std::string> archives;
   for (const std::string& name : detail::list_names(dist_dir))
@@ -262,13 +265,21 @@ std::vector<PublishedVariant> publish_to_file_hub(const std::string& dist_dir, c
   }
 
   // 3. Indexes last: a reader never sees an index naming a blob that is not there yet.
+  //    Each index's signatures go first, so a reader that sees the new index finds them.
   int64_t expires = static_cast<int64_t>(std::time(nullptr)) + static_cast<int64_t>(expires_days) * 86400;
   for (auto& [repo, index] : indexes) {
-    if (!changed[repo]) continue;
+    const std::string index_file = hub_dir + "/" + repo_index_path(repo);
+    if (!changed[repo]) {
+      if (!signing_keys.empty() && !path_exists(index_file + ".minisig"))
+        detail::write_index_signatures(hub_dir, repo, read_file(index_file, kIndexMaxBytes), signing_keys);
+      continue;
+    }
     index.version += 1;
     index.expires = format_rfc3339_utc(expires);
     index.expires_unix = expires;
-    write_file_atomic(hub_dir + "/" + repo_index_path(repo), serialize_repo_index(index));
+    const std::string text = serialize_repo_index(index);
+    if (!signing_keys.empty()) detail::write_index_signatures(hub_dir, repo, text, signing_keys);
+    write_file_atomic(index_file, text);
   }
 
   std::string hub_json = hub_dir + "/kh-hub.json";

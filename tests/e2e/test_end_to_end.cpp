@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -120,6 +121,17 @@ TEST_CASE("publish, get, load and call the reference rms_norm") {
     load(ws, kSpec, &offline, KH_LOAD_OFFLINE);
     REQUIRE_MESSAGE(offline.status == KH_OK, offline.error);
     CHECK(std::string(kh_kernel_version(offline.kernel)) == "1.0.0");
+    // KH_OFFLINE=1 in the environment does the same, and so does the CLI.
+    ::setenv("KH_OFFLINE", "1", 1);
+    Loaded by_env;
+    load(ws, "kernels-community/rms-norm@^1.0.0", &by_env);
+    CHECK_MESSAGE(by_env.status == KH_OK, by_env.error);
+    auto cli = ws.kernels(std::string("get ") + kSpec + " --hub '" + ws.hub_url() + "'");
+    CHECK_MESSAGE(cli.exit_code == 0, cli.output);
+    Loaded missing;
+    load(ws, "kernels-community/rms-norm@2", &missing);
+    CHECK(missing.status == KH_ERROR_NOT_FOUND);
+    ::unsetenv("KH_OFFLINE");
   }
   SUBCASE("by exact content digest") {
     Loaded by_digest;
@@ -278,4 +290,61 @@ TEST_CASE("op calls with wrong arguments are refused before the kernel runs") {
     expect_invalid("weight");
   }
   kh_kernel_release(k);
+}
+
+TEST_CASE("a lockfile pins the version and the bytes of every build") {
+  Workspace ws("e2e-lock");
+  ws.publish_reference();
+  const std::string lockfile = (ws.root / "kernels.lock").string();
+  auto lock = ws.kernels(std::string("lock ") + kSpec + " --hub '" + ws.hub_url() + "' --lockfile '" + lockfile + "'");
+  REQUIRE_MESSAGE(lock.exit_code == 0, lock.output);
+  const auto pinned = nlohmann::json::parse(kh::test::read_text(lockfile));
+  auto index = ws.read_index();
+  const std::string sha = Workspace::reference_variant(index)["sha256"];
+  CHECK(pinned["packages"]["kernels-community/rms-norm"]["version"] == "1.0.0");
+  CHECK(pinned["packages"]["kernels-community/rms-norm"]["variants"]["cpu-x86_64-abi1-x86_64-linux"] == sha);
+
+  auto get = ws.kernels(std::string("get ") + kSpec + " --hub '" + ws.hub_url() + "' --locked --lockfile '" + lockfile + "'");
+  REQUIRE_MESSAGE(get.exit_code == 0, get.output);
+
+  const std::string hub = ws.hub_url(), cache = ws.cache.string();
+  kh_load_options options{};
+  options.struct_size = sizeof(options);
+  options.cache_dir = cache.c_str();
+  options.lockfile = lockfile.c_str();
+  SUBCASE("a host with the lockfile needs no hub once the pinned build is cached") {
+    fs::remove_all(ws.hub);
+    kh_kernel* k = nullptr;
+    REQUIRE_MESSAGE(kh_load_kernel(kSpec, &options, &k) == KH_OK, kh_last_error());
+    CHECK(std::string(kh_kernel_version(k)) == "1.0.0");
+    kh_kernel_release(k);
+  }
+  SUBCASE("a request the locked version does not satisfy is refused") {
+    kh_kernel* k = nullptr;
+    CHECK(kh_load_kernel("kernels-community/rms-norm@2", &options, &k) == KH_ERROR_LOCKED);
+    CHECK(std::string(kh_last_error()).find("1.0.0") != std::string::npos);
+    CHECK(kh_load_kernel("kernels-community/layer-norm@1", &options, &k) == KH_ERROR_LOCKED);
+    CHECK(std::string(kh_last_error()).find("not pinned") != std::string::npos);
+  }
+  SUBCASE("the hub serving other bytes for a pinned build is refused") {
+    // Simulate a republished build: new bytes under the same version and variant.
+    std::string bytes = kh::test::read_text(ws.blob_path(sha));
+    bytes += std::string(16, '\0');
+    const std::string other = kh::registry::sha256_hex(bytes);
+    kh::test::write_text(ws.blob_path(other), bytes);
+    Workspace::reference_variant(index)["sha256"] = other;
+    Workspace::reference_variant(index)["size"] = bytes.size();
+    ws.write_index(index);
+    fs::remove_all(ws.cache);  // force a fetch
+    fs::create_directories(ws.cache);
+    options.hub = hub.c_str();
+    kh_kernel* k = nullptr;
+    CHECK(kh_load_kernel(kSpec, &options, &k) == KH_ERROR_LOCKED);
+    CHECK(std::string(kh_last_error()).find("other bytes") != std::string::npos);
+    CHECK(k == nullptr);
+    CHECK(ws.trusted_cache_entries() == 0);
+    auto refused = ws.kernels(std::string("get ") + kSpec + " --hub '" + hub + "' --locked --lockfile '" + lockfile + "'");
+    CHECK(refused.exit_code != 0);
+    CHECK(refused.output.find("other bytes") != std::string::npos);
+  }
 }

@@ -49,7 +49,8 @@ typedef struct kh_load_options {
   uint32_t flags;       /* KH_LOAD_* bits; KH_OFFLINE=1 in the environment adds OFFLINE */
   const char* hub;       /* hub URL; default $KH_HUB */
   const char* cache_dir; /* cache root; default $KH_CACHE, else $XDG_CACHE_HOME/kh, else ~/.cache/kh */
-  const char* variant;   /* force this variant key (e.g. for tests); default: select */
+  const char* variant;   /* force this variant key; default $KH_TARGET, else select for this machine */
+  const char* lockfile;  /* resolve only what this kernels.lock pins; default $KH_LOCKFILE */
 } kh_load_options;
 
 /* Resolves spec ("org/name", "org/name@1.2", "org/name@sha256:<hex>", ...), uses the

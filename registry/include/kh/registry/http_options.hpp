@@ -22,8 +22,9 @@ struct HttpOptions {
   long low_speed_bytes_per_s = 1024;
   long low_speed_time_s = 30;
 
-  // Attempts per request that make no progress: connection failures, timeouts, 408, 429,
-  // 5xx. A resumed blob that made progress since the last failure starts a fresh count.
+  // Attempts per request: connection failures, timeouts, 408, 429, 5xx. A failure after
+  // a blob download brought at least 1 MiB since the previous one is not counted (it
+  // resumes); every fetch still stops after 64 requests in all.
   int max_attempts = 5;
   // Backoff before attempt n (n >= 1): min(backoff_max_ms, backoff_initial_ms * 2^(n-1)),
   // scaled by a random factor in [0.5, 1]. Retry-After (seconds) replaces it, capped at

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "kh/registry/minisign.hpp"
 #include "kh/registry/package_manifest.hpp"
 
 namespace kh::registry {
@@ -27,7 +28,13 @@ struct PublishedVariant {
 // (temp + rename), then each touched repo's index.json merged, its "version" bumped and
 // "expires" set to now + expires_days. Holds <hub_dir>/.kh-publish.lock meanwhile.
 // Refuses (KH_ERROR_INVALID_ARGUMENT) to replace a published variant with other bytes.
+// With signing_keys, each written index is signed (index.json.minisig, plus
+// index.json.sigs with several keys) before it is renamed into place, and an index left
+// unsigned by an earlier publish is signed as it is. A hub with a root (root/<N>.root.json)
+// must be signed by enough of its index keys: anything else is refused
+// (KH_ERROR_SIGNATURE) before the hub is touched.
 std::vector<PublishedVariant> publish_to_file_hub(const std::string& dist_dir, const std::string& hub_dir,
-                                                  int expires_days = 365);
+                                                  int expires_days = 365,
+                                                  const std::vector<minisign::SecretKey>& signing_keys = {});
 
 }  // namespace kh::registry

@@ -1,0 +1,27 @@
+# Reads build-matrix/matrix.json for build.sh (CMake is the one JSON reader every build host has).
+#   cmake -DKH_MATRIX=<matrix.json> -P matrix.cmake
+# prints "max_glibc <version>" and then one line per target:
+#   target <key> <kh_target> <variant glob> <required program>...
+if(NOT KH_MATRIX)
+  message(FATAL_ERROR "matrix.cmake: pass -DKH_MATRIX=<path to matrix.json>")
+endif()
+file(READ "${KH_MATRIX}" _json)
+string(JSON _max_glibc GET "${_json}" max_glibc)
+execute_process(COMMAND ${CMAKE_COMMAND} -E echo "max_glibc ${_max_glibc}")
+string(JSON _n LENGTH "${_json}" targets)
+math(EXPR _last "${_n} - 1")
+foreach(_i RANGE ${_last})
+  string(JSON _key GET "${_json}" targets ${_i} key)
+  string(JSON _kh_target GET "${_json}" targets ${_i} kh_target)
+  string(JSON _variant GET "${_json}" targets ${_i} variant)
+  string(JSON _nreq LENGTH "${_json}" targets ${_i} requires)
+  set(_line "target ${_key} ${_kh_target} ${_variant}")
+  if(_nreq GREATER 0)
+    math(EXPR _rlast "${_nreq} - 1")
+    foreach(_r RANGE ${_rlast})
+      string(JSON _prog GET "${_json}" targets ${_i} requires ${_r})
+      string(APPEND _line " ${_prog}")
+    endforeach()
+  endif()
+  execute_process(COMMAND ${CMAKE_COMMAND} -E echo "${_line}")
+endforeach()

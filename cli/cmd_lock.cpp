@@ -1,0 +1,49 @@
+// `kernels lock <spec>...`: resolve each package on the hub and pin its version and the
+// sha256 of every build of it in kernels.lock (so one lockfile serves every machine).
+#include <cstdio>
+#include <memory>
+
+#include "commands.hpp"
+#include "common_options.hpp"
+#include "kh/registry/fs.hpp"
+#include "kh/registry/lockfile.hpp"
+#include "kh/registry/package_spec.hpp"
+#include "package_fetch.hpp"
+
+namespace kh::cli {
+
+void add_lock_command(CLI::App& app) {
+  struct Args {
+    std::vector<std::string> specs;
+    loader::FetchOptions options;
+    std::string out = registry::kDefaultLockfileName;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("lock", "Pin packages' versions and the sha256 of their builds in kernels.lock");
+  cmd->add_option("specs", args->specs, "Packages: org/name[@version]")->required();
+  add_hub_options(cmd, args->options);
+  cmd->add_option("--lockfile", args->out, "Lockfile to write (entries for other packages are kept)");
+  cmd->footer("Then: kernels get <spec> --locked, or kh_load_options.lockfile / KH_LOCKFILE in a host.");
+  cmd->callback([args]() {
+    loader::FetchOptions options = loader::with_environment(args->options);
+    options.lockfile.clear();  // locking resolves afresh
+    registry::Lockfile lock;
+    if (registry::path_exists(args->out)) lock = registry::load_lockfile(args->out);
+    for (const auto& text : args->specs) {
+      const registry::PackageSpec spec = registry::parse_package_spec(text);
+      const registry::RepoIndex index = loader::load_repo_index(spec.repo(), options);
+      const registry::Release& release = registry::resolve_release(index, spec.request);
+      registry::LockedPackage locked;
+      locked.request = spec.request.text;
+      locked.version = registry::to_string(release.version);
+      locked.hub = options.hub_url;
+      for (const auto& v : release.variants) locked.variants[v.key] = v.sha256;
+      std::printf("locked %s %s (%zu builds)\n", spec.repo().c_str(), locked.version.c_str(), locked.variants.size());
+      lock.packages[spec.repo()] = std::move(locked);
+    }
+    registry::write_file_atomic(args->out, registry::serialize_lockfile(lock));
+    std::printf("wrote %s\n", args->out.c_str());
+  });
+}
+
+}  // namespace kh::cli

@@ -1,0 +1,158 @@
+// `kernels trust <root.json>`: pin a hub's root of trust in the cache (client side).
+// `kernels trust init|rotate --hub file://...`: write a hub's next root (operator side).
+// `kernels trust show`, `kernels trust canonical <root.json>`. See docs/trust.md.
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <vector>
+
+#include "commands.hpp"
+#include "common_options.hpp"
+#include "kh/registry/cache.hpp"
+#include "kh/registry/fs.hpp"
+#include "kh/registry/hub.hpp"
+#include "kh/registry/signed_metadata.hpp"
+#include "kh/registry/status_error.hpp"
+#include "kh/registry/trust.hpp"
+
+namespace kh::cli {
+namespace {
+
+constexpr uint64_t kMaxRootFile = registry::kMaxRootBytes;
+
+struct RootArgs {
+  std::string hub;
+  std::vector<std::string> root_keys, index_keys, signers;
+  uint32_t threshold = 1, index_threshold = 0;
+  int expires_days = 365;
+};
+
+std::string file_hub_dir(const std::string& hub, const char* verb) {
+  const std::string prefix = "file://";
+  if (hub.compare(0, prefix.size(), prefix) != 0)
+    fail(KH_ERROR_INVALID_ARGUMENT, std::string("kernels trust ") + verb + ": hub " + hub +
+                                        " is not a file:// URL; roots are written to a hub tree you operate");
+  return hub.substr(prefix.size());
+}
+
+void add_root_writer(CLI::App& trust, const char* name, const char* help, bool first) {
+  auto args = std::make_shared<RootArgs>();
+  CLI::App* cmd = trust.add_subcommand(name, help);
+  cmd->add_option("--hub", args->hub, "The hub to write root/<N>.root.json into: file:///path")->required();
+  cmd->add_option("--key", args->root_keys, "A root key's public key file (repeat for several)")->required();
+  cmd->add_option("--threshold", args->threshold, "How many root keys must sign the next root (default 1)");
+  cmd->add_option("--index-key", args->index_keys,
+                  "An index key's public key file (repeat; default: the root keys)");
+  cmd->add_option("--index-threshold", args->index_threshold,
+                  "How many index keys must sign an index (default: 1)");
+  cmd->add_option("--sign", args->signers,
+                  first ? "Secret key file of a root key, to sign with (repeat: a threshold is needed)"
+                        : "Secret key file to sign with: a threshold of the current root's root keys AND of the "
+                          "new root's (repeat)")
+      ->required();
+  cmd->add_option("--expires-days", args->expires_days, "Days until this root expires")->check(CLI::Range(1, 3650));
+  cmd->callback([args, first, name]() {
+    const std::string hub_dir = file_hub_dir(args->hub, name);
+    const auto existing = registry::latest_root_in_file_hub(hub_dir);
+    if (first && existing)
+      fail(KH_ERROR_INVALID_ARGUMENT, "hub " + args->hub + " already has root version " +
+                                          std::to_string(existing->version) + "; use `kernels trust rotate` to replace it");
+    if (!first && !existing)
+      fail(KH_ERROR_INVALID_ARGUMENT, "hub " + args->hub + " has no root yet; use `kernels trust init` first");
+    registry::RootSpec spec;
+    for (const auto& p : args->root_keys) spec.root_keys.push_back(registry::read_public_key_file(p));
+    for (const auto& p : args->index_keys) spec.index_keys.push_back(registry::read_public_key_file(p));
+    if (spec.index_keys.empty()) spec.index_keys = spec.root_keys;
+    spec.root_threshold = args->threshold;
+    spec.index_threshold = args->index_threshold == 0 ? 1 : args->index_threshold;
+    spec.expires_unix = static_cast<int64_t>(std::time(nullptr)) + int64_t{args->expires_days} * 86400;
+    std::vector<registry::minisign::SecretKey> signers;
+    for (const auto& p : args->signers) signers.push_back(registry::read_secret_key_file(p));
+    const registry::RootMetadata root = registry::write_next_root_to_file_hub(hub_dir, spec, signers);
+    std::printf("wrote %s/root/%llu.root.json (root keys %zu, threshold %u; index keys %zu, threshold %u; expires %s)\n",
+                hub_dir.c_str(), static_cast<unsigned long long>(root.version), root.root_role.keyids.size(),
+                root.root_role.threshold, root.index_role.keyids.size(), root.index_role.threshold,
+                root.expires.c_str());
+    if (first)
+      std::printf("clients trust it with: kernels trust %s/root/1.root.json --hub %s\n", hub_dir.c_str(),
+                  args->hub.c_str());
+  });
+}
+
+}  // namespace
+
+void add_trust_command(CLI::App& app) {
+  struct PinArgs {
+    std::string root_file;
+    loader::FetchOptions options;
+    bool replace = false;
+  };
+  auto pin = std::make_shared<PinArgs>();
+  CLI::App* trust = app.add_subcommand("trust", "Pin a hub's root of trust, or write a root for a hub you operate");
+  trust->add_option("root", pin->root_file, "A root.json obtained from the hub's operator over a channel you trust")
+      ->check(CLI::ExistingFile);
+  add_hub_options(trust, pin->options);
+  trust->add_flag("--replace", pin->replace, "Replace an existing pin (forgets the roots and rollback state seen)");
+  trust->footer(
+      "Examples:\n"
+      "  kernels trust hub-root.json --hub https://hub.example.org   # pin; `kernels get` then verifies everything\n"
+      "  kernels trust init --hub file:///srv/hub --key keys/kh.pub --sign keys/kh.key\n"
+      "  kernels trust rotate --hub file:///srv/hub --key a.pub --key b.pub --key c.pub --threshold 2 \\\n"
+      "      --sign old.key --sign a.key --sign b.key");
+  trust->callback([pin, trust]() {
+    if (trust->get_subcommands().size() > 0) return;
+    if (pin->root_file.empty())
+      fail(KH_ERROR_INVALID_ARGUMENT, "kernels trust: give a root.json to pin, or a subcommand (init, rotate, show, "
+                                      "canonical); see `kernels trust --help`");
+    const loader::FetchOptions o = loader::with_environment(pin->options);
+    if (o.hub_url.empty())
+      fail(KH_ERROR_INVALID_ARGUMENT, "kernels trust: which hub is this root for? pass --hub URL or set KH_HUB");
+    auto hub = registry::open_hub(o.hub_url);
+    registry::Cache cache(o.cache_root);
+    registry::TrustStore store(cache, hub->id());
+    const registry::RootMetadata root =
+        store.pin_root(registry::read_file(pin->root_file, kMaxRootFile), pin->root_file, pin->replace);
+    std::printf("trusting root version %llu of hub %s (root keys %zu, threshold %u; index keys %zu, threshold %u; "
+                "expires %s)\n",
+                static_cast<unsigned long long>(root.version), hub->url().c_str(), root.root_role.keyids.size(),
+                root.root_role.threshold, root.index_role.keyids.size(), root.index_role.threshold,
+                root.expires.c_str());
+  });
+
+  add_root_writer(*trust, "init", "Write root/1.root.json for a hub you operate (file://)", true);
+  add_root_writer(*trust, "rotate", "Write the next root of a hub you operate, signed by old and new root keys", false);
+
+  auto show = std::make_shared<loader::FetchOptions>();
+  CLI::App* s = trust->add_subcommand("show", "Print the root of trust pinned for a hub (verified again)");
+  add_hub_options(s, *show);
+  s->callback([show]() {
+    const loader::FetchOptions o = loader::with_environment(*show);
+    if (o.hub_url.empty()) fail(KH_ERROR_INVALID_ARGUMENT, "kernels trust show: pass --hub URL or set KH_HUB");
+    auto hub = registry::open_hub(o.hub_url);
+    registry::Cache cache(o.cache_root);
+    const auto root = registry::TrustStore(cache, hub->id()).trusted_root();
+    if (!root) {
+      std::printf("hub %s: no pinned root (run `kernels trust <root.json> --hub %s`)\n", hub->url().c_str(),
+                  hub->url().c_str());
+      return;
+    }
+    std::printf("hub %s: root version %llu, expires %s\n", hub->url().c_str(),
+                static_cast<unsigned long long>(root->version), root->expires.c_str());
+    for (const auto* role : {&root->root_role, &root->index_role}) {
+      std::printf("  %s role: threshold %u of", role == &root->root_role ? "root" : "index", role->threshold);
+      for (const auto& id : role->keyids) std::printf(" %s", id.c_str());
+      std::printf("\n");
+    }
+  });
+
+  auto canon = std::make_shared<std::string>();
+  CLI::App* c = trust->add_subcommand("canonical", "Print the canonical bytes a root's signatures cover");
+  c->add_option("root", *canon, "A root.json")->required()->check(CLI::ExistingFile);
+  c->footer("To sign a root with the stock minisign tool: kernels trust canonical r.json > r.bin && minisign -S -m r.bin");
+  c->callback([canon]() {
+    const std::string bytes = registry::root_signed_bytes(registry::read_file(*canon, kMaxRootFile), *canon);
+    std::fwrite(bytes.data(), 1, bytes.size(), stdout);
+  });
+}
+
+}  // namespace kh::cli

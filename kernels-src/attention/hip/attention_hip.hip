@@ -1,0 +1,143 @@
+// attention_hip.hip: the HIP backend's attention_fwd entry (rocm-gfx942): validates the call
+// with the shared rules (parse_attention_fwd_args), checks what the gfx942 kernel needs beyond
+// them (head dim 64 or 128, 16-byte aligned rows, grid limits), and launches the MFMA kernel
+// (attention_fwd_gfx942_kernel.hpp) on the caller's stream (kh_call_ctx::stream, a
+// hipStream_t; NULL: the default stream). A HIP error becomes KH_ERROR_DEVICE.
+#include <hip/hip_runtime_api.h>
+
+#include <climits>
+#include <cstddef>
+
+#include "attention_args.hpp"
+#include "attention_fwd_gfx942.hpp"
+#include "attention_ops.hpp"
+#include "kh_kernel/args.hpp"
+
+namespace kh_attention {
+
+namespace gfx942 {
+
+bool fwd_params_aligned(const FwdParams& p) {
+  auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
+  auto rows_aligned = [](int64_t batch, int64_t row, int64_t head) {
+    return batch % 8 == 0 && row % 8 == 0 && head % 8 == 0;  // 8 two-byte elements = 16 bytes
+  };
+  return aligned(p.q) && aligned(p.k) && aligned(p.v) && aligned(p.out) &&
+         rows_aligned(p.q_batch_stride, p.q_row_stride, p.q_head_stride) &&
+         rows_aligned(p.k_batch_stride, p.k_row_stride, p.k_head_stride) &&
+         rows_aligned(p.v_batch_stride, p.v_row_stride, p.v_head_stride) &&
+         rows_aligned(p.o_batch_stride, p.o_row_stride, p.o_head_stride);
+}
+
+hipError_t run_attention_fwd_gfx942(const FwdParams& p, hipStream_t stream) {
+  const bool bf16 = p.dtype == ElementType::kBF16;
+  switch (p.head_dim) {
+    case 64:
+      return bf16 ? run_attention_fwd_gfx942_instance<64, ElementType::kBF16>(p, stream)
+                  : run_attention_fwd_gfx942_instance<64, ElementType::kF16>(p, stream);
+    case 128:
+      return bf16 ? run_attention_fwd_gfx942_instance<128, ElementType::kBF16>(p, stream)
+                  : run_attention_fwd_gfx942_instance<128, ElementType::kF16>(p, stream);
+    default:
+      return hipErrorInvalidValue;
+  }
+}
+
+}  // namespace gfx942
+
+namespace {
+
+using kh_kernels::OpContext;
+using kh_kernels::op_error;
+
+// Makes `device` current for the call and restores the caller's device afterwards.
+class ScopedDevice {
+ public:
+  explicit ScopedDevice(int device) {
+    if (hipGetDevice(&previous_) != hipSuccess) previous_ = -1;
+    status_ = previous_ == device ? hipSuccess : hipSetDevice(device);
+  }
+  ~ScopedDevice() {
+    if (previous_ >= 0 && status_ == hipSuccess) (void)hipSetDevice(previous_);
+  }
+  ScopedDevice(const ScopedDevice&) = delete;
+  ScopedDevice& operator=(const ScopedDevice&) = delete;
+  hipError_t status() const { return status_; }
+
+ private:
+  int previous_ = -1;
+  hipError_t status_ = hipSuccess;
+};
+
+gfx942::FwdParams to_fwd_params(const AttentionParams& a) {
+  gfx942::FwdParams p;
+  p.q = a.q;
+  p.k = a.k;
+  p.v = a.v;
+  p.out = a.out;
+  p.lse = a.lse;
+  p.q_batch_stride = a.q_batch_stride, p.q_row_stride = a.q_row_stride, p.q_head_stride = a.q_head_stride;
+  p.k_batch_stride = a.k_batch_stride, p.k_row_stride = a.k_row_stride, p.k_head_stride = a.k_head_stride;
+  p.v_batch_stride = a.v_batch_stride, p.v_row_stride = a.v_row_stride, p.v_head_stride = a.v_head_stride;
+  p.o_batch_stride = a.o_batch_stride, p.o_row_stride = a.o_row_stride, p.o_head_stride = a.o_head_stride;
+  p.lse_batch_stride = a.lse_batch_stride, p.lse_head_stride = a.lse_head_stride;
+  p.lse_row_stride = a.lse_row_stride;
+  p.batch = static_cast<int>(a.batch);
+  p.seqlen_q = static_cast<int>(a.seqlen_q);
+  p.seqlen_k = static_cast<int>(a.seqlen_k);
+  p.heads_q = static_cast<int>(a.heads_q);
+  p.heads_kv = static_cast<int>(a.heads_kv);
+  p.head_dim = static_cast<int>(a.head_dim);
+  p.scale = static_cast<float>(a.scale);
+  p.causal = a.causal;
+  p.dtype = a.dtype == kh_kernels::DType::kBF16 ? gfx942::ElementType::kBF16 : gfx942::ElementType::kF16;
+  return p;
+}
+
+kh_status launch(const OpContext& c, const AttentionParams& a) {
+  if (!gfx942::gfx942_supports_head_dim(static_cast<int>(a.head_dim)))
+    return op_error(c, KH_ERROR_UNSUPPORTED,
+                    "argument 'q': head_dim %lld is not supported on ROCm gfx942 (64, 128); the CUDA and CPU "
+                    "builds also take 256",
+                    (long long)a.head_dim);
+  // Grid: (q tiles, heads_q, batch); y and z kept to 65535 as on CUDA, lengths to int.
+  if (a.heads_q > 65535 || a.batch > 65535 || a.seqlen_q > INT_MAX / 2 || a.seqlen_k > INT_MAX / 2)
+    return op_error(c, KH_ERROR_UNSUPPORTED,
+                    "shape too large for the gfx942 kernel: heads_q %lld and batch %lld must be <= 65535, "
+                    "sequence lengths (%lld, %lld) <= %d",
+                    (long long)a.heads_q, (long long)a.batch, (long long)a.seqlen_q, (long long)a.seqlen_k,
+                    INT_MAX / 2);
+  const gfx942::FwdParams p = to_fwd_params(a);
+  if (!gfx942::fwd_params_aligned(p))
+    return op_error(c, KH_ERROR_UNSUPPORTED,
+                    "q, k, v and out need 16-byte aligned data pointers and batch/row/head strides that are "
+                    "multiples of 8 elements (the kernel moves 16-byte chunks); copy the tensors to "
+                    "contiguous memory first");
+
+  const ScopedDevice device(a.device.device_id);
+  if (device.status() != hipSuccess)
+    return op_error(c, KH_ERROR_DEVICE, "cannot make ROCm device %d current: %s", a.device.device_id,
+                    hipGetErrorString(device.status()));
+  const bool has_stream = c.ctx != nullptr && c.ctx->struct_size >= offsetof(kh_call_ctx, stream) + sizeof(void*);
+  const hipStream_t stream = has_stream ? static_cast<hipStream_t>(c.ctx->stream) : nullptr;
+  const hipError_t err = gfx942::run_attention_fwd_gfx942(p, stream);
+  if (err != hipSuccess)
+    return op_error(c, err == hipErrorOutOfMemory ? KH_ERROR_OUT_OF_MEMORY : KH_ERROR_DEVICE,
+                    "kernel launch failed on ROCm device %d: %s (%s)", a.device.device_id, hipGetErrorName(err),
+                    hipGetErrorString(err));
+  return KH_OK;
+}
+
+}  // namespace
+
+kh_status attention_fwd_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
+  const OpContext c{"attention_fwd", ctx, KH_DEVICE_TYPE};
+  return kh_kernels::guarded(c, [&] {
+    AttentionParams p;
+    KH_KERNEL_TRY(parse_attention_fwd_args(args, nargs, ctx, &p));
+    if (p.empty()) return KH_OK;
+    return launch(c, p);
+  });
+}
+
+}  // namespace kh_attention

@@ -1,0 +1,38 @@
+// rms_norm_hip.hip: the op entries of the rms-norm HIP backend (rocm-gfx942): validate with the
+// shared rules, then launch the dtype's kernels on the caller's stream (a hipStream_t).
+//   rms_norm:            out = x / sqrt(mean(x^2) + eps) * weight
+//   fused_add_rms_norm:  residual_out = round(x + residual); out = rms_norm(residual_out)
+// The kernels are in row_norm_engine_hip.hpp; hip/CMakeLists.txt says how this is built.
+#include "kh_kernel/args.hpp"
+#include "rms_norm_args.hpp"
+#include "rms_norm_hip.hpp"
+#include "rms_norm_ops.hpp"
+#include "row_norm_engine_hip.hpp"
+
+namespace kh_rms_norm {
+namespace {
+
+constexpr kh_row_norm::RowNormLaunchers kLaunchers{&launch_rms_norm_f32, &launch_rms_norm_f16,
+                                                   &launch_rms_norm_bf16};
+
+}  // namespace
+
+kh_status rms_norm_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
+  const kh_kernels::OpContext c{"rms_norm", ctx, KH_DEVICE_TYPE};
+  return kh_kernels::guarded(c, [&] {
+    RmsNormParams p;
+    KH_KERNEL_TRY(parse_rms_norm_args(args, nargs, ctx, &p));
+    return kh_row_norm::run_row_norm(c, p, kLaunchers);
+  });
+}
+
+kh_status fused_add_rms_norm_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
+  const kh_kernels::OpContext c{"fused_add_rms_norm", ctx, KH_DEVICE_TYPE};
+  return kh_kernels::guarded(c, [&] {
+    RmsNormParams p;
+    KH_KERNEL_TRY(parse_fused_add_rms_norm_args(args, nargs, ctx, &p));
+    return kh_row_norm::run_row_norm(c, p, kLaunchers);
+  });
+}
+
+}  // namespace kh_rms_norm

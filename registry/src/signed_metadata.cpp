@@ -1,0 +1,457 @@
+// Verified hub metadata: the client's root chain and rollback state in the cache,
+// verified index fetches (online and from the cache), and the publisher's side for
+// file:// hubs. See signed_metadata.hpp and docs/trust.md.
+#include "kh/registry/signed_metadata.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "file_hub_signing.hpp"
+#include "internal.hpp"
+#include "kh/registry/fs.hpp"
+#include "kh/registry/status_error.hpp"
+
+namespace kh::registry {
+namespace {
+
+constexpr uint64_t kMaxIndexBytes = 64u << 20;
+constexpr uint64_t kMaxKeyFileBytes = 16u << 10;
+constexpr uint64_t kMaxStateBytes = 64u << 10;
+constexpr uint64_t kMaxRootUpdates = 1024;  // a hub cannot keep a client walking forever
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' && std::string(v) != "0";
+}
+
+int64_t now_or(const TrustOptions& o) { return o.now != 0 ? o.now : static_cast<int64_t>(std::time(nullptr)); }
+
+// "12.root.json" -> 12; 0 for any other name.
+uint64_t root_file_version(const std::string& name) {
+  const std::string suffix = ".root.json";
+  if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) return 0;
+  std::string digits = name.substr(0, name.size() - suffix.size());
+  if (digits.empty() || digits.size() > 18 || digits[0] == '0' ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return 0;
+  return std::stoull(digits);
+}
+
+std::vector<uint64_t> root_versions_in(const std::string& dir) {
+  std::vector<uint64_t> out;
+  if (!path_exists(dir)) return out;
+  for (const std::string& name : detail::list_names(dir))
+    if (uint64_t v = root_file_version(name)) out.push_back(v);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string root_name(uint64_t version) { return std::to_string(version) + ".root.json"; }
+
+void check_not_expired(const std::string& what, const std::string& expires, int64_t expires_unix,
+                       const TrustOptions& options) {
+  if (options.allow_expired || expires_unix > now_or(options)) return;
+  fail(KH_ERROR_EXPIRED, what + " expired on " + expires +
+                             ": the hub's metadata is stale; ask its operator to republish (or, to use it anyway, "
+                             "pass --allow-expired or set KH_ALLOW_EXPIRED=1)");
+}
+
+[[noreturn]] void fail_no_pin(const std::string& hub_url, const std::string& cache_root) {
+  fail(KH_ERROR_SIGNATURE,
+       "hub " + hub_url + " has no pinned root of trust in the cache " + cache_root +
+           ", so its metadata cannot be verified. Get the hub's root.json from its operator over a channel you "
+           "trust and run `kernels trust <root.json> --hub " + hub_url +
+           "`; to use an unsigned hub anyway (local development, tests) set KH_ALLOW_UNSIGNED=1");
+}
+
+void check_names_repo(const RepoIndex& index, const std::string& repo, const std::string& source) {
+  if (index.repo != repo)
+    fail(KH_ERROR_SIGNATURE, source + " describes repo '" + index.repo + "', not '" + repo +
+                                 "': the hub served another repo's index in its place");
+}
+
+std::string safe_hub_id(const std::string& hub_id) {
+  if (hub_id.empty() || hub_id.find('/') != std::string::npos || !detail::is_safe_relative_path(hub_id))
+    fail(KH_ERROR_INVALID_ARGUMENT, "hub id '" + hub_id + "' is not a safe directory name");
+  return hub_id;
+}
+
+// The signature entries for an index: the bare .minisig and, if given, the .sigs list.
+// `rel` is the index's path in the hub, `where` says whose copy (" from <hub>").
+std::vector<SignatureEntry> index_signature_entries(const std::string& minisig, const std::optional<std::string>& sigs,
+                                                    const std::string& rel, const std::string& where) {
+  std::vector<SignatureEntry> out{{"", minisig, rel + ".minisig" + where}};
+  if (sigs) {
+    std::vector<SignatureEntry> more = parse_signature_list(*sigs, rel + ".sigs" + where);
+    for (size_t i = 0; i < more.size(); ++i) {
+      more[i].origin = rel + ".sigs" + where + ", signature " + std::to_string(i + 1);
+      out.push_back(std::move(more[i]));
+    }
+  }
+  return out;
+}
+
+// Checks everything a verified index must satisfy besides its signatures.
+void check_index(const RepoIndex& index, const std::string& repo, const std::string& source, const TrustStore& store,
+                 const TrustOptions& options) {
+  check_names_repo(index, repo, source);
+  check_not_expired(source + " (index version " + std::to_string(index.version) + ")", index.expires,
+                    index.expires_unix, options);
+  uint64_t highest = store.highest_index_version(repo);
+  if (index.version < highest)
+    fail(KH_ERROR_ROLLBACK, source + " is index version " + std::to_string(index.version) + ", older than version " +
+                                std::to_string(highest) +
+                                " already accepted from this hub: the hub (or something between it and you) is "
+                                "serving stale metadata; ask its operator, and do not work around this");
+}
+
+std::optional<std::string> fetch_optional(Hub& hub, const std::string& rel, uint64_t max_bytes) {
+  try {
+    return hub.fetch_metadata(rel, max_bytes);
+  } catch (const StatusError& e) {
+    if (e.status() == KH_ERROR_NOT_FOUND) return std::nullopt;
+    throw;
+  }
+}
+
+std::string fetch_index_text(Hub& hub, const std::string& repo, const std::string& rel) {
+  try {
+    return hub.fetch_metadata(rel, kMaxIndexBytes);
+  } catch (const StatusError& e) {
+    if (e.status() == KH_ERROR_NOT_FOUND)
+      fail(KH_ERROR_NOT_FOUND, "hub " + hub.url() + " has no repo " + repo + " (no " + rel +
+                                   "); check the name with `kernels info`");
+    throw;
+  }
+}
+
+std::string read_key_file(const std::string& path, bool secret) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) detail::fail_errno("cannot open key file '" + path + "'", errno);
+  struct stat st {};
+  int rc = ::fstat(fd, &st);
+  ::close(fd);
+  if (rc != 0) detail::fail_errno("cannot stat key file '" + path + "'", errno);
+  if (secret && (st.st_mode & 077) != 0)
+    fail(KH_ERROR_INVALID_ARGUMENT, "secret key file '" + path + "' can be read by other users (mode " +
+                                        std::to_string((st.st_mode >> 6) & 7) + std::to_string((st.st_mode >> 3) & 7) +
+                                        std::to_string(st.st_mode & 7) + "); run `chmod 600 " + path + "` first");
+  return read_file(path, kMaxKeyFileBytes);
+}
+
+void minisign_cleanse(std::string& s) {
+  for (char& c : s) *static_cast<volatile char*>(&c) = 0;
+}
+
+}  // namespace
+
+TrustOptions TrustOptions::from_environment() {
+  TrustOptions o;
+  o.allow_unsigned = env_flag("KH_ALLOW_UNSIGNED");
+  o.allow_expired = env_flag("KH_ALLOW_EXPIRED");
+  return o;
+}
+
+// ---- TrustStore ----
+
+TrustStore::TrustStore(const Cache& cache, std::string hub_id)
+    : dir_(cache.root() + "/hubs/" + safe_hub_id(hub_id) + "/trust") {}
+
+std::optional<RootMetadata> TrustStore::trusted_root() const {
+  const std::string root_dir = dir_ + "/root";
+  std::vector<uint64_t> versions = root_versions_in(root_dir);
+  if (versions.empty()) return std::nullopt;
+  std::optional<RootMetadata> trusted;
+  for (uint64_t v : versions) {
+    const std::string path = root_dir + "/" + root_name(v);
+    RootMetadata root = parse_root(read_file(path, kMaxRootBytes), path);
+    if (root.version != v)
+      fail(KH_ERROR_SIGNATURE, path + " holds root version " + std::to_string(root.version) + ": the trust state is damaged; run `kernels trust <root.json> --replace`");
+    if (trusted) {
+      verify_root_update(*trusted, root, path);
+    } else {
+      verify_root_self_signed(root, path);
+    }
+    trusted = std::move(root);
+  }
+  return trusted;
+}
+
+RootMetadata TrustStore::pin_root(std::string_view root_text, std::string_view source, bool replace) {
+  RootMetadata root = parse_root(root_text, source);
+  verify_root_self_signed(root, source);
+  FileLock lock(dir_ + "/.lock");
+  const std::string root_dir = dir_ + "/root";
+  std::vector<uint64_t> versions = root_versions_in(root_dir);
+  if (!versions.empty()) {
+    const std::string first = root_dir + "/" + root_name(versions.front());
+    if (versions.front() == root.version && read_file(first, kMaxRootBytes) == root_text) return root;
+    if (!replace)
+      fail(KH_ERROR_INVALID_ARGUMENT, "this hub already has a pinned root (version " + std::to_string(versions.front()) +
+                                          ", in " + root_dir + "); pass --replace to forget it, every root "
+                                          "verified since and the rollback state, and trust " + std::string(source) +
+                                          " instead");
+    remove_tree(root_dir);
+    remove_tree(dir_ + "/repos");
+  }
+  write_file_atomic(root_dir + "/" + root_name(root.version), root_text);
+  return root;
+}
+
+RootMetadata TrustStore::update_root(Hub& hub) {
+  FileLock lock(dir_ + "/.lock");
+  std::optional<RootMetadata> trusted = trusted_root();
+  if (!trusted) fail_no_pin(hub.url(), dir_);
+  for (uint64_t step = 0; step < kMaxRootUpdates; ++step) {
+    const std::string rel = "root/" + root_name(trusted->version + 1);
+    std::optional<std::string> text = fetch_optional(hub, rel, kMaxRootBytes);
+    if (!text) return *trusted;
+    const std::string source = rel + " from " + hub.url();
+    RootMetadata next = parse_root(*text, source);
+    verify_root_update(*trusted, next, source);
+    write_file_atomic(dir_ + "/root/" + root_name(next.version), *text);
+    trusted = std::move(next);
+  }
+  fail(KH_ERROR_BAD_METADATA, "hub " + hub.url() + " offers more than " + std::to_string(kMaxRootUpdates) +
+                                  " new roots at once; refusing to walk further");
+}
+
+uint64_t TrustStore::highest_index_version(const std::string& repo) const {
+  const std::string path = dir_ + "/" + repo_index_path(repo) + ".state.json";
+  if (!path_exists(path)) return 0;
+  try {
+    auto doc = nlohmann::json::parse(read_file(path, kMaxStateBytes));
+    return doc.at("highest_version").get<uint64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    fail(KH_ERROR_IO, "the rollback state " + path + " is damaged (" + e.what() + "); remove it and run `kernels get` again");
+  }
+}
+
+void TrustStore::record_index_version(const std::string& repo, uint64_t version) const {
+  if (version <= highest_index_version(repo)) return;
+  const std::string path = dir_ + "/" + repo_index_path(repo) + ".state.json";
+  write_file_atomic(path, nlohmann::json{{"highest_version", version}}.dump() + "\n");
+}
+
+// ---- Verified indexes ----
+
+RepoIndex fetch_verified_index(Hub& hub, Cache& cache, const std::string& repo, const TrustOptions& options) {
+  TrustStore store(cache, hub.id());
+  const std::string rel = repo_index_path(repo);
+  const std::string source = rel + " from " + hub.url();
+  if (!store.trusted_root()) {
+    if (!options.allow_unsigned) fail_no_pin(hub.url(), cache.root());
+    std::string text = fetch_index_text(hub, repo, rel);
+    RepoIndex index = parse_repo_index(text, source + " (unsigned)");
+    check_names_repo(index, repo, source);
+    cache.store_metadata(hub.id(), rel, text);
+    return index;
+  }
+  const RootMetadata root = store.update_root(hub);
+  check_not_expired("the root of trust of hub " + hub.url() + " (root version " + std::to_string(root.version) + ")",
+                    root.expires, root.expires_unix, options);
+
+  std::string text, minisig;
+  std::optional<std::string> sigs;
+  // Twice at most: a publish between our reads of the index and its signature leaves a
+  // pair that does not match; reading both again gets a consistent one.
+  for (int attempt = 0;; ++attempt) {
+    text = fetch_index_text(hub, repo, rel);
+    std::optional<std::string> sig = fetch_optional(hub, rel + ".minisig", kMaxSignatureFileBytes);
+    if (!sig)
+      fail(KH_ERROR_SIGNATURE, source + " has no signature (" + rel + ".minisig): the hub's operator must publish "
+                                        "with a signing key (`kernels publish --key`)");
+    minisig = *sig;
+    sigs = root.index_role.threshold > 1 ? fetch_optional(hub, rel + ".sigs", kMaxSignatureFileBytes) : std::nullopt;
+    try {
+      verify_index_signatures(root, text, index_signature_entries(minisig, sigs, rel, " from " + hub.url()), source);
+      break;
+    } catch (const StatusError& e) {
+      if (e.status() != KH_ERROR_SIGNATURE || attempt >= 1) throw;
+    }
+  }
+  RepoIndex index = parse_repo_index(text, source);
+  FileLock lock(store.dir() + "/.lock");
+  check_index(index, repo, source, store, options);
+  // Signatures first: a reader of the cache that sees the new index sees its signatures.
+  cache.store_metadata(hub.id(), rel + ".minisig", minisig);
+  const std::string cached_sigs = cache.root() + "/hubs/" + hub.id() + "/" + rel + ".sigs";
+  if (sigs) {
+    cache.store_metadata(hub.id(), rel + ".sigs", *sigs);
+  } else {
+    ::unlink(cached_sigs.c_str());
+  }
+  cache.store_metadata(hub.id(), rel, text);
+  store.record_index_version(repo, index.version);
+  return index;
+}
+
+std::optional<RepoIndex> load_verified_cached_index(const Cache& cache, const std::string& hub_id,
+                                                    const std::string& hub_url, const std::string& repo,
+                                                    const TrustOptions& options) {
+  TrustStore store(cache, hub_id);
+  const std::string rel = repo_index_path(repo);
+  const std::string source = "cached " + rel + " of hub " + hub_url;
+  std::optional<RootMetadata> root = store.trusted_root();
+  if (!root && !options.allow_unsigned) fail_no_pin(hub_url, cache.root());
+  if (root)
+    check_not_expired("the root of trust of hub " + hub_url + " (root version " + std::to_string(root->version) + ")",
+                      root->expires, root->expires_unix, options);
+  for (int attempt = 0;; ++attempt) {
+    std::optional<std::string> text = cache.load_metadata(hub_id, rel);
+    if (!text) return std::nullopt;
+    if (!root) {
+      RepoIndex index = parse_repo_index(*text, source + " (unsigned)");
+      check_names_repo(index, repo, source);
+      return index;
+    }
+    try {
+      std::optional<std::string> minisig = cache.load_metadata(hub_id, rel + ".minisig");
+      if (!minisig)
+        fail(KH_ERROR_SIGNATURE, source + " has no cached signature; run `kernels get` for it while online");
+      std::optional<std::string> sigs = cache.load_metadata(hub_id, rel + ".sigs");
+      verify_index_signatures(*root, *text,
+                              index_signature_entries(*minisig, sigs, rel, " (cached copy, hub " + hub_url + ")"), source);
+    } catch (const StatusError& e) {
+      // Once more, in case another process was replacing the pair as we read it.
+      if (e.status() != KH_ERROR_SIGNATURE || attempt >= 1) throw;
+      continue;
+    }
+    RepoIndex index = parse_repo_index(*text, source);
+    check_index(index, repo, source, store, options);
+    return index;
+  }
+}
+
+// ---- Publisher side ----
+
+std::optional<RootMetadata> latest_root_in_file_hub(const std::string& hub_dir) {
+  std::vector<uint64_t> versions = root_versions_in(hub_dir + "/root");
+  if (versions.empty()) return std::nullopt;
+  const std::string path = hub_dir + "/root/" + root_name(versions.back());
+  RootMetadata root = parse_root(read_file(path, kMaxRootBytes), path);
+  if (root.version != versions.back())
+    fail(KH_ERROR_BAD_METADATA, path + " holds root version " + std::to_string(root.version));
+  return root;
+}
+
+RootMetadata write_next_root_to_file_hub(const std::string& hub_dir, RootSpec spec,
+                                         const std::vector<minisign::SecretKey>& signers) {
+  if (signers.empty()) fail(KH_ERROR_INVALID_ARGUMENT, "a root must be signed: give at least one secret key");
+  make_directories(hub_dir);
+  FileLock lock(hub_dir + "/.kh-publish.lock");
+  std::optional<RootMetadata> prev = latest_root_in_file_hub(hub_dir);
+  spec.version = prev ? prev->version + 1 : 1;
+  const std::string text = make_root(spec, signers);
+  const std::string rel = "root/" + root_name(spec.version);
+  RootMetadata next = parse_root(text, rel);
+  if (prev) {
+    verify_root_update(*prev, next, "the new " + rel);
+  } else {
+    verify_root_self_signed(next, "the new " + rel);
+  }
+  write_file_atomic(hub_dir + "/" + rel, text);
+  return next;
+}
+
+bool detail::check_index_signers(const std::string& hub_dir, const std::vector<minisign::SecretKey>& signers) {
+  std::optional<RootMetadata> root = latest_root_in_file_hub(hub_dir);
+  if (!root) return false;
+  if (signers.empty())
+    fail(KH_ERROR_SIGNATURE, "hub " + hub_dir + " has a root of trust (root/" + root_name(root->version) +
+                                 "), so its indexes must be signed: pass --key <secret key> (or set KH_SIGNING_KEY)");
+  std::vector<std::string> good;
+  for (const auto& key : signers) {
+    const std::string id = key.public_key().key_id_hex();
+    const auto& ids = root->index_role.keyids;
+    auto known = root->keys.find(id);
+    if (std::find(ids.begin(), ids.end(), id) == ids.end() || known == root->keys.end() ||
+        !(known->second == key.public_key()))
+      fail(KH_ERROR_SIGNATURE, "key " + id + " is not an index key of hub " + hub_dir + "'s root version " +
+                                   std::to_string(root->version) +
+                                   ": clients would refuse its signature. Sign with an index key, or add this key "
+                                   "with a new root (`kernels trust rotate`)");
+    if (std::find(good.begin(), good.end(), id) == good.end()) good.push_back(id);
+  }
+  if (good.size() < root->index_role.threshold)
+    fail(KH_ERROR_SIGNATURE, "hub " + hub_dir + "'s root version " + std::to_string(root->version) + " needs " +
+                                 std::to_string(root->index_role.threshold) + " index keys to sign an index; " +
+                                 std::to_string(good.size()) + " given. Sign in one step with all of them (repeat --key)");
+  return true;
+}
+
+void detail::write_index_signatures(const std::string& hub_dir, const std::string& repo,
+                                    const std::string& index_bytes, const std::vector<minisign::SecretKey>& signers) {
+  if (signers.empty()) fail(KH_ERROR_INVALID_ARGUMENT, "signing " + repo + "'s index: no secret key given");
+  const bool has_root = check_index_signers(hub_dir, signers);
+  const std::string rel = repo_index_path(repo);
+  std::vector<SignatureEntry> entries;
+  for (const auto& key : signers) {
+    const std::string id = key.public_key().key_id_hex();
+    bool dup = std::any_of(entries.begin(), entries.end(), [&](const SignatureEntry& e) { return e.keyid == id; });
+    if (!dup) entries.push_back({id, minisign::sign(key, index_bytes, minisign::default_trusted_comment(rel)), ""});
+  }
+  if (has_root) verify_index_signatures(*latest_root_in_file_hub(hub_dir), index_bytes, entries, "the new signatures of " + rel);
+  const std::string sigs_path = hub_dir + "/" + rel + ".sigs";
+  if (entries.size() > 1) {
+    write_file_atomic(sigs_path, serialize_signature_list(entries));
+  } else if (::unlink(sigs_path.c_str()) != 0 && errno != ENOENT) {
+    detail::fail_errno("cannot remove the stale '" + sigs_path + "'", errno);
+  }
+  write_file_atomic(hub_dir + "/" + rel + ".minisig", entries.front().sig);
+}
+
+void sign_index_in_file_hub(const std::string& hub_dir, const std::string& repo,
+                            const std::vector<minisign::SecretKey>& signers) {
+  FileLock lock(hub_dir + "/.kh-publish.lock");
+  const std::string path = hub_dir + "/" + repo_index_path(repo);
+  detail::write_index_signatures(hub_dir, repo, read_file(path, kMaxIndexBytes), signers);
+}
+
+void write_key_pair_files(const std::string& dir, const std::string& stem, const minisign::SecretKey& key,
+                          bool overwrite) {
+  make_directories(dir);
+  const std::string pub = dir + "/" + stem + ".pub";
+  const std::string sec = dir + "/" + stem + ".key";
+  if (!overwrite)
+    for (const std::string& p : {pub, sec})
+      if (path_exists(p))
+        fail(KH_ERROR_INVALID_ARGUMENT, "'" + p + "' exists; refusing to overwrite a key (pass --force to replace it)");
+  const std::string tmp = temp_sibling(sec);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) detail::fail_errno("cannot create '" + tmp + "'", errno);
+  std::string text = key.file_text();
+  try {
+    if (::fchmod(fd, 0600) != 0) detail::fail_errno("cannot chmod '" + tmp + "'", errno);
+    detail::write_all(fd, text.data(), text.size(), "'" + tmp + "'");
+    if (::fsync(fd) != 0) detail::fail_errno("cannot sync '" + tmp + "'", errno);
+    ::close(fd);
+    fd = -1;
+    if (::rename(tmp.c_str(), sec.c_str()) != 0) detail::fail_errno("cannot rename '" + tmp + "' to '" + sec + "'", errno);
+  } catch (...) {
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    minisign_cleanse(text);
+    throw;
+  }
+  minisign_cleanse(text);
+  write_file_atomic(pub, key.public_key().file_text());
+  detail::fsync_directory(dir);
+}
+
+minisign::SecretKey read_secret_key_file(const std::string& path) {
+  return minisign::parse_secret_key(read_key_file(path, true), path);
+}
+
+minisign::PublicKey read_public_key_file(const std::string& path) {
+  return minisign::parse_public_key(read_key_file(path, false), path);
+}
+
+}  // namespace kh::registry

@@ -1,0 +1,248 @@
+#!/usr/bin/env bash
+# tests/gpu/run.sh: the GPU acceptance run of kh, end to end, as users meet it: pack and
+# publish every variant (cpu, cuda-sm80, cuda-sm90a) of every package to a local file://
+# hub, `kernels doctor` + `kernels get`, then tests/gpu/check_through_kh.py loads each
+# package with kh.load_kernel() (kh_load_kernel: hub -> cache -> hash-verified -> dlopen)
+# and checks every op x target x dtype x shape class against float64 references.
+#
+#   tests/gpu/run.sh stage [DIR]    here (CPU machine, nvcc present): build libkh, `kernels`,
+#                                   and the cpu, cuda-sm80 and cuda-sm90a kernel libraries,
+#                                   and copy them into DIR (default .gpu-stage, which
+#                                   .git/info/exclude should list) with the shared libraries
+#                                   they need, for a GPU machine that has none of them.
+#   tests/gpu/run.sh [DIR]          on the GPU machine: use DIR's staged outputs (build what
+#                                   is missing: needs cmake, a compiler and nvcc there), pack,
+#                                   publish, doctor, get, check. Exit status non-zero on any
+#                                   failure.
+#   tests/gpu/run.sh --from-build BUILD   the same, with libkh, `kernels` and the CPU kernel
+#                                   libraries of an existing kh build tree (ctest label gpu);
+#                                   prints SKIP and exits 0 where no CUDA GPU or PyTorch is.
+#
+# With the device tool: stage here, then `run` with carry [".gpu-stage"] and the command
+# `tests/gpu/run.sh`. Logs, the summary table and summary JSON go to $OUT when set (else
+# the work folder, $KH_GPU_WORK or /tmp/kh-gpu-run, which is recreated on every run).
+# Kernel builds: build-matrix/build.sh <target> <out> when it exists, else the standalone
+# kernels-src build (cmake -S kernels-src -DKH_TARGET=<target>), else the dev stand-ins in
+# tests/gpu/{attention,norms}/standalone.
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+cd "$root"
+
+PKGS=(rms-norm layer-norm attention)
+GPU_TARGETS=(cuda-sm90a cuda-sm80)
+mode=run
+stage=".gpu-stage"
+from_build=""
+case "${1:-}" in
+  stage) mode=stage; stage="${2:-$stage}" ;;
+  --from-build) from_build="${2:?--from-build needs a kh build directory}"; stage="$from_build/gpu-stage" ;;
+  "") ;;
+  -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+  *) stage="$1" ;;
+esac
+stage="$(mkdir -p "$stage" && cd "$stage" && pwd)"
+builds="${from_build:-$root/build}"  # where missing pieces get built
+jobs="$(nproc 2>/dev/null || echo 2)"
+step() { printf '\n== %s\n' "$*"; }
+die() { echo "run.sh: $*" >&2; exit 1; }
+
+cpu_target() {  # the baseline CPU target kh's own build makes (cpu-x86_64 on x86-64)
+  case "$(uname -m)" in x86_64) echo cpu-x86_64 ;; aarch64) echo cpu-aarch64 ;; *) echo "cpu-$(uname -m)" ;; esac
+}
+lib_name() { local pkg="$1" backend="$2"; echo "libkh_${pkg//-/_}_${backend}.so"; }
+
+# --- building -------------------------------------------------------------------------
+
+build_kh() {  # libkh.so, kernels and the CPU kernel libraries: kh's release build
+  # (of $KH_GPU_KH_SRC when set, e.g. a `git archive HEAD` export, else of this checkout)
+  local src="${KH_GPU_KH_SRC:-$root}" b="$builds/gpu-release"
+  local gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
+  cmake -S "$src" -B "$b" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DKH_BUILD_TESTS=OFF >/dev/null || return 1
+  cmake --build "$b" -j "$jobs" || return 1
+  mkdir -p "$stage/bin" "$stage/lib" "$stage/kernels/$(cpu_target)"
+  cp -L "$b/cli/kernels" "$stage/bin/kernels"
+  cp -L "$b/loader/libkh.so" "$stage/lib/libkh.so.0"
+  cp -L "$b/loader/libkh.so" "$stage/lib/libkh.so"
+  for pkg in "${PKGS[@]}"; do
+    cp "$b/kernels-src/$pkg/$(lib_name "$pkg" cpu)" "$stage/kernels/$(cpu_target)/"
+  done
+}
+
+build_gpu_target() {  # $1: cuda-sm80 | cuda-sm90a -> $stage/kernels/$1/libkh_<pkg>_cuda.so
+  local target="$1" dst="$stage/kernels/$1" b="$builds/gpu-$1"
+  local gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
+  mkdir -p "$dst"
+  if [[ -x build-matrix/build.sh ]]; then
+    echo "(build-matrix/build.sh $target)"
+    build-matrix/build.sh "$target" "$b/out" || return 1
+    for pkg in "${PKGS[@]}"; do
+      local f; f="$(find "$b/out" -name "$(lib_name "$pkg" cuda)" | head -1)"
+      [[ -n "$f" ]] || { echo "build-matrix/build.sh made no $(lib_name "$pkg" cuda)"; return 1; }
+      cp "$f" "$dst/"
+    done
+    return 0
+  fi
+  if cmake -S kernels-src -B "$b" "${gen[@]}" -DKH_TARGET="$target" >"$b.configure.log" 2>&1; then
+    echo "(kernels-src standalone build, KH_TARGET=$target)"
+    cmake --build "$b" -j "$jobs" || return 1
+    for pkg in "${PKGS[@]}"; do cp "$b/$pkg/$(lib_name "$pkg" cuda)" "$dst/" || return 1; done
+    return 0
+  fi
+  echo "(kernels-src has no $target wiring: $(tail -1 "$b.configure.log"); using tests/gpu/*/standalone)"
+  local arch="${target#cuda-}"
+  cmake -S tests/gpu/norms/standalone -B "$b-norms" "${gen[@]}" -DKH_NORMS_ARCH="$arch" >/dev/null &&
+    cmake --build "$b-norms" -j "$jobs" || return 1
+  cmake -S tests/gpu/attention/standalone -B "$b-attention" "${gen[@]}" -DKH_TARGET="$target" >/dev/null &&
+    cmake --build "$b-attention" -j "$jobs" || return 1
+  cp "$b-norms/$(lib_name rms-norm cuda)" "$b-norms/$(lib_name layer-norm cuda)" \
+     "$b-attention/attention-cuda/$(lib_name attention cuda)" "$dst/"
+}
+
+stage_system_libraries() {  # the non-glibc shared libraries libkh and kernels need, as a fallback
+  mkdir -p "$stage/syslib"
+  ldd "$stage/lib/libkh.so.0" "$stage/bin/kernels" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
+    while read -r so; do
+      case "$(basename "$so")" in
+        libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libstdc++.so*|libgcc_s.so*) continue ;;
+        libicudata.so*)  # 30 MB of ICU data (through libarchive -> libxml2): staged xz-compressed
+          python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(open(sys.argv[1], "rb"), lzma.open(sys.argv[2], "wb", preset=6))' \
+            "$so" "$stage/syslib/$(basename "$so").xz"
+          continue ;;
+      esac
+      cp -L "$so" "$stage/syslib/$(basename "$so")"
+    done
+}
+
+have_kh() { [[ -x "$stage/bin/kernels" && -f "$stage/lib/libkh.so.0" ]]; }
+have_target() {
+  local t="$1" backend=cuda; [[ $t == cpu-* ]] && backend=cpu
+  for pkg in "${PKGS[@]}"; do [[ -f "$stage/kernels/$t/$(lib_name "$pkg" $backend)" ]] || return 1; done
+}
+
+ensure_built() {  # builds whatever the stage lacks
+  if [[ -n "$from_build" ]]; then
+    mkdir -p "$stage/bin" "$stage/lib" "$stage/kernels/$(cpu_target)"
+    cp -L "$from_build/cli/kernels" "$stage/bin/kernels" && cp -L "$from_build/loader/libkh.so" "$stage/lib/libkh.so.0" &&
+      cp -L "$from_build/loader/libkh.so" "$stage/lib/libkh.so" || die "no kernels/libkh.so in $from_build"
+    for pkg in "${PKGS[@]}"; do
+      cp "$from_build/kernels-src/$pkg/$(lib_name "$pkg" cpu)" "$stage/kernels/$(cpu_target)/" ||
+        die "$from_build has no CPU kernel libraries (configure with KH_BUILD_KERNELS=ON)"
+    done
+  elif ! have_kh || ! have_target "$(cpu_target)"; then
+    step "building kh (release) and the CPU kernels"
+    build_kh || return 1
+  fi
+  for t in "${GPU_TARGETS[@]}"; do
+    if ! have_target "$t"; then
+      step "building the $t kernel libraries"
+      build_gpu_target "$t" || return 1
+    fi
+  done
+}
+
+if [[ $mode == stage ]]; then
+  ensure_built || die "build failed"
+  stage_system_libraries
+  git -C "$root" describe --always --dirty > "$stage/SOURCE" 2>/dev/null || true
+  step "staged in $stage ($(du -sh "$stage" | cut -f1)); carry it to the GPU machine"
+  find "$stage" -type f -printf '%8s  %P\n' | sort -k2
+  exit 0
+fi
+
+# --- on the GPU machine ---------------------------------------------------------------
+
+no_gpu_reason() {
+  command -v nvidia-smi >/dev/null || ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1' || { echo "no nvidia-smi or libcuda"; return; }
+  python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null ||
+    { echo "no PyTorch with a CUDA device"; return; }
+}
+reason="$(no_gpu_reason)"
+if [[ -z "$reason" && -n "$from_build" ]] && grep -qs '^KH_SANITIZE:BOOL=ON' "$from_build/CMakeCache.txt"; then
+  reason="a sanitizer build's libkh cannot be loaded into python3 without preloading its runtime"
+fi
+if [[ -n "$reason" ]]; then
+  if [[ -n "$from_build" ]]; then echo "SKIP: $reason; the GPU check runs only where a CUDA GPU and PyTorch are"; exit 0; fi
+  die "$reason"
+fi
+
+work="${KH_GPU_WORK:-/tmp/kh-gpu-run}"
+rm -rf "$work" && mkdir -p "$work" || die "cannot create $work"
+logs="${OUT:-$work}"
+mkdir -p "$logs"
+export PYTHONUNBUFFERED=1
+status=0
+fail() { echo "FAIL: $*"; status=1; }
+
+step "machine"
+nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader
+python3 -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)'
+command -v nvcc >/dev/null && nvcc --version | tail -2 | head -1
+[[ -f "$stage/SOURCE" ]] && echo "staged build of $(cat "$stage/SOURCE")"
+
+ensure_built || die "build failed"
+
+# Shared libraries this machine lacks come from the stage's syslib/ (only those: a library
+# that is present here is used as is).
+mkdir -p "$work/syslib"
+export LD_LIBRARY_PATH="$stage/lib:$work/syslib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+for _ in 1 2 3 4; do
+  missing="$(ldd "$stage/lib/libkh.so.0" "$stage/bin/kernels" 2>/dev/null | awk '/not found/ {print $1}' | sort -u)"
+  [[ -z "$missing" ]] && break
+  for so in $missing; do
+    if [[ -f "$stage/syslib/$so" ]]; then
+      ln -sf "$stage/syslib/$so" "$work/syslib/$so"
+    elif [[ -f "$stage/syslib/$so.xz" ]]; then
+      python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
+        "$stage/syslib/$so.xz" "$work/syslib/$so"
+    else
+      echo "missing here and not staged: $so"
+    fi
+  done
+done
+[[ -n "$(ls "$work/syslib")" ]] && echo "using staged copies of: $(ls "$work/syslib" | tr '\n' ' ')"
+missing="$(ldd "$stage/lib/libkh.so.0" "$stage/bin/kernels" 2>/dev/null | awk '/not found/ {print $1}' | sort -u)"
+[[ -z "$missing" ]] || die "shared libraries missing: $missing"
+
+kernels="$stage/bin/kernels"
+export KH_HUB="file://$work/hub" KH_CACHE="$work/cache" KH_LIBRARY="$stage/lib/libkh.so.0"
+
+step "pack + publish every variant to $KH_HUB"
+mkdir -p "$work/dist"
+for t in "$(cpu_target)" "${GPU_TARGETS[@]}"; do
+  backend=cuda; [[ $t == cpu-* ]] && backend=cpu
+  for pkg in "${PKGS[@]}"; do
+    "$kernels" pack "$stage/kernels/$t/$(lib_name "$pkg" $backend)" --package "kernels-src/$pkg/kernel.json" \
+      --out "$work/dist" || fail "kernels pack $t $pkg"
+  done
+done
+"$kernels" publish "$work/dist" --hub "$KH_HUB" || fail "kernels publish"
+
+step "kernels doctor kernels-community/attention@1"
+"$kernels" doctor kernels-community/attention@1 | tee "$logs/doctor.txt" || fail "kernels doctor"
+"$kernels" doctor kernels-community/attention@1 --json > "$work/doctor.json" || fail "kernels doctor --json"
+python3 - "$work/doctor.json" <<'EOF' || fail "doctor: sm90a must be chosen with sm80 and cpu as compatible fallbacks"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+pkgs = doc["packages"] if isinstance(doc, dict) and "packages" in doc else doc
+sel = pkgs[0] if isinstance(pkgs, list) else pkgs
+builds = sel["builds"]
+chosen = sel["chosen"] or ""
+fallback = {b["variant"].split("-")[0 if b["variant"].startswith("cpu") else 1] for b in builds
+            if b["compatible"] and not b["chosen"]}
+print(f"doctor: chosen {chosen}; compatible fallbacks {sorted(fallback)}")
+ok = "-sm90a-" in chosen and "sm80" in fallback and "cpu" in fallback
+print("doctor assertion:", "ok" if ok else "FAILED")
+sys.exit(0 if ok else 1)
+EOF
+
+step "kernels get"
+for pkg in "${PKGS[@]}"; do
+  "$kernels" get "kernels-community/$pkg@1" | tee -a "$logs/get.txt" || fail "kernels get $pkg"
+done
+
+step "check_through_kh.py"
+python3 "$here/check_through_kh.py" --hub "$KH_HUB" --cache "$KH_CACHE" --out "$logs" || fail "check_through_kh.py"
+
+step "exit $status"
+exit $status

@@ -91,6 +91,7 @@ build_target() {
     skipped+=("$t")
     return 0
   fi
+  mkdir -p "$root"
   log "$t: configuring kernels-src (KH_TARGET=${kh_target[$t]}) in $dir"
   # shellcheck disable=SC2086
   cmake -S "$repo/kernels-src" -B "$dir" "${generator[@]}" -DKH_TARGET="${kh_target[$t]}" \
@@ -101,7 +102,7 @@ build_target() {
   cmake --build "$dir" -j "$jobs" || return 1
   log "$t: built in $((SECONDS - start)) s"
   rm -rf "$dir/install"
-  cmake --install "$dir" --prefix "$dir/install" >/dev/null
+  cmake --install "$dir" --prefix "$dir/install" >/dev/null || return 1
   mkdir -p "$dir/abi"
   local lib pkg_dir variant pkg n=0
   for lib in "$dir"/install/*/*/lib*.so; do
@@ -117,8 +118,9 @@ build_target() {
     "$kernels" check-abi "$lib" --target "$variant" --max-glibc "$max_glibc" --json >"$dir/abi/$pkg.json" ||
       { echo "build-matrix: $pkg ($variant) fails the ABI check:" >&2
         "$kernels" check-abi "$lib" --target "$variant" --max-glibc "$max_glibc" || true; return 1; }
-    "$kernels" check-abi "$lib" --target "$variant" --max-glibc "$max_glibc"
-    "$kernels" pack "$lib" --package "$pkg_dir/kernel.json" --target "$variant" --max-glibc "$max_glibc" --out "$out"
+    "$kernels" check-abi "$lib" --target "$variant" --max-glibc "$max_glibc" || return 1
+    "$kernels" pack "$lib" --package "$pkg_dir/kernel.json" --target "$variant" --max-glibc "$max_glibc" \
+      --out "$out" || return 1
     n=$((n + 1))
   done
   [ "$n" -gt 0 ] || { echo "build-matrix: $t installed no kernel library under $dir/install" >&2; return 1; }

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   kh::cli::add_check_abi_command(app);
   kh::cli::add_doctor_command(app);
   kh::cli::add_lock_command(app);
+  kh::cli::add_cache_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -32,6 +32,8 @@ namespace {
 
 // Bytes an Exchange holds before it pauses the transfer until the reader catches up.
 constexpr size_t kBufferHighWater = 1u << 20;
+// Bytes of a non-2xx body read (and dropped) before the transfer is cut off.
+constexpr uint64_t kMaxDroppedBody = 1u << 20;
 // Requests one fetch may make in all (retries, resumes, restarts), whatever happens.
 constexpr int kMaxRequestsPerFetch = 64;
 // Passes of copy_verified over one blob (a restart from byte 0 begins a new pass).
@@ -208,7 +210,14 @@ class Exchange {
     long status = 0;
     curl_easy_getinfo(ex->easy_, CURLINFO_RESPONSE_CODE, &status);
     ex->response_.status = status;
-    if (status < 200 || status > 299) return n;  // error pages and redirect bodies are dropped
+    if (status < 200 || status > 299) {
+      // Error pages and redirect bodies are dropped; an endless one is cut off, and the
+      // status alone decides what follows.
+      ex->dropped_ += n;
+      if (ex->dropped_ <= kMaxDroppedBody) return n;
+      ex->cut_error_body_ = true;
+      return 0;
+    }
     const size_t held = ex->buf_.size() - ex->pos_;
     if (held > 0 && held + n > kBufferHighWater) {
       ex->paused_ = true;
@@ -267,7 +276,8 @@ class Exchange {
   }
 
   bool finished() const { return finished_; }
-  CURLcode result() const { return result_; }
+  // CURLE_OK also when only an error page too long to read was cut off.
+  CURLcode result() const { return cut_error_body_ && result_ == CURLE_WRITE_ERROR ? CURLE_OK : result_; }
   bool over_limit() const { return over_limit_; }
   const Response& response() const { return response_; }
   std::string error_detail() const {
@@ -305,7 +315,9 @@ class Exchange {
   std::string buf_;
   size_t pos_ = 0;
   uint64_t received_ = 0;
+  uint64_t dropped_ = 0;
   uint64_t limit_;
+  bool cut_error_body_ = false;
   bool paused_ = false;
   bool over_limit_ = false;
   bool finished_ = false;

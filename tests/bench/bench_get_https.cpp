@@ -77,7 +77,7 @@ int run(const std::vector<std::string>& argv, const std::vector<std::pair<std::s
   }
   int status = 0;
   ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
 }
 
 std::string read_text(const std::string& path) { return reg::read_file(path, 1u << 20); }
@@ -230,7 +230,8 @@ int main(int argc, char** argv) {
       if (kernels_ok) {
         reg::remove_tree(work + "/kcache");
         t0 = Clock::now();
-        if (run(get_cmd, kenv) != 0) throw std::runtime_error("kernels get failed during timing");
+        int g = run(get_cmd, kenv, work + "/get.txt");
+        if (g != 0) throw std::runtime_error("kernels get failed during timing: exit " + std::to_string(g));
         t_get.push_back(ms_since(t0));
       }
     }
@@ -260,7 +261,8 @@ int main(int argc, char** argv) {
       not_modified += f.not_modified ? 1 : 0;
       if (kernels_ok) {
         t0 = Clock::now();
-        if (run(get_cmd, kenv) != 0) throw std::runtime_error("warm kernels get failed");
+        int g = run(get_cmd, kenv, work + "/get.txt");
+        if (g != 0) throw std::runtime_error("warm kernels get failed: exit " + std::to_string(g));
         t_get_warm.push_back(ms_since(t0));
       }
     }

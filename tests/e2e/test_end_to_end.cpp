@@ -3,6 +3,7 @@
 // clear error that leaves the cache as it was and the process running.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -346,5 +347,50 @@ TEST_CASE("a lockfile pins the version and the bytes of every build") {
     auto refused = ws.kernels(std::string("get ") + kSpec + " --hub '" + hub + "' --locked --lockfile '" + lockfile + "'");
     CHECK(refused.exit_code != 0);
     CHECK(refused.output.find("other bytes") != std::string::npos);
+  }
+}
+
+TEST_CASE("kernels cache verify, gc and clean") {
+  Workspace ws("e2e-cache");
+  ws.publish_reference();
+  auto get = ws.kernels(std::string("get ") + kSpec + " --hub '" + ws.hub_url() + "' --json");
+  REQUIRE_MESSAGE(get.exit_code == 0, get.output);
+  const auto got = nlohmann::json::parse(get.output);
+
+  auto verify = ws.kernels("cache verify");
+  CHECK_MESSAGE(verify.exit_code == 0, verify.output);
+  CHECK(verify.output.find("1 packages checked, 0 damaged") != std::string::npos);
+
+  SUBCASE("a damaged package is reported, then removed on request") {
+    const fs::path lib = got["library"].get<std::string>();
+    fs::permissions(lib.parent_path(), fs::perms::owner_write, fs::perm_options::add);
+    kh::test::write_text(lib.string() + ".new", kh::test::read_text(lib) + "x");
+    fs::rename(lib.string() + ".new", lib);
+    auto damaged = ws.kernels("cache verify");
+    CHECK(damaged.exit_code != 0);
+    CHECK(damaged.output.find("DAMAGED") != std::string::npos);
+    auto removed = ws.kernels("cache verify --remove-damaged");
+    CHECK_MESSAGE(removed.exit_code == 0, removed.output);
+    CHECK(nlohmann::json::parse(ws.kernels("list --json").output).empty());
+  }
+  SUBCASE("gc removes stale work files and incomplete trees, keeps the rest") {
+    const fs::path stale = ws.cache / "tmp" / "stale-download";
+    kh::test::write_text(stale, "partial");
+    fs::last_write_time(stale, fs::file_time_type::clock::now() - std::chrono::hours(3));
+    kh::test::write_text(ws.cache / "tmp" / "fresh-download", "in progress elsewhere");
+    const fs::path incomplete = ws.cache / "pkgs" / std::string(64, 'a');
+    kh::test::write_text(incomplete / "lib" / "x.so", "never marked complete");
+    auto gc = ws.kernels("cache gc");
+    CHECK_MESSAGE(gc.exit_code == 0, gc.output);
+    CHECK_FALSE(fs::exists(stale));
+    CHECK(fs::exists(ws.cache / "tmp" / "fresh-download"));
+    CHECK_FALSE(fs::exists(incomplete));
+    CHECK(nlohmann::json::parse(ws.kernels("list --json").output).size() == 1);
+  }
+  SUBCASE("clean empties the cache") {
+    auto clean = ws.kernels("cache clean");
+    CHECK_MESSAGE(clean.exit_code == 0, clean.output);
+    CHECK(nlohmann::json::parse(ws.kernels("list --json").output).empty());
+    CHECK(ws.trusted_cache_entries() == 0);
   }
 }

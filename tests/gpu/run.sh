@@ -86,7 +86,10 @@ build_gpu_target() {  # $1: cuda-sm80 | cuda-sm90a -> $stage/kernels/$1/libkh_<p
   if cmake -S kernels-src -B "$b" "${gen[@]}" -DKH_TARGET="$target" >"$b.configure.log" 2>&1; then
     echo "(kernels-src standalone build, KH_TARGET=$target)"
     cmake --build "$b" -j "$jobs" || return 1
-    for pkg in "${PKGS[@]}"; do cp "$b/$pkg/$(lib_name "$pkg" cuda)" "$dst/" || return 1; done
+    for pkg in "${PKGS[@]}"; do
+      local f; f="$(find "$b/$pkg" -name "$(lib_name "$pkg" cuda)" | head -1)"
+      [[ -n "$f" ]] && cp "$f" "$dst/" || { echo "no $(lib_name "$pkg" cuda) under $b/$pkg"; return 1; }
+    done
     return 0
   fi
   echo "(kernels-src has no $target wiring: $(tail -1 "$b.configure.log"); using tests/gpu/*/standalone)"

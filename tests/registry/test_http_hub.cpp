@@ -166,6 +166,23 @@ TEST_CASE("a 500 is retried, then succeeds") {
   CHECK(s.request_count() == 2);
 }
 
+TEST_CASE("an endless error page is cut off; its status still decides (500: retried)") {
+  Blob b;
+  FaultServer s([&](const HttpRequest& r, HttpConnection& c) {
+    if (r.index == 0) {
+      c.send_head("500 Internal Server Error", {});
+      const std::string junk(64 * 1024, 'x');
+      for (int i = 0; i < 64; ++i)  // at most 4 MiB; stops once the client hangs up
+        if (!c.send(junk)) return;
+      return;
+    }
+    c.respond("200 OK", b.bytes);
+  });
+  b.fetch(s.origin() + "/hub");
+  CHECK(kh_test::read_text(b.out) == b.bytes);
+  CHECK(s.request_count() == 2);
+}
+
 TEST_CASE("503 and 429 honour Retry-After seconds") {
   for (const char* status : {"503 Service Unavailable", "429 Too Many Requests"}) {
     CAPTURE(status);

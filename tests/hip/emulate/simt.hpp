@@ -225,3 +225,5 @@ typedef struct ihipStream_t* hipStream_t;
   ::simt::mfma_16x16x16((a), (b), (c), ::simt::f16_bits_to_float)
 using std::max;
 using std::min;
+inline float __fdividef(float a, float b) { return a / b; }
+inline float rsqrtf(float x) { return 1.f / std::sqrt(x); }

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The CI half of kh in one command: build every target of build-matrix/matrix.json, check and
+# pack each library (build.sh), run the CPU kernel tests on the freshly built CPU libraries,
+# and publish the packages to a hub.
+#
+# Usage: build-matrix/publish.sh <hub-url> [out-dir]
+#   hub-url  file:///path (what `kernels publish` writes to)
+#   out-dir  where the package archives go (default: build/matrix/dist)
+#
+# Environment:
+#   KH_BUILD_DIR    a kh build tree holding cli/kernels and the test_matrix_cpu_* tests (default:
+#                   configure and build those, Release, in <build root>/host)
+#   KH_KERNELS      the `kernels` executable (default: $KH_BUILD_DIR/cli/kernels)
+#   KH_SIGNING_KEY  a minisign secret key file: `kernels publish` signs every index it writes
+#                   with it (the hub's root decides whether signatures are required)
+#   KH_MATRIX_TARGETS  which targets to build (default: all)
+#   and build.sh's: KH_MATRIX_BUILD_ROOT, KH_MATRIX_JOBS, KH_MATRIX_REQUIRE, KH_MATRIX_CMAKE_ARGS
+set -euo pipefail
+
+[ $# -ge 1 ] && [ $# -le 2 ] || { echo "usage: $0 <hub-url> [out-dir]" >&2; exit 2; }
+hub="$1"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/.." && pwd)"
+root="${KH_MATRIX_BUILD_ROOT:-$repo/build/matrix}"
+out="${2:-$root/dist}"
+jobs="${KH_MATRIX_JOBS:-$(nproc)}"
+step() { printf '\n== publish: %s\n' "$*"; }
+
+# 1. The host tools: kernels, and the CPU kernel tests that take their libraries at run time.
+build="${KH_BUILD_DIR:-}"
+tests=(test_matrix_cpu_rms_norm test_matrix_cpu_layer_norm test_matrix_cpu_attention)
+if [ -z "$build" ]; then
+  build="$root/host"
+  step "building kernels and the CPU kernel tests (Release) in $build"
+  generator=()
+  command -v ninja >/dev/null && generator=(-G Ninja)
+  cmake -S "$repo" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DKH_BUILD_TESTS=ON \
+    -DKH_BUILD_KERNELS=OFF >/dev/null
+  cmake --build "$build" -j "$jobs" --target kernels "${tests[@]}" >/dev/null
+fi
+export KH_KERNELS="${KH_KERNELS:-$build/cli/kernels}"
+
+# 2. Build, check and pack every target (a fresh dist: no archive from an earlier run slips in).
+rm -rf "$out"
+mkdir -p "$out"
+for target in ${KH_MATRIX_TARGETS:-all}; do
+  step "build-matrix/build.sh $target"
+  "$here/build.sh" "$target" "$out"
+done
+
+# 3. The CPU kernel tests on the CPU libraries just built (x86_64_v3 where this CPU runs it).
+cpu_runs_v3() { grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo && grep -qw bmi2 /proc/cpuinfo; }
+for target in cpu-x86_64 cpu-x86_64_v3; do
+  install="$root/$target/install"
+  [ -d "$install" ] || continue
+  if [ "$target" = cpu-x86_64_v3 ] && ! cpu_runs_v3; then
+    echo "publish: this CPU lacks AVX2/FMA/BMI2: the $target libraries are packed but not tested here"
+    continue
+  fi
+  variant="$(basename "$(dirname "$(ls "$install"/rms-norm/*/lib*.so)")")"
+  step "CPU kernel tests on $target ($variant)"
+  for t in "${tests[@]}"; do
+    KH_MATRIX_CPU_DIR="$install" KH_MATRIX_CPU_VARIANT="$variant" "$build/tests/build_matrix/$t"
+  done
+done
+
+# 4. Publish. Signing: `kernels publish` signs with $KH_SIGNING_KEY when it is set.
+if [ -n "${KH_SIGNING_KEY:-}" ]; then
+  step "publishing $(ls "$out"/*.tar.zst | wc -l) packages to $hub, signed with \$KH_SIGNING_KEY"
+else
+  step "publishing $(ls "$out"/*.tar.zst | wc -l) packages to $hub (unsigned: KH_SIGNING_KEY is not set)"
+fi
+"$KH_KERNELS" publish "$out" --hub "$hub"

@@ -1,0 +1,66 @@
+// `kernels cache verify | gc | clean`: check and tidy the local cache.
+#include <cstdio>
+#include <memory>
+
+#include "commands.hpp"
+#include "kh/registry/cache_maintenance.hpp"
+#include "kh/registry/status_error.hpp"
+
+namespace kh::cli {
+namespace {
+
+void print_report(const char* verb, const registry::GarbageReport& report) {
+  for (const auto& path : report.removed) std::printf("removed %s\n", path.c_str());
+  std::printf("%s: %zu entries, %.1f MiB freed\n", verb, report.removed.size(), double(report.bytes) / (1 << 20));
+}
+
+}  // namespace
+
+void add_cache_command(CLI::App& app) {
+  struct Args {
+    std::string cache_root;
+    bool remove_damaged = false;
+    bool drop_archives = false;
+    bool include_trust = false;
+    int64_t min_tmp_age_s = 3600;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("cache", "Check and tidy the local cache");
+  cmd->require_subcommand(1);
+  cmd->add_option("--cache", args->cache_root, "Cache directory (default: $KH_CACHE, else $XDG_CACHE_HOME/kh)");
+  auto cache = [args]() {
+    return registry::Cache(args->cache_root.empty() ? registry::Cache::default_root() : args->cache_root);
+  };
+
+  CLI::App* verify = cmd->add_subcommand("verify", "Re-hash every cached package against its manifest");
+  verify->add_flag("--remove-damaged", args->remove_damaged, "Delete damaged packages (they are fetched again on next use)");
+  verify->callback([args, cache]() {
+    const auto checks = registry::verify_cache(cache(), args->remove_damaged);
+    size_t damaged = 0;
+    for (const auto& c : checks) {
+      if (c.problem.empty()) {
+        std::printf("ok       %s\n", c.name.c_str());
+      } else {
+        ++damaged;
+        std::printf("DAMAGED  %s  %s\n         %s%s\n", c.name.empty() ? c.sha256.c_str() : c.name.c_str(), c.dir.c_str(),
+                    c.problem.c_str(), args->remove_damaged ? " (removed)" : "");
+      }
+    }
+    std::printf("%zu packages checked, %zu damaged\n", checks.size(), damaged);
+    if (damaged > 0 && !args->remove_damaged)
+      fail(KH_ERROR_VERIFICATION, "the cache holds damaged packages; run `kernels cache verify --remove-damaged`");
+  });
+
+  CLI::App* gc = cmd->add_subcommand("gc", "Remove stale work files, incomplete packages and (optionally) unpacked archives");
+  gc->add_option("--min-tmp-age", args->min_tmp_age_s, "Only remove work files older than this many seconds")
+      ->check(CLI::NonNegativeNumber);
+  gc->add_flag("--drop-archives", args->drop_archives, "Also remove the archives of packages already unpacked");
+  gc->callback([args, cache]() { print_report("gc", registry::collect_garbage(cache(), args->min_tmp_age_s, args->drop_archives)); });
+
+  CLI::App* clean = cmd->add_subcommand("clean", "Remove every package, archive and cached metadata");
+  clean->add_flag("--include-trust", args->include_trust,
+                  "Also forget pinned roots and the highest metadata versions seen (weakens rollback protection)");
+  clean->callback([args, cache]() { print_report("clean", registry::clean_cache(cache(), args->include_trust)); });
+}
+
+}  // namespace kh::cli

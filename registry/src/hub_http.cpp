@@ -174,14 +174,14 @@ class Exchange {
       curl_slist_free_all(headers_);
       fail(KH_ERROR_INTERNAL, std::string("libcurl: cannot start a transfer: ") + curl_multi_strerror(mc));
     }
-    drive_once();
+    try {
+      drive_once();
+    } catch (...) {
+      release();
+      throw;
+    }
   }
-  ~Exchange() {
-    curl_multi_remove_handle(multi_, easy_);
-    curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, nullptr);
-    curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, nullptr);
-    curl_slist_free_all(headers_);
-  }
+  ~Exchange() { release(); }
   Exchange(const Exchange&) = delete;
   Exchange& operator=(const Exchange&) = delete;
 
@@ -291,6 +291,14 @@ class Exchange {
   }
 
  private:
+  void release() {
+    curl_multi_remove_handle(multi_, easy_);
+    curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, nullptr);
+    curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, nullptr);
+    curl_slist_free_all(headers_);
+    headers_ = nullptr;
+  }
+
   void drive_once() {
     int running = 0;
     CURLMcode mc = curl_multi_perform(multi_, &running);
@@ -801,6 +809,9 @@ HttpOptions http_options_from_environment(const std::string& url) {
   o.token = env_or_empty("KH_TOKEN");
   if (o.token.empty()) o.token = token_from_config(strip_slashes(url));
   o.ca_bundle = env_or_empty("KH_CA_BUNDLE");
+  const std::string progress = env_or_empty("KH_PROGRESS");
+  if (progress == "0") o.progress = HttpOptions::Progress::Never;
+  if (progress == "1") o.progress = HttpOptions::Progress::Always;
   return o;
 }
 

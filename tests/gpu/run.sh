@@ -29,6 +29,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 cd "$root"
 
+ORG=kernels-community
 PKGS=(rms-norm layer-norm attention)
 GPU_TARGETS=(cuda-sm90a cuda-sm80)
 mode=run
@@ -76,10 +77,11 @@ build_gpu_target() {  # $1: cuda-sm80 | cuda-sm90a -> $stage/kernels/$1/libkh_<p
   if [[ -x build-matrix/build.sh ]]; then
     echo "(build-matrix/build.sh $target)"
     build-matrix/build.sh "$target" "$b/out" || return 1
+    # It packs (after `kernels check-abi`); stage the checked library out of each archive.
     for pkg in "${PKGS[@]}"; do
-      local f; f="$(find "$b/out" -name "$(lib_name "$pkg" cuda)" | head -1)"
-      [[ -n "$f" ]] || { echo "build-matrix/build.sh made no $(lib_name "$pkg" cuda)"; return 1; }
-      cp "$f" "$dst/"
+      local a; a="$(find "$b/out" -name "${ORG}__$pkg-*-cuda*-${target#cuda-}-*.tar.zst" | head -1)"
+      [[ -n "$a" ]] || { echo "build-matrix/build.sh made no $target archive of $pkg"; return 1; }
+      tar --zstd -xOf "$a" "lib/$(lib_name "$pkg" cuda)" > "$dst/$(lib_name "$pkg" cuda)" || return 1
     done
     return 0
   fi

@@ -235,7 +235,10 @@ void inspect(const Elf& elf, const Policy& policy, const VariantKey& v, Report& 
       }
       ++undefined[lib];
       std::string rule;
-      if (lib != "(unversioned)" && !needed_refusal(lib, policy, v, rule).empty() && bad_undefined.insert(lib).second)
+      // A library already refused as DT_NEEDED is not named twice.
+      const bool is_needed = std::find(r.needed.begin(), r.needed.end(), lib) != r.needed.end();
+      if (lib != "(unversioned)" && !is_needed && !needed_refusal(lib, policy, v, rule).empty() &&
+          bad_undefined.insert(lib).second)
         violate("undefined", "'" + name + "' (and any other symbol from " + lib + ") comes from " + lib +
                                  ", which is not an allowed library");
       continue;

@@ -46,7 +46,8 @@ struct HttpOptions {
 // the config file ($XDG_CONFIG_HOME/kh/config.json, else ~/.config/kh/config.json):
 //   {"hubs": {"https://hub.example.com/kh": {"token": "..."}}}
 // (the key naming this hub exactly, or the longest key that is a path prefix of it, on
-// the same scheme, host and port); the CA bundle from KH_CA_BUNDLE. Throws
+// the same scheme, host and port); the CA bundle from KH_CA_BUNDLE; KH_PROGRESS=0 or 1
+// turns the progress line off or on whatever stderr is (default: Auto). Throws
 // StatusError(KH_ERROR_INVALID_ARGUMENT) when the config file exists but is malformed.
 HttpOptions http_options_from_environment(const std::string& url);
 

@@ -169,8 +169,11 @@ kh_status kh_op_call(const kh_op* op, const kh_value* args, uint32_t nargs, void
     const kh_status status = op->checked->desc->invoke(args, nargs, &ctx);
     if (status != KH_OK) {
       t_op_error[kOpErrorBufferSize - 1] = '\0';
+      const std::string& name = op->checked->schema.name;
       std::string detail = t_op_error[0] ? t_op_error : "the kernel reported no detail";
-      return set_error(status, op->checked->schema.name + ": " + detail);
+      // Kernels usually name their op already; prefix it only where they did not.
+      if (detail.compare(0, name.size() + 1, name + ":") != 0) detail = name + ": " + detail;
+      return set_error(status, std::move(detail));
     }
     return KH_OK;
   });

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 #include <mutex>
 #include <vector>
 
@@ -24,10 +25,35 @@ class FileDescriptor {
     if (fd_ >= 0) ::close(fd_);
   }
   int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_;
 };
+
+std::string descriptor_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+
+// dlopen of an open descriptor. If a library loaded earlier under the same /proc name is
+// still mapped (a host's own dlopen, or one whose dlclose could not unload it), dlopen
+// would return that one; move our descriptor to a number no loaded object is named by.
+void* dlopen_descriptor(int& fd, const std::string& path) {
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    void* stale = ::dlopen(descriptor_path(fd).c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (stale == nullptr) break;
+    ::dlclose(stale);
+    const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, fd + 1);
+    if (moved < 0) fail(KH_ERROR_IO, "cannot duplicate the descriptor of " + path + ": " + std::strerror(errno));
+    ::close(fd);
+    fd = moved;
+  }
+  dlerror();
+  void* handle = ::dlopen(descriptor_path(fd).c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    fail(KH_ERROR_LOAD_FAILED, "cannot load kernel library " + path + ": " + (why ? why : "dlopen failed"));
+  }
+  return handle;
+}
 
 // Files this process has already hashed, by identity. Any write to a file, or a chmod,
 // moves its ctime, which no unprivileged process can set back, and a replaced file has
@@ -122,16 +148,13 @@ std::unique_ptr<KernelLibrary> KernelLibrary::open(const std::string& path, cons
     remember_verified(fd.get(), expected_sha256);
   }
   // Load the very file we hashed: the path through /proc names our open descriptor, so a
-  // file swapped in at `path` meanwhile is not what gets loaded.
-  const std::string fd_path = "/proc/self/fd/" + std::to_string(fd.get());
+  // file swapped in at `path` meanwhile is not what gets loaded. The descriptor stays open
+  // while the library is loaded: glibc knows a loaded object by its name, and a closed
+  // number reused for the next library would make dlopen hand back this one.
   std::unique_ptr<KernelLibrary> lib(new KernelLibrary());
   lib->path_ = path;
-  dlerror();
-  lib->handle_ = ::dlopen(fd_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (lib->handle_ == nullptr) {
-    const char* why = dlerror();
-    fail(KH_ERROR_LOAD_FAILED, "cannot load kernel library " + path + ": " + (why ? why : "dlopen failed"));
-  }
+  lib->fd_ = fd.release();
+  lib->handle_ = dlopen_descriptor(lib->fd_, path);
   auto negotiate = reinterpret_cast<kh_kernel_negotiate_fn>(::dlsym(lib->handle_, KH_KERNEL_ENTRY_POINT));
   if (negotiate == nullptr)
     fail(KH_ERROR_LOAD_FAILED, "kernel library " + path + " exports no " KH_KERNEL_ENTRY_POINT
@@ -169,6 +192,7 @@ std::unique_ptr<KernelLibrary> KernelLibrary::open(const std::string& path, cons
 
 KernelLibrary::~KernelLibrary() {
   if (handle_ != nullptr) ::dlclose(handle_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 }  // namespace kh::loader

@@ -30,6 +30,7 @@ class KernelLibrary {
  private:
   KernelLibrary() = default;
   void* handle_ = nullptr;
+  int fd_ = -1;  // the loaded file, open for as long as it is loaded
   const kh_module_desc* module_ = nullptr;
   uint32_t abi_version_ = 0;
   std::vector<CheckedOp> ops_;

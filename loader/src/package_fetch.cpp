@@ -16,13 +16,13 @@
 #include "kh/registry/hub.hpp"
 #include "kh/registry/lockfile.hpp"
 #include "kh/registry/package_spec.hpp"
+#include "kh/registry/signed_metadata.hpp"
 #include "kh/registry/status_error.hpp"
 #include "variant_select.hpp"
 
 namespace kh::loader {
 namespace {
 
-constexpr uint64_t kMaxIndexBytes = 16u << 20;  // a repo index far past any real one
 constexpr uint64_t kMaxManifestBytes = 4u << 20;
 
 std::string env_or_empty(const char* name) {
@@ -120,28 +120,21 @@ registry::RepoIndex load_repo_index(const std::string& repo, const FetchOptions&
   const std::string hub_url = require_hub(options, repo);
   std::unique_ptr<registry::Hub> hub = registry::open_hub(hub_url);
   const std::string rel = registry::repo_index_path(repo);
+  registry::TrustOptions trust = registry::TrustOptions::from_environment();
+  trust.allow_expired = trust.allow_expired || options.allow_expired;
   const int64_t age = metadata_age_s(cache, hub->id(), rel);
-  const bool cached_is_fresh = age >= 0 && age < options.metadata_max_age_s;
-  if (options.offline || cached_is_fresh) {
-    auto text = cache.load_metadata(hub->id(), rel);
-    if (text) return registry::parse_repo_index(*text, "cached index of " + repo + " from " + hub_url);
+  if (options.offline || (age >= 0 && age < options.metadata_max_age_s)) {
+    // The cached copy is verified again against the pinned root on every read.
+    try {
+      if (auto index = registry::load_verified_cached_index(cache, hub->id(), hub_url, repo, trust)) return *index;
+    } catch (const StatusError&) {
+      if (options.offline) throw;  // online, a cached copy that no longer verifies is fetched again
+    }
     if (options.offline)
       fail(KH_ERROR_OFFLINE, "no cached metadata for " + repo + " from " + hub_url +
                                  " and offline mode allows no download; run `kernels get` for it while online first");
   }
-  std::string text;
-  try {
-    text = hub->fetch_metadata(rel, kMaxIndexBytes);
-  } catch (const StatusError& e) {
-    if (e.status() == KH_ERROR_NOT_FOUND)
-      fail(KH_ERROR_NOT_FOUND, "hub " + hub_url + " has no repo " + repo + " (no " + rel + "); check the name with `kernels info`");
-    throw;
-  }
-  registry::RepoIndex index = registry::parse_repo_index(text, rel + " from " + hub_url);
-  if (index.repo != repo)
-    fail(KH_ERROR_BAD_METADATA, rel + " from " + hub_url + " describes repo '" + index.repo + "', not '" + repo + "'");
-  cache.store_metadata(hub->id(), rel, text);
-  return index;
+  return registry::fetch_verified_index(*hub, cache, repo, trust);
 }
 
 namespace {

@@ -18,6 +18,7 @@ struct FetchOptions {
   std::string variant;     // empty: $KH_TARGET, else select for this machine
   bool offline = false;    // also set by KH_OFFLINE=1
   std::string lockfile;    // non-empty: resolve only what this kernels.lock pins ($KH_LOCKFILE)
+  bool allow_expired = false;  // accept expired hub metadata (also KH_ALLOW_EXPIRED=1)
   // Reuse cached metadata younger than this many seconds instead of asking the hub
   // (kh_load_kernel: $KH_METADATA_TTL, default 600). 0: always ask (`kernels get`).
   int64_t metadata_max_age_s = 0;

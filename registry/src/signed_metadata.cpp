@@ -121,9 +121,36 @@ std::optional<std::string> fetch_optional(Hub& hub, const std::string& rel, uint
   }
 }
 
-std::string fetch_index_text(Hub& hub, const std::string& repo, const std::string& rel) {
+// The index, fetched conditionally: when the cache holds a copy with an ETag (and, for a
+// signed hub, its signature), a 304 answer returns that copy, which is then verified like
+// a fresh one. Saves the transfer, never the verification.
+struct IndexFetch {
+  std::string text, etag;
+  std::optional<std::string> cached_minisig, cached_sigs;  // set when not modified
+};
+
+IndexFetch fetch_index_text(Hub& hub, const Cache& cache, const std::string& repo, const std::string& rel,
+                            bool need_signature) {
+  IndexFetch out;
+  std::string etag = cache.load_metadata_etag(hub.id(), rel);
+  std::optional<std::string> cached = etag.empty() ? std::nullopt : cache.load_metadata(hub.id(), rel);
+  std::optional<std::string> cached_minisig;
+  if (cached && need_signature) {
+    cached_minisig = cache.load_metadata(hub.id(), rel + ".minisig");
+    if (!cached_minisig) cached.reset();
+  }
   try {
-    return hub.fetch_metadata(rel, kMaxIndexBytes);
+    MetadataFetch f = hub.fetch_metadata_conditional(rel, kMaxIndexBytes, cached ? etag : "");
+    if (f.not_modified && cached) {
+      out.text = std::move(*cached);
+      out.etag = etag;
+      out.cached_minisig = std::move(cached_minisig);
+      out.cached_sigs = cache.load_metadata(hub.id(), rel + ".sigs");
+    } else {
+      out.text = std::move(f.text);
+      out.etag = std::move(f.etag);
+    }
+    return out;
   } catch (const StatusError& e) {
     if (e.status() == KH_ERROR_NOT_FOUND)
       fail(KH_ERROR_NOT_FOUND, "hub " + hub.url() + " has no repo " + repo + " (no " + rel +
@@ -248,28 +275,34 @@ RepoIndex fetch_verified_index(Hub& hub, Cache& cache, const std::string& repo, 
   const std::string source = rel + " from " + hub.url();
   if (!store.trusted_root()) {
     if (!options.allow_unsigned) fail_no_pin(hub.url(), cache.root());
-    std::string text = fetch_index_text(hub, repo, rel);
-    RepoIndex index = parse_repo_index(text, source + " (unsigned)");
+    IndexFetch fetched = fetch_index_text(hub, cache, repo, rel, false);
+    RepoIndex index = parse_repo_index(fetched.text, source + " (unsigned)");
     check_names_repo(index, repo, source);
-    cache.store_metadata(hub.id(), rel, text);
+    cache.store_metadata(hub.id(), rel, fetched.text, fetched.etag);
     return index;
   }
   const RootMetadata root = store.update_root(hub);
   check_not_expired("the root of trust of hub " + hub.url() + " (root version " + std::to_string(root.version) + ")",
                     root.expires, root.expires_unix, options);
 
-  std::string text, minisig;
+  std::string text, minisig, etag;
   std::optional<std::string> sigs;
   // Twice at most: a publish between our reads of the index and its signature leaves a
   // pair that does not match; reading both again gets a consistent one.
   for (int attempt = 0;; ++attempt) {
-    text = fetch_index_text(hub, repo, rel);
-    std::optional<std::string> sig = fetch_optional(hub, rel + ".minisig", kMaxSignatureFileBytes);
+    IndexFetch fetched = fetch_index_text(hub, cache, repo, rel, true);
+    text = std::move(fetched.text);
+    etag = std::move(fetched.etag);
+    std::optional<std::string> sig = fetched.cached_minisig;
+    if (!sig) sig = fetch_optional(hub, rel + ".minisig", kMaxSignatureFileBytes);
     if (!sig)
       fail(KH_ERROR_SIGNATURE, source + " has no signature (" + rel + ".minisig): the hub's operator must publish "
                                         "with a signing key (`kernels publish --key`)");
     minisig = *sig;
-    sigs = root.index_role.threshold > 1 ? fetch_optional(hub, rel + ".sigs", kMaxSignatureFileBytes) : std::nullopt;
+    if (fetched.cached_minisig)
+      sigs = root.index_role.threshold > 1 ? fetched.cached_sigs : std::nullopt;
+    else
+      sigs = root.index_role.threshold > 1 ? fetch_optional(hub, rel + ".sigs", kMaxSignatureFileBytes) : std::nullopt;
     try {
       verify_index_signatures(root, text, index_signature_entries(minisig, sigs, rel, " from " + hub.url()), source);
       break;
@@ -288,7 +321,7 @@ RepoIndex fetch_verified_index(Hub& hub, Cache& cache, const std::string& repo, 
   } else {
     ::unlink(cached_sigs.c_str());
   }
-  cache.store_metadata(hub.id(), rel, text);
+  cache.store_metadata(hub.id(), rel, text, etag);
   store.record_index_version(repo, index.version);
   return index;
 }

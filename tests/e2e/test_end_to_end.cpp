@@ -206,6 +206,25 @@ TEST_CASE("bad requests and bad hub content are refused, leaving the cache as it
     ws.write_index(index);
     expect_refused(kSpec, KH_ERROR_BAD_METADATA, "schema");
   }
+  SUBCASE("an index changed without being signed again") {
+    auto index = ws.read_index();
+    index["releases"]["1.0.0"]["yanked"] = true;
+    kh::test::write_text(ws.index_path(), index.dump(2));
+    expect_refused(kSpec, KH_ERROR_SIGNATURE, "signature");
+  }
+  SUBCASE("a hub whose root of trust was never pinned") {
+    const fs::path other_cache = ws.root / "unpinned-cache";
+    fs::create_directories(other_cache);
+    const std::string hub = ws.hub_url(), cache = other_cache.string();
+    kh_load_options options{};
+    options.struct_size = sizeof(options);
+    options.hub = hub.c_str();
+    options.cache_dir = cache.c_str();
+    kh_kernel* unpinned = nullptr;
+    CHECK(kh_load_kernel(kSpec, &options, &unpinned) == KH_ERROR_SIGNATURE);
+    CHECK(std::string(kh_last_error()).find("kernels trust") != std::string::npos);
+    CHECK(unpinned == nullptr);
+  }
   SUBCASE("a blob with one byte flipped") {
     auto index = ws.read_index();
     const std::string sha = Workspace::reference_variant(index)["sha256"];
@@ -336,8 +355,7 @@ TEST_CASE("a lockfile pins the version and the bytes of every build") {
     Workspace::reference_variant(index)["sha256"] = other;
     Workspace::reference_variant(index)["size"] = bytes.size();
     ws.write_index(index);
-    fs::remove_all(ws.cache);  // force a fetch
-    fs::create_directories(ws.cache);
+    REQUIRE(ws.kernels("cache clean").exit_code == 0);  // force a fetch; the pinned root stays
     options.hub = hub.c_str();
     kh_kernel* k = nullptr;
     CHECK(kh_load_kernel(kSpec, &options, &k) == KH_ERROR_LOCKED);
@@ -393,4 +411,23 @@ TEST_CASE("kernels cache verify, gc and clean") {
     CHECK(nlohmann::json::parse(ws.kernels("list --json").output).empty());
     CHECK(ws.trusted_cache_entries() == 0);
   }
+}
+
+TEST_CASE("one process loads several packages, and the same one twice") {
+  // glibc knows loaded objects by name; each library must keep its own /proc/self/fd name.
+  kh_kernel *rms = nullptr, *layer = nullptr, *again = nullptr, *after = nullptr;
+  REQUIRE_MESSAGE(kh_load_kernel_library(KH_RMS_NORM_LIB, &rms) == KH_OK, kh_last_error());
+  REQUIRE_MESSAGE(kh_load_kernel_library(KH_LAYER_NORM_LIB, &layer) == KH_OK, kh_last_error());
+  CHECK(std::string(kh_kernel_name(rms)) == "kernels-community/rms-norm");
+  CHECK(std::string(kh_kernel_name(layer)) == "kernels-community/layer-norm");
+  REQUIRE_MESSAGE(kh_load_kernel_library(KH_RMS_NORM_LIB, &again) == KH_OK, kh_last_error());
+  CHECK(std::string(kh_kernel_name(again)) == "kernels-community/rms-norm");
+  kh_kernel_release(rms);
+  kh_kernel_release(again);
+  // The descriptor numbers freed above are reused by the next load; it must still be its own.
+  REQUIRE_MESSAGE(kh_load_kernel_library(KH_ATTENTION_LIB, &after) == KH_OK, kh_last_error());
+  CHECK(std::string(kh_kernel_name(after)) == "kernels-community/attention");
+  CHECK(std::string(kh_kernel_name(layer)) == "kernels-community/layer-norm");
+  kh_kernel_release(after);
+  kh_kernel_release(layer);
 }

@@ -64,16 +64,34 @@ CommandResult Workspace::kernels(const std::string& args) const {
 }
 
 void Workspace::publish_reference() const {
+  // A hub operator's setup: a key, a root of trust naming it, a signed publish; then the
+  // client pins that root, as users do with `kernels trust`.
+  const std::string keys = (root / "keys").string();
+  if (!fs::exists(root / "keys" / "kh.key")) {
+    auto gen = kernels("keys generate '" + keys + "'");
+    REQUIRE_MESSAGE(gen.exit_code == 0, gen.output);
+  }
+  if (!fs::exists(hub / "root" / "1.root.json")) {
+    auto init = kernels("trust init --hub '" + hub_url() + "' --key '" + keys + "/kh.pub' --sign '" + keys + "/kh.key'");
+    REQUIRE_MESSAGE(init.exit_code == 0, init.output);
+  }
   auto pack = kernels("pack '" KH_RMS_NORM_LIB "' --package '" KH_TEST_SOURCE_DIR "/kernels-src/rms-norm/kernel.json' --out '" +
                       dist.string() + "'");
   REQUIRE_MESSAGE(pack.exit_code == 0, pack.output);
-  auto publish = kernels("publish '" + dist.string() + "' --hub '" + hub_url() + "'");
+  auto publish = kernels("publish '" + dist.string() + "' --hub '" + hub_url() + "' --key '" + keys + "/kh.key'");
   REQUIRE_MESSAGE(publish.exit_code == 0, publish.output);
+  auto trust = kernels("trust '" + (hub / "root" / "1.root.json").string() + "' --hub '" + hub_url() + "' --replace");
+  REQUIRE_MESSAGE(trust.exit_code == 0, trust.output);
 }
 
 nlohmann::json Workspace::read_index() const { return nlohmann::json::parse(read_text(index_path())); }
 
-void Workspace::write_index(const nlohmann::json& index) const { write_text(index_path(), index.dump(2)); }
+void Workspace::write_index(const nlohmann::json& index) const {
+  // Re-signed like an operator's hand edit, so tests reach the check they mean to test.
+  write_text(index_path(), index.dump(2));
+  auto sign = kernels("keys sign '" + index_path().string() + "' --key '" + (root / "keys" / "kh.key").string() + "'");
+  REQUIRE_MESSAGE(sign.exit_code == 0, sign.output);
+}
 
 nlohmann::json& Workspace::reference_variant(nlohmann::json& index) {
   auto& variants = index["releases"]["1.0.0"]["variants"];

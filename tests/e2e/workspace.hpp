@@ -31,11 +31,13 @@ class Workspace {
 
   // `kernels <args>` with KH_CACHE pointing at this workspace's cache.
   CommandResult kernels(const std::string& args) const;
-  // Packs and publishes the reference rms-norm CPU build into the hub; REQUIREs success.
+  // Makes a signing key and root of trust for the hub (once), packs and publishes the
+  // reference rms-norm CPU build signed, and pins the root in the cache; REQUIREs success.
   void publish_reference() const;
 
   fs::path index_path() const { return hub / "repos/kernels-community/rms-norm/index.json"; }
   nlohmann::json read_index() const;
+  // Writes the index and signs it with the hub's key.
   void write_index(const nlohmann::json& index) const;
   // The (only) variant entry of release 1.0.0 in the index.
   static nlohmann::json& reference_variant(nlohmann::json& index);

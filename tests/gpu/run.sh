@@ -18,12 +18,18 @@
 #                                   libraries of an existing kh build tree (ctest label gpu);
 #                                   prints SKIP and exits 0 where no CUDA GPU or PyTorch is.
 #
-# With the device tool: stage here, then `run` with carry [".gpu-stage"] and the command
-# `tests/gpu/run.sh`. Logs, the summary table and summary JSON go to $OUT when set (else
+# With the device tool: stage here (about 51 MB: 6 CUDA libraries, libkh, `kernels`, and
+# syslib/, this machine's copies of libarchive, libcurl and their dependencies, used there
+# only for what that machine lacks: an Ubuntu 24.04 H200 machine lacked libarchive.so.13
+# alone), then `run` with carry [".gpu-stage"] and the command
+#   set -o pipefail; tests/gpu/run.sh 2>&1 | tee $OUT/run.log
+# Logs (doctor.txt, get.txt), summary.txt and summary.json go to $OUT when set (else to
 # the work folder, $KH_GPU_WORK or /tmp/kh-gpu-run, which is recreated on every run).
-# Kernel builds: build-matrix/build.sh <target> <out> when it exists, else the standalone
-# kernels-src build (cmake -S kernels-src -DKH_TARGET=<target>), else the dev stand-ins in
-# tests/gpu/{attention,norms}/standalone.
+# Kernel builds: build-matrix/build.sh <target> <out> when it exists (the libraries are
+# taken out of the archives it packs), else the standalone kernels-src build (cmake -S
+# kernels-src -DKH_TARGET=<target>), else the dev stand-ins in tests/gpu/*/standalone.
+# KH_GPU_KH_SRC=<dir> builds libkh/`kernels` from another source tree (e.g. a `git archive`
+# export of a commit) when the checkout is mid-change.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -39,7 +45,7 @@ case "${1:-}" in
   stage) mode=stage; stage="${2:-$stage}" ;;
   --from-build) from_build="${2:?--from-build needs a kh build directory}"; stage="$from_build/gpu-stage" ;;
   "") ;;
-  -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
   *) stage="$1" ;;
 esac
 stage="$(mkdir -p "$stage" && cd "$stage" && pwd)"
@@ -109,7 +115,7 @@ stage_system_libraries() {  # the non-glibc shared libraries libkh and kernels n
   ldd "$stage/lib/libkh.so.0" "$stage/bin/kernels" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
     while read -r so; do
       case "$(basename "$so")" in
-        libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libstdc++.so*|libgcc_s.so*) continue ;;
+        libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|libresolv.so*|libutil.so*|ld-linux*|libstdc++.so*|libgcc_s.so*) continue ;;  # glibc, the compiler runtime
         libicudata.so*)  # 30 MB of ICU data (through libarchive -> libxml2): staged xz-compressed
           python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(open(sys.argv[1], "rb"), lzma.open(sys.argv[2], "wb", preset=6))' \
             "$so" "$stage/syslib/$(basename "$so").xz"
@@ -247,7 +253,7 @@ for pkg in "${PKGS[@]}"; do
 done
 
 step "check_through_kh.py"
-python3 "$here/check_through_kh.py" --hub "$KH_HUB" --cache "$KH_CACHE" --out "$logs" || fail "check_through_kh.py"
+timeout "${KH_GPU_CHECK_TIMEOUT:-480}" python3 "$here/check_through_kh.py" --hub "$KH_HUB" --cache "$KH_CACHE" --out "$logs" || fail "check_through_kh.py"
 
 step "exit $status"
 exit $status

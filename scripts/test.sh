@@ -7,6 +7,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 scripts/install-deps.sh
 preset="${KH_PRESET:-ci}"
+# Let ccache reuse objects compiled in another checkout of the repo (CI clones afresh).
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 jobs="$(nproc)"
 
 cmake --preset "$preset" >/dev/null

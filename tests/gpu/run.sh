@@ -227,7 +227,12 @@ for t in "$(cpu_target)" "${GPU_TARGETS[@]}"; do
       --out "$work/dist" || fail "kernels pack $t $pkg"
   done
 done
-"$kernels" publish "$work/dist" --hub "$KH_HUB" || fail "kernels publish"
+# Signed, as users meet a hub: key, root of trust, signed publish, pinned root.
+"$kernels" keys generate "$work/keys" >/dev/null || fail "kernels keys generate"
+"$kernels" trust init --hub "$KH_HUB" --key "$work/keys/kh.pub" --sign "$work/keys/kh.key" >/dev/null ||
+  fail "kernels trust init"
+"$kernels" publish "$work/dist" --hub "$KH_HUB" --key "$work/keys/kh.key" || fail "kernels publish"
+"$kernels" trust "$work/hub/root/1.root.json" --hub "$KH_HUB" >/dev/null || fail "kernels trust"
 
 step "kernels doctor kernels-community/attention@1"
 "$kernels" doctor kernels-community/attention@1 | tee "$logs/doctor.txt" || fail "kernels doctor"

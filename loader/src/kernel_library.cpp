@@ -4,9 +4,11 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 #include <mutex>
@@ -33,14 +35,48 @@ class FileDescriptor {
 
 std::string descriptor_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
 
-// dlopen of an open descriptor. If a library loaded earlier under the same /proc name is
-// still mapped (a host's own dlopen, or one whose dlclose could not unload it), dlopen
-// would return that one; move our descriptor to a number no loaded object is named by.
+// The device and inode of the file mapped at addr, from /proc/self/maps; false if none.
+bool mapped_file_identity(const void* addr, dev_t* dev, ino_t* ino) {
+  FILE* maps = std::fopen("/proc/self/maps", "re");
+  if (maps == nullptr) return false;
+  const auto target = reinterpret_cast<uintptr_t>(addr);
+  char line[4096];
+  bool found = false;
+  while (!found && std::fgets(line, sizeof line, maps)) {
+    unsigned long long start = 0, end = 0, inode = 0;
+    unsigned major = 0, minor = 0;
+    if (std::sscanf(line, "%llx-%llx %*s %*s %x:%x %llu", &start, &end, &major, &minor, &inode) == 5 &&
+        target >= start && target < end) {
+      *dev = makedev(major, minor);
+      *ino = static_cast<ino_t>(inode);
+      found = true;
+    }
+  }
+  std::fclose(maps);
+  return found;
+}
+
+// Is the object behind `handle` the file open at fd?
+bool handle_is_file(void* handle, int fd) {
+  struct stat st {};
+  void* entry = ::dlsym(handle, KH_KERNEL_ENTRY_POINT);
+  dev_t dev = 0;
+  ino_t ino = 0;
+  return entry != nullptr && ::fstat(fd, &st) == 0 && mapped_file_identity(entry, &dev, &ino) && dev == st.st_dev &&
+         ino == st.st_ino;
+}
+
+// dlopen of an open descriptor. glibc knows loaded objects by name, and a name like
+// /proc/self/fd/N stays attached to whatever object was loaded (or found again) through
+// it even after N is closed and reused. So when the name is already known, check that it
+// stands for our very file; if it stands for another, move our descriptor to a number
+// whose name is free or ours, and try again.
 void* dlopen_descriptor(int& fd, const std::string& path) {
-  for (int attempt = 0; attempt < 16; ++attempt) {
-    void* stale = ::dlopen(descriptor_path(fd).c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-    if (stale == nullptr) break;
-    ::dlclose(stale);
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    void* known = ::dlopen(descriptor_path(fd).c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (known == nullptr) break;  // a fresh name: dlopen below opens our descriptor
+    if (handle_is_file(known, fd)) return known;  // our file, loaded already: share it
+    ::dlclose(known);
     const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, fd + 1);
     if (moved < 0) fail(KH_ERROR_IO, "cannot duplicate the descriptor of " + path + ": " + std::strerror(errno));
     ::close(fd);
@@ -51,6 +87,12 @@ void* dlopen_descriptor(int& fd, const std::string& path) {
   if (handle == nullptr) {
     const char* why = dlerror();
     fail(KH_ERROR_LOAD_FAILED, "cannot load kernel library " + path + ": " + (why ? why : "dlopen failed"));
+  }
+  // (A library without the entry point is refused by the caller, naming what it lacks.)
+  if (::dlsym(handle, KH_KERNEL_ENTRY_POINT) != nullptr && !handle_is_file(handle, fd)) {
+    ::dlclose(handle);
+    fail(KH_ERROR_LOAD_FAILED, "loading kernel library " + path + " gave another library already loaded in this "
+                               "process under the same name; nothing was loaded");
   }
   return handle;
 }

@@ -422,8 +422,14 @@ TEST_CASE("one process loads several packages, and the same one twice") {
   CHECK(std::string(kh_kernel_name(layer)) == "kernels-community/layer-norm");
   REQUIRE_MESSAGE(kh_load_kernel_library(KH_RMS_NORM_LIB, &again) == KH_OK, kh_last_error());
   CHECK(std::string(kh_kernel_name(again)) == "kernels-community/rms-norm");
-  kh_kernel_release(rms);
+  // Loading rms-norm again attached a second /proc/self/fd name to it; once that number is
+  // free and reused, the name must not lead the next load to rms-norm.
   kh_kernel_release(again);
+  kh_kernel* layer_again = nullptr;
+  REQUIRE_MESSAGE(kh_load_kernel_library(KH_LAYER_NORM_LIB, &layer_again) == KH_OK, kh_last_error());
+  CHECK(std::string(kh_kernel_name(layer_again)) == "kernels-community/layer-norm");
+  kh_kernel_release(layer_again);
+  kh_kernel_release(rms);
   // The descriptor numbers freed above are reused by the next load; it must still be its own.
   REQUIRE_MESSAGE(kh_load_kernel_library(KH_ATTENTION_LIB, &after) == KH_OK, kh_last_error());
   CHECK(std::string(kh_kernel_name(after)) == "kernels-community/attention");

@@ -8,7 +8,7 @@
 #include "layer_norm_args.hpp"
 #include "layer_norm_cuda.hpp"
 #include "layer_norm_ops.hpp"
-#include "row_norm_engine.cuh"
+#include "kh_kernel/row_norm_engine.cuh"
 
 namespace kh_layer_norm {
 namespace {

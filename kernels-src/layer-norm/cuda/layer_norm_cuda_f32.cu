@@ -1,7 +1,7 @@
 // layer_norm_cuda_f32.cu: the f32 instantiations of the layer-norm CUDA kernels (plain and
 // fused residual add, every row-size configuration, 16-byte and scalar accesses).
 #include "layer_norm_cuda.hpp"
-#include "row_norm_engine.cuh"
+#include "kh_kernel/row_norm_engine.cuh"
 
 namespace kh_layer_norm {
 

@@ -8,7 +8,7 @@
 #include "layer_norm_args.hpp"
 #include "layer_norm_hip.hpp"
 #include "layer_norm_ops.hpp"
-#include "row_norm_engine_hip.hpp"
+#include "kh_kernel/row_norm_engine_hip.hpp"
 
 namespace kh_layer_norm {
 namespace {

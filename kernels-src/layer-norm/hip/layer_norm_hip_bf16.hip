@@ -1,7 +1,7 @@
 // layer_norm_hip_bf16.hip: the bf16 instantiations of the layer-norm HIP kernels (plain and fused
 // residual add, every row-size configuration, 16-byte and scalar accesses).
 #include "layer_norm_hip.hpp"
-#include "row_norm_engine_hip.hpp"
+#include "kh_kernel/row_norm_engine_hip.hpp"
 
 namespace kh_layer_norm {
 

@@ -7,7 +7,7 @@
 #include "rms_norm_args.hpp"
 #include "rms_norm_cuda.hpp"
 #include "rms_norm_ops.hpp"
-#include "row_norm_engine.cuh"
+#include "kh_kernel/row_norm_engine.cuh"
 
 namespace kh_rms_norm {
 namespace {

@@ -1,7 +1,7 @@
 // rms_norm_cuda_bf16.cu: the bf16 instantiations of the rms-norm CUDA kernels (plain and fused
 // residual add, every row-size configuration, 16-byte and scalar accesses).
 #include "rms_norm_cuda.hpp"
-#include "row_norm_engine.cuh"
+#include "kh_kernel/row_norm_engine.cuh"
 
 namespace kh_rms_norm {
 

@@ -7,7 +7,7 @@
 #include "rms_norm_args.hpp"
 #include "rms_norm_hip.hpp"
 #include "rms_norm_ops.hpp"
-#include "row_norm_engine_hip.hpp"
+#include "kh_kernel/row_norm_engine_hip.hpp"
 
 namespace kh_rms_norm {
 namespace {

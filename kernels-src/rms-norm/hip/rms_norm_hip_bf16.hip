@@ -1,7 +1,7 @@
 // rms_norm_hip_bf16.hip: the bf16 instantiations of the rms-norm HIP kernels (plain and fused
 // residual add, every row-size configuration, 16-byte and scalar accesses).
 #include "rms_norm_hip.hpp"
-#include "row_norm_engine_hip.hpp"
+#include "kh_kernel/row_norm_engine_hip.hpp"
 
 namespace kh_rms_norm {
 

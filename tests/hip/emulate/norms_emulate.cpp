@@ -1,5 +1,5 @@
-// norms_emulate.cpp: runs the gfx942 row-norm kernels (kernels-src/rms-norm/hip/
-// row_norm_engine_hip.hpp, also layer-norm's) on the host through the SIMT emulator
+// norms_emulate.cpp: runs the gfx942 row-norm kernels (kernels-src/common/include/
+// kh_kernel/row_norm_engine_hip.hpp, shared with layer-norm) on the host through the SIMT emulator
 // (simt.hpp) and compares out and residual_out with a float64 reference: every row-size rung
 // of the launcher's ladder (a wavefront per row, a workgroup per row, the streaming kernel),
 // 16-byte and scalar packs with a tail, fp32/fp16/bf16, RMS and layer norm, fused or not,
@@ -14,7 +14,7 @@
 #include <vector>
 
 #define KH_GFX942_EMULATION 1
-#include "row_norm_engine_hip.hpp"
+#include "kh_kernel/row_norm_engine_hip.hpp"
 
 namespace {
 

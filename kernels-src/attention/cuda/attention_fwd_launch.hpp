@@ -1,38 +1,12 @@
-// attention_fwd_launch.hpp: what the CUDA attention kernels take, shared by the sm80 and
-// sm90a paths: raw pointers, element strides and sizes, filled by attention_cuda.cu from the
-// validated op arguments.
+// attention_fwd_launch.hpp: the CUDA side of the attention launch, shared by the sm80 and
+// sm90a paths; the parameters themselves (FwdLaunchParams) are common to every GPU backend.
 #pragma once
 
 #include <cstdint>
 
+#include "../src/attention_fwd_params.hpp"
+
 namespace kh_attention {
-
-enum class ElementType : uint32_t { kF16 = 0, kBF16 = 1 };
-
-// Everything the kernel needs; strides are in elements, not bytes.
-struct FwdLaunchParams {
-  const void* q = nullptr;  // (batch, seqlen_q, heads_q, head_dim), last dim contiguous
-  const void* k = nullptr;  // (batch, seqlen_k, heads_kv, head_dim)
-  const void* v = nullptr;  // (batch, seqlen_k, heads_kv, head_dim)
-  void* out = nullptr;      // (batch, seqlen_q, heads_q, head_dim)
-  float* lse = nullptr;     // (batch, heads_q, seqlen_q) fp32, or null
-
-  int64_t q_batch_stride = 0, q_row_stride = 0, q_head_stride = 0;
-  int64_t k_batch_stride = 0, k_row_stride = 0, k_head_stride = 0;
-  int64_t v_batch_stride = 0, v_row_stride = 0, v_head_stride = 0;
-  int64_t o_batch_stride = 0, o_row_stride = 0, o_head_stride = 0;
-  int64_t lse_batch_stride = 0, lse_head_stride = 0, lse_row_stride = 0;
-
-  int batch = 0;
-  int seqlen_q = 0;
-  int seqlen_k = 0;
-  int heads_q = 0;
-  int heads_kv = 0;
-  int head_dim = 0;
-  float scale = 1.f;  // softmax scale applied to q.k
-  bool causal = false;
-  ElementType dtype = ElementType::kBF16;
-};
 
 // Both paths copy 16-byte chunks (cp.async, TMA): data pointers must be 16-byte aligned and
 // batch/row/head strides multiples of 8 elements.

@@ -26,7 +26,7 @@ from ._abi import (KH_OK, KH_ERROR_INVALID_ARGUMENT, KH_ERROR_NOT_FOUND, KH_ERRO
                    KH_ERROR_UNSUPPORTED, KH_ERROR_DEVICE, KH_ERROR_INTERNAL, KH_ERROR_OUT_OF_MEMORY,
                    KH_ERROR_LOCKED, KH_ERROR_SIGNATURE, KH_ERROR_ROLLBACK, KH_ERROR_EXPIRED)
 
-__all__ = ["load_kernel", "load_library", "Kernel", "Op", "Error", "library_version", "library_path"]
+__all__ = ["load_kernel", "load_library", "Kernel", "Op", "BoundCall", "Error", "library_version", "library_path"]
 
 _lib = None
 _lib_path = None
@@ -125,8 +125,37 @@ class Op:
         del keep  # the borrowed DLTensors (and DLPack capsules) end with the call
         _check(status)
 
+    def bind(self, *args, stream=None):
+        """A BoundCall: this op with these arguments, converted once. Calling it repeats
+        kh_op_call with the same kh_value array (the loader's checks still run on every
+        call), without the per-call Python conversion of __call__. The tensors must stay
+        alive, and keep their storage, as long as the BoundCall is used."""
+        s = _tensors.stream_handle(stream) if stream is not None else _tensors.current_stream_for(args)
+        return BoundCall(self, args, s)
+
     def __repr__(self):
         return f"<kh.Op {self.schema}>"
+
+
+class BoundCall:
+    """Op.bind()'s result: call() (or ()) runs the op again on the bound arguments and stream.
+    For loops that repeat one call (benchmarks, decode steps on fixed buffers)."""
+
+    def __init__(self, op, args, stream):
+        self._op = op
+        self._args = args  # the Python objects whose memory the DLTensors borrow
+        self._values = (_abi.KhValue * len(args))()
+        self._keep = []
+        for i, a in enumerate(args):
+            _tensors.fill_value(self._values[i], a, stream, self._keep)
+        self._nargs = len(args)
+        self._stream = stream or None
+        self._call = _library().kh_op_call
+
+    def __call__(self):
+        if self._op._kernel._handle is None:
+            raise Error(KH_ERROR_INVALID_ARGUMENT, f"{self._op.name}: its kernel package was released")
+        _check(self._call(self._op._handle, self._values, self._nargs, self._stream))
 
 
 class Kernel:

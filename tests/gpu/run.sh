@@ -14,6 +14,12 @@
 #                                   is missing: needs cmake, a compiler and nvcc there), pack,
 #                                   publish, doctor, get, check. Exit status non-zero on any
 #                                   failure.
+#   tests/gpu/run.sh --bench [DIR]  the same, then the benchmarks: tests/bench/gpu_bench.py
+#                                   (kh against PyTorch; $OUT/gpu_bench.json) and
+#                                   bench_call_overhead (kh_op_call against the raw invoke),
+#                                   which `stage` builds into DIR/bin. KH_GPU_BENCH_ARGS adds
+#                                   gpu_bench.py arguments (e.g. "--only norms");
+#                                   KH_GPU_CHECK=0 skips check_through_kh.py (bench-only runs).
 #   tests/gpu/run.sh --from-build BUILD   the same, with libkh, `kernels` and the CPU kernel
 #                                   libraries of an existing kh build tree (ctest label gpu);
 #                                   prints SKIP and exits 0 where no CUDA GPU or PyTorch is.
@@ -41,11 +47,13 @@ GPU_TARGETS=(cuda-sm90a cuda-sm80)
 mode=run
 stage=".gpu-stage"
 from_build=""
+bench=0
+[[ "${1:-}" == --bench ]] && { bench=1; shift; }
 case "${1:-}" in
   stage) mode=stage; stage="${2:-$stage}" ;;
   --from-build) from_build="${2:?--from-build needs a kh build directory}"; stage="$from_build/gpu-stage" ;;
   "") ;;
-  -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
   *) stage="$1" ;;
 esac
 stage="$(mkdir -p "$stage" && cd "$stage" && pwd)"
@@ -125,6 +133,11 @@ stage_system_libraries() {  # the non-glibc shared libraries libkh and kernels n
     done
 }
 
+build_call_overhead_bench() {  # tests/bench/bench_call_overhead.cpp against the staged libkh
+  "${CXX:-c++}" -std=c++17 -O2 -I abi/include tests/bench/bench_call_overhead.cpp -o "$stage/bin/bench_call_overhead" \
+    -L "$stage/lib" -l:libkh.so.0 -ldl -Wl,-rpath,'$ORIGIN/../lib'
+}
+
 have_kh() { [[ -x "$stage/bin/kernels" && -f "$stage/lib/libkh.so.0" ]]; }
 have_target() {
   local t="$1" backend=cuda; [[ $t == cpu-* ]] && backend=cpu
@@ -154,6 +167,7 @@ ensure_built() {  # builds whatever the stage lacks
 
 if [[ $mode == stage ]]; then
   ensure_built || die "build failed"
+  build_call_overhead_bench || die "bench_call_overhead build failed"
   stage_system_libraries
   git -C "$root" describe --always --dirty > "$stage/SOURCE" 2>/dev/null || true
   step "staged in $stage ($(du -sh "$stage" | cut -f1)); carry it to the GPU machine"
@@ -258,7 +272,18 @@ for pkg in "${PKGS[@]}"; do
 done
 
 step "check_through_kh.py"
+[[ ${KH_GPU_CHECK:-1} == 0 ]] && echo "(skipped: KH_GPU_CHECK=0)" ||
 timeout "${KH_GPU_CHECK_TIMEOUT:-480}" python3 "$here/check_through_kh.py" --hub "$KH_HUB" --cache "$KH_CACHE" --out "$logs" || fail "check_through_kh.py"
+
+if [[ $bench == 1 ]]; then
+  step "bench_call_overhead (kh_op_call against the op's raw invoke)"
+  [[ -x "$stage/bin/bench_call_overhead" ]] || build_call_overhead_bench || fail "bench_call_overhead build"
+  "$stage/bin/bench_call_overhead" "$KH_HUB" "$KH_CACHE" || fail "bench_call_overhead"
+  step "gpu_bench.py (kh against PyTorch)"
+  # shellcheck disable=SC2086  # KH_GPU_BENCH_ARGS is a list of arguments
+  timeout "${KH_GPU_BENCH_TIMEOUT:-300}" python3 "$root/tests/bench/gpu_bench.py" --hub "$KH_HUB" --cache "$KH_CACHE" \
+    --out "$logs" ${KH_GPU_BENCH_ARGS:-} || fail "gpu_bench.py"
+fi
 
 step "exit $status"
 exit $status

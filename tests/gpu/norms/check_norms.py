@@ -4,7 +4,7 @@ Usage: python3 check_norms.py --rms LIB.so --layer LIB.so [--quick]
 Exits 0 when every case passes (or, printing SKIP, when no CUDA device or PyTorch is
 present), 1 otherwise. Each case: random non-zero inputs drawn fresh, outputs poisoned with
 NaN (and the gaps between strided rows with a sentinel that must survive), the op called
-through its C ABI entry on a PyTorch stream, then compared with a float64 reference of the
+through libkh's kh_op_call (python/kh) on a PyTorch stream, then compared with a float64 reference of the
 CPU oracle's formula:
   residual_out == round(x + residual) exactly (fused ops);
   |out - ref| <= atol + rtol * |ref| per element, rtol = one ulp of the dtype (an fp32
@@ -20,7 +20,27 @@ except ImportError:  # the GPU test machine has PyTorch; elsewhere this test doe
     print("SKIP: PyTorch is not installed")
     sys.exit(0)
 
-from kh_ctypes import KhLibrary
+import os  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
+import kh  # noqa: E402
+
+
+class NormLibrary:
+    """A kernel library file loaded through python/kh (kh_load_kernel_library: no hub), its
+    ops called through kh_op_call; call() returns (status, message) instead of raising."""
+
+    def __init__(self, path):
+        self.kernel = kh.load_library(path)
+        self.name, self.version, self.variant = self.kernel.name, self.kernel.version, self.kernel.variant
+        self.ops = self.kernel.ops
+
+    def call(self, op, *args, stream=None):
+        try:
+            self.kernel.op(op)(*args, stream=stream)
+            return 0, ""
+        except kh.Error as e:
+            return e.status, e.message
 
 # Per-element tolerance: one ulp of the output dtype relative (2^-7 bf16, 2^-10 fp16) plus
 # fp32 accumulation over up to 70001 elements; atol covers results near zero.
@@ -184,7 +204,7 @@ def main():
         print("SKIP: no CUDA device")
         return 0
 
-    libs = {"rms": KhLibrary(a.rms), "layer": KhLibrary(a.layer)}
+    libs = {"rms": NormLibrary(a.rms), "layer": NormLibrary(a.layer)}
     for k, l in libs.items():
         print(f"{k}: {l.name} {l.version} {l.variant} ops={sorted(l.ops)}")
     gen = torch.Generator(device="cuda")

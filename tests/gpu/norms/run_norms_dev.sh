@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# run_norms_dev.sh: the dev loop of the CUDA norms: build (if needed), correctness, benchmark.
+# run_norms_dev.sh: the dev loop of the CUDA norms: build (if needed) and correctness.
 #
 #   tests/gpu/norms/run_norms_dev.sh build          # here: both arches, into build-norms/
-#   tests/gpu/norms/run_norms_dev.sh [check] [bench] [check80]   # on the GPU machine
+#   tests/gpu/norms/run_norms_dev.sh [check] [check80]   # on the GPU machine (KH_LIBRARY: libkh.so)
 #
 # build    configures tests/gpu/norms/standalone (the packages' cuda/CMakeLists.txt through
 #          kh_add_kernel_library) for sm90a and sm80, builds, and copies the libraries to
@@ -10,8 +10,8 @@
 #          GPU run can carry build-norms/lib from a build made elsewhere.
 # check    check_norms.py on the sm90a libraries (full sweep).
 # check80  check_norms.py --quick on the sm80 libraries (run on an H200 through their PTX).
-# bench    bench_norms.py on the sm90a libraries.
-# With no step: check check80 bench. Exit status: non-zero when any step fails.
+# The benchmark is tests/bench/gpu_bench.py (tests/gpu/run.sh --bench), through a hub as users load.
+# With no step: check check80. Exit status: non-zero when any step fails.
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -48,7 +48,7 @@ run_py() {  # script arch [args...]
 }
 
 steps=("$@")
-[[ ${#steps[@]} -eq 0 ]] && steps=(check check80 bench)
+[[ ${#steps[@]} -eq 0 ]] && steps=(check check80)
 status=0
 for step in "${steps[@]}"; do
   echo "== $step"
@@ -56,8 +56,7 @@ for step in "${steps[@]}"; do
     build) for a in "${arches[@]}"; do build_arch "$a" || status=1; done ;;
     check) run_py check_norms.py sm90a || status=1 ;;
     check80) run_py check_norms.py sm80 --quick || status=1 ;;
-    bench) run_py bench_norms.py sm90a || status=1 ;;
-    *) echo "unknown step '$step' (build, check, check80, bench)"; status=2 ;;
+    *) echo "unknown step '$step' (build, check, check80)"; status=2 ;;
   esac
 done
 exit $status

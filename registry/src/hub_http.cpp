@@ -1,5 +1,6 @@
-// http:// and https:// hubs through libcurl (the only file that includes curl): one easy
-// handle on one multi handle per Hub, so connections are kept alive between requests;
+// http:// and https:// hubs through libcurl (the only file that includes curl): one multi
+// handle per Hub, with one easy handle for metadata and one per parallel blob transfer,
+// so connections are kept alive and shared between requests;
 // retries with jittered backoff; resumed blobs (Range); redirects checked hop by hop; a
 // bearer token only for the hub's own origin; conditional metadata requests (ETag).
 #include <curl/curl.h>
@@ -25,6 +26,7 @@
 #include "kh/registry/repo_index.hpp"
 #include "kh/registry/sha256.hpp"
 #include "kh/registry/status_error.hpp"
+#include "kh/registry/verified_sink.hpp"
 #include "internal.hpp"
 
 namespace kh::registry {
@@ -36,8 +38,10 @@ constexpr size_t kBufferHighWater = 1u << 20;
 constexpr uint64_t kMaxDroppedBody = 1u << 20;
 // Requests one fetch may make in all (retries, resumes, restarts), whatever happens.
 constexpr int kMaxRequestsPerFetch = 64;
-// Passes of copy_verified over one blob (a restart from byte 0 begins a new pass).
+// Passes over one blob (a restart from byte 0 begins a new pass).
 constexpr int kMaxBlobPasses = 8;
+// The most blob transfers one fetch_blobs runs at once, whatever the options say.
+constexpr int kMaxParallel = 16;
 // A failure after at least this much progress since the previous one does not count
 // against max_attempts (a long download over a flaky link keeps resuming); a slow drip
 // that brings less still runs out of attempts.
@@ -169,13 +173,14 @@ class Exchange {
     curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, errbuf_);
     curl_easy_setopt(easy_, CURLOPT_HEADERDATA, this);
     curl_easy_setopt(easy_, CURLOPT_WRITEDATA, this);
+    curl_easy_setopt(easy_, CURLOPT_PRIVATE, this);  // drive_multi() finds the Exchange of a finished handle
     CURLMcode mc = curl_multi_add_handle(multi_, easy_);
     if (mc != CURLM_OK) {
       curl_slist_free_all(headers_);
       fail(KH_ERROR_INTERNAL, std::string("libcurl: cannot start a transfer: ") + curl_multi_strerror(mc));
     }
     try {
-      drive_once();
+      drive_multi(multi_);
     } catch (...) {
       release();
       throw;
@@ -237,38 +242,54 @@ class Exchange {
     return n;
   }
 
-  // Up to cap body bytes; 0 once the transfer has ended (then see result()).
+  // Up to cap body bytes, waiting for them; 0 once the transfer has ended (then see
+  // result()). Drives every transfer on the multi handle while it waits.
   size_t read(char* out, size_t cap) {
-    while (pos_ == buf_.size()) {
-      if (paused_) {
-        paused_ = false;
-        CURLcode rc = curl_easy_pause(easy_, CURLPAUSE_CONT);
-        if (rc != CURLE_OK) fail(KH_ERROR_INTERNAL, std::string("libcurl cannot resume a transfer: ") + curl_easy_strerror(rc));
-        continue;
-      }
-      if (finished_) return 0;
+    for (;;) {
+      resume_if_drained();
+      if (has_body_bytes() || finished_) return take(out, cap);
       curl_multi_poll(multi_, nullptr, 0, 1000, nullptr);
-      drive_once();
+      drive_multi(multi_);
     }
+  }
+  // Up to cap of the body bytes already received; never waits.
+  size_t take(char* out, size_t cap) {
     size_t k = std::min(cap, buf_.size() - pos_);
     std::memcpy(out, buf_.data() + pos_, k);
     pos_ += k;
     return k;
   }
-
-  // Drives the transfer until body bytes are ready or it ended.
-  void wait_body_or_end() {
-    while (pos_ == buf_.size() && !finished_) {
-      if (paused_) {
-        paused_ = false;
-        curl_easy_pause(easy_, CURLPAUSE_CONT);
-        continue;
-      }
-      curl_multi_poll(multi_, nullptr, 0, 1000, nullptr);
-      drive_once();
-    }
+  // A transfer paused because the reader fell behind goes on once its bytes are taken.
+  void resume_if_drained() {
+    if (!paused_ || has_body_bytes()) return;
+    paused_ = false;
+    CURLcode rc = curl_easy_pause(easy_, CURLPAUSE_CONT);
+    if (rc != CURLE_OK) fail(KH_ERROR_INTERNAL, std::string("libcurl cannot resume a transfer: ") + curl_easy_strerror(rc));
   }
   bool has_body_bytes() const { return pos_ < buf_.size(); }
+
+  // Called by drive_multi() when libcurl reports this transfer done.
+  void on_done(CURLcode result) {
+    finished_ = true;
+    result_ = result;
+    long status = 0;
+    if (curl_easy_getinfo(easy_, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status != 0) response_.status = status;
+  }
+
+  // Runs every transfer on `multi` as far as it can go without waiting, and tells each
+  // Exchange whose transfer finished.
+  static void drive_multi(CURLM* multi) {
+    int running = 0;
+    CURLMcode mc = curl_multi_perform(multi, &running);
+    if (mc != CURLM_OK) fail(KH_ERROR_INTERNAL, std::string("libcurl: ") + curl_multi_strerror(mc));
+    int left = 0;
+    while (CURLMsg* m = curl_multi_info_read(multi, &left)) {
+      if (m->msg != CURLMSG_DONE) continue;
+      char* owner = nullptr;
+      curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &owner);
+      if (owner != nullptr) reinterpret_cast<Exchange*>(owner)->on_done(m->data.result);
+    }
+  }
   // Lowers the body limit once the response says how much should follow.
   void set_limit(uint64_t limit) {
     limit_ = limit;
@@ -293,26 +314,11 @@ class Exchange {
  private:
   void release() {
     curl_multi_remove_handle(multi_, easy_);
+    curl_easy_setopt(easy_, CURLOPT_PRIVATE, nullptr);
     curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, nullptr);
     curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, nullptr);
     curl_slist_free_all(headers_);
     headers_ = nullptr;
-  }
-
-  void drive_once() {
-    int running = 0;
-    CURLMcode mc = curl_multi_perform(multi_, &running);
-    if (mc != CURLM_OK) fail(KH_ERROR_INTERNAL, std::string("libcurl: ") + curl_multi_strerror(mc));
-    int left = 0;
-    while (CURLMsg* m = curl_multi_info_read(multi_, &left)) {
-      if (m->msg == CURLMSG_DONE && m->easy_handle == easy_) {
-        finished_ = true;
-        result_ = m->data.result;
-        long status = 0;
-        if (curl_easy_getinfo(easy_, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status != 0)
-          response_.status = status;
-      }
-    }
   }
 
   CURLM* multi_;
@@ -393,8 +399,8 @@ class ProgressLine {
   std::chrono::steady_clock::time_point start_, last_;
 };
 
-// Thrown through copy_verified when a blob must start again from byte 0 (the server
-// ignored Range, or answered with the wrong range): fetch_blob truncates and re-runs it.
+// Thrown by BlobStream::read_some when a blob must start again from byte 0 (the server
+// ignored Range, or answered with the wrong range): fetch_blobs rewinds its sink.
 struct RestartFromZero {};
 
 class HttpHub final : public Hub {
@@ -411,10 +417,11 @@ class HttpHub final : public Hub {
     }
     std::random_device rd;
     rng_.seed(rd());
-    configure();
+    configure(easy_);
   }
   ~HttpHub() override {
     curl_easy_cleanup(easy_);
+    for (CURL* e : blob_easies_) curl_easy_cleanup(e);
     curl_multi_cleanup(multi_);
   }
   HttpHub(const HttpHub&) = delete;
@@ -465,34 +472,97 @@ class HttpHub final : public Hub {
         out.etag = is_header_safe(r.etag) ? r.etag : etag;
         return out;
       }
-      attempts.after_failure(ex, relative_path);
+      std::this_thread::sleep_for(attempts.after_failure(ex, relative_path));
     }
   }
 
   void fetch_blob(const std::string& sha256, uint64_t expected_size, int out_fd) override {
-    if (!is_sha256_hex(sha256))
-      fail(KH_ERROR_INVALID_ARGUMENT, "hub " + safe_url() + ": '" + sha256 + "' is not a sha256 digest");
-    const std::string rel = blob_path(sha256);
-    const std::string what = "blob sha256:" + sha256 + " from " + safe_url();
-    const off_t start = ::lseek(out_fd, 0, SEEK_CUR);
-    BlobStream stream(*this, url_ + "/" + rel, rel, expected_size);
-    ProgressLine progress(show_progress(), "kh: sha256:" + sha256.substr(0, 12), expected_size);
-    stream.progress = &progress;
-    for (int pass = 0;; ++pass) {
-      try {
-        copy_verified([&](char* buf, size_t cap) { return stream.read(buf, cap); }, out_fd, sha256, expected_size,
-                      what);
-        progress.update(expected_size, true);
-        return;
-      } catch (const RestartFromZero&) {
-        if (pass + 1 >= kMaxBlobPasses)
-          fail(KH_ERROR_NETWORK, what + ": the server restarted the download " + std::to_string(pass + 1) +
-                                     " times; try again later");
-        if (start < 0) fail(KH_ERROR_IO, what + ": the server cannot resume and the output cannot be rewound");
-        if (::ftruncate(out_fd, start) != 0 || ::lseek(out_fd, start, SEEK_SET) != start)
-          detail::fail_errno(what + ": cannot rewind the partial download", errno);
-      }
+    fetch_blobs({BlobRequest{sha256, expected_size, out_fd}});
+  }
+
+  // Up to max_parallel transfers at once on the one multi handle (which shares its
+  // connections among them): each blob's bytes go through its own VerifiedSink as they
+  // arrive; a blob the server makes start over is rewound and fetched again.
+  void fetch_blobs(const std::vector<BlobRequest>& blobs) override {
+    for (const BlobRequest& b : blobs)
+      if (!is_sha256_hex(b.sha256))
+        fail(KH_ERROR_INVALID_ARGUMENT, "hub " + safe_url() + ": '" + b.sha256 + "' is not a sha256 digest");
+    struct Active {
+      const BlobRequest* request;
+      std::unique_ptr<VerifiedSink> sink;
+      std::unique_ptr<BlobStream> stream;
+      int passes = 1;
+    };
+    uint64_t total = 0;
+    for (const BlobRequest& b : blobs) total += b.size;
+    ProgressLine progress(show_progress(),
+                          blobs.size() == 1 ? "kh: sha256:" + blobs[0].sha256.substr(0, 12)
+                                            : "kh: " + std::to_string(blobs.size()) + " blobs",
+                          total);
+    const size_t width = static_cast<size_t>(std::clamp(opt_.max_parallel, 1, kMaxParallel));
+    while (blob_easies_.size() < std::min(width, blobs.size())) {
+      CURL* e = curl_easy_init();
+      if (e == nullptr) fail(KH_ERROR_OUT_OF_MEMORY, "libcurl: out of memory opening hub " + safe_url());
+      blob_easies_.push_back(e);
+      configure(e);
     }
+    std::vector<Active> active;
+    std::vector<CURL*> idle(blob_easies_.begin(), blob_easies_.begin() + std::min(width, blobs.size()));
+    size_t next = 0;
+    uint64_t finished_bytes = 0;
+    std::vector<char> buf(1 << 16);
+    while (next < blobs.size() || !active.empty()) {
+      while (next < blobs.size() && !idle.empty()) {
+        const BlobRequest& b = blobs[next++];
+        const std::string rel = blob_path(b.sha256);
+        Active a;
+        a.request = &b;
+        a.sink = std::make_unique<VerifiedSink>(b.out_fd, b.sha256, b.size, "blob sha256:" + b.sha256 + " from " + safe_url());
+        a.stream = std::make_unique<BlobStream>(*this, idle.back(), url_ + "/" + rel, rel, b.size);
+        idle.pop_back();
+        active.push_back(std::move(a));
+      }
+      bool moved = false;
+      for (size_t i = 0; i < active.size();) {
+        Active& a = active[i];
+        bool done = false;
+        try {
+          while (std::optional<size_t> n = a.stream->read_some(buf.data(), buf.size())) {
+            if (*n == 0) {
+              a.sink->finish();
+              done = true;
+              break;
+            }
+            a.sink->write(buf.data(), *n);
+            moved = true;
+          }
+        } catch (const RestartFromZero&) {
+          if (++a.passes > kMaxBlobPasses)
+            fail(KH_ERROR_NETWORK, a.sink->what() + ": the server restarted the download " +
+                                       std::to_string(a.passes - 1) + " times; try again later");
+          a.sink->restart();
+          moved = true;
+        }
+        if (done) {
+          finished_bytes += a.request->size;
+          idle.push_back(a.stream->easy());
+          active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));
+          moved = true;
+          continue;
+        }
+        ++i;
+      }
+      uint64_t done_bytes = finished_bytes;
+      for (const Active& a : active) done_bytes += a.sink->received();
+      progress.update(done_bytes);
+      if (moved || active.empty()) continue;
+      // Nothing to hand over: wait for the network, or for the earliest retry to be due.
+      auto wait = std::chrono::milliseconds(1000);
+      for (const Active& a : active) wait = std::min(wait, a.stream->wait_hint());
+      curl_multi_poll(multi_, nullptr, 0, static_cast<int>(wait.count()), nullptr);
+      Exchange::drive_multi(multi_);
+    }
+    progress.update(total, true);
   }
 
  private:
@@ -505,9 +575,9 @@ class HttpHub final : public Hub {
     // The fetch made progress: failures counted so far no longer count.
     void progressed() { failures_ = 0; }
 
-    // Decides what follows a request that did not succeed: returns to try again (url_ may
-    // now be a redirect target), or throws.
-    void after_failure(const Exchange& ex, const std::string& rel) {
+    // Decides what follows a request that did not succeed: returns how long to wait before
+    // trying again (url_ may now be a redirect target), or throws.
+    std::chrono::milliseconds after_failure(const Exchange& ex, const std::string& rel) {
       const Response& r = ex.response();
       const std::string shown = sanitize_url(url_);
       if (++requests_ >= kMaxRequestsPerFetch)
@@ -522,7 +592,7 @@ class HttpHub final : public Hub {
                                      " redirects; check the hub URL");
         hub_.check_redirect(url_, next);
         url_ = next;
-        return;
+        return std::chrono::milliseconds(0);
       }
       std::string why;
       int retry_after_s = -1;
@@ -558,9 +628,9 @@ class HttpHub final : public Hub {
       if (++failures_ >= hub_.opt_.max_attempts)
         fail(KH_ERROR_NETWORK, "GET " + shown + ": " + why + " (" + std::to_string(failures_) +
                                    " attempts); check the network or try again later");
-      hub_.sleep_before_retry(failures_, retry_after_s);
       url_ = start_;  // a retry starts from the hub again (a redirect target may be what failed)
       hops_ = 0;
+      return hub_.retry_delay(failures_, retry_after_s);
     }
 
    private:
@@ -569,35 +639,39 @@ class HttpHub final : public Hub {
     int requests_ = 0, failures_ = 0, hops_ = 0;
   };
 
-  // The reader copy_verified pulls a blob from: one request after another (resuming at
-  // the bytes already handed over) until the body is complete.
+  // One blob's body, on its own easy handle: one request after another (resuming at the
+  // bytes already handed over, after a backoff when one failed) until it is complete.
   class BlobStream {
    public:
-    BlobStream(HttpHub& hub, std::string url, std::string rel, uint64_t size)
-        : hub_(hub), rel_(std::move(rel)), size_(size), attempts_(hub, std::move(url)) {}
-    ProgressLine* progress = nullptr;
+    BlobStream(HttpHub& hub, CURL* easy, std::string url, std::string rel, uint64_t size)
+        : hub_(hub), easy_(easy), rel_(std::move(rel)), size_(size), attempts_(hub, std::move(url)) {}
+    CURL* easy() const { return easy_; }
 
-    size_t read(char* out, size_t cap) {
+    // Body bytes already received (> 0), 0 at the end of the body (the caller checks the
+    // size and digest), nullopt when none are ready yet. Never waits. Throws
+    // RestartFromZero when the bytes handed over so far must be discarded.
+    std::optional<size_t> read_some(char* out, size_t cap) {
       for (;;) {
         if (!ex_) {
           if (done_) return 0;
+          if (std::chrono::steady_clock::now() < retry_at_) return std::nullopt;
           start_request();
         }
-        ex_->wait_body_or_end();
+        ex_->resume_if_drained();
         if (ex_->has_body_bytes()) {
           if (!checked_ && !accept_response()) continue;  // may also throw RestartFromZero
-          size_t n = ex_->read(out, cap);
+          size_t n = ex_->take(out, cap);
           delivered_ += n;
-          if (progress != nullptr) progress->update(delivered_);
           return n;
         }
+        if (!ex_->finished()) return std::nullopt;
         // The transfer ended and every byte it brought was handed over.
         const Response& r = ex_->response();
         if ((ex_->result() == CURLE_OK && (r.status == 200 || r.status == 206)) || ex_->over_limit()) {
           if (!checked_ && !accept_response()) continue;
           ex_.reset();
           done_ = true;
-          return 0;  // copy_verified decides whether the size and digest are right
+          return 0;  // the caller's VerifiedSink decides whether the size and digest are right
         }
         if (delivered_ >= progress_mark_ + kResumeProgressBytes) attempts_.progressed();
         progress_mark_ = delivered_;
@@ -608,9 +682,16 @@ class HttpHub final : public Hub {
           restart();
           continue;
         }
-        attempts_.after_failure(*ex_, rel_);
+        retry_at_ = std::chrono::steady_clock::now() + attempts_.after_failure(*ex_, rel_);
         ex_.reset();
       }
+    }
+
+    // How long the caller may wait for the network before this stream needs a look.
+    std::chrono::milliseconds wait_hint() const {
+      if (ex_) return std::chrono::milliseconds(1000);
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(retry_at_ - std::chrono::steady_clock::now());
+      return std::max(left, std::chrono::milliseconds(0));
     }
 
    private:
@@ -624,7 +705,7 @@ class HttpHub final : public Hub {
       // limit until the answer is known; accept_response() tightens it for a 206.
       req.body_limit = size_;
       req.with_token = hub_.same_origin(req.url);
-      ex_ = std::make_unique<Exchange>(hub_.multi_, hub_.easy_, req, hub_.opt_.token);
+      ex_ = std::make_unique<Exchange>(hub_.multi_, easy_, req, hub_.opt_.token);
       checked_ = false;
     }
 
@@ -667,7 +748,7 @@ class HttpHub final : public Hub {
                                  std::to_string(r.status) + " for a blob; report it to the hub's owner");
     }
 
-    // Forgets the bytes handed over; if there were any, copy_verified must start again.
+    // Forgets the bytes handed over; if there were any, the caller must start again.
     void restart() {
       const bool had = delivered_ > 0;
       delivered_ = 0;
@@ -677,32 +758,34 @@ class HttpHub final : public Hub {
     }
 
     HttpHub& hub_;
+    CURL* easy_;
     std::string rel_;
     uint64_t size_;
     Attempts attempts_;
     std::unique_ptr<Exchange> ex_;
+    std::chrono::steady_clock::time_point retry_at_{};
     uint64_t delivered_ = 0, progress_mark_ = 0, range_sent_ = 0;
     bool checked_ = false, done_ = false, ranges_ok_ = true;
     int bad_ranges_ = 0;
   };
 
-  void configure() {
-    curl_easy_setopt(easy_, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(easy_, CURLOPT_REDIR_PROTOCOLS_STR, "https");
-    curl_easy_setopt(easy_, CURLOPT_FOLLOWLOCATION, 0L);  // each hop is checked here instead
-    curl_easy_setopt(easy_, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(easy_, CURLOPT_CONNECTTIMEOUT, opt_.connect_timeout_s);
-    curl_easy_setopt(easy_, CURLOPT_LOW_SPEED_LIMIT, opt_.low_speed_bytes_per_s);
-    curl_easy_setopt(easy_, CURLOPT_LOW_SPEED_TIME, opt_.low_speed_time_s);
-    curl_easy_setopt(easy_, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(easy_, CURLOPT_BUFFERSIZE, 256L * 1024L);
-    curl_easy_setopt(easy_, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
+  void configure(CURL* easy) {
+    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR, "https");
+    curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);  // each hop is checked here instead
+    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT, opt_.connect_timeout_s);
+    curl_easy_setopt(easy, CURLOPT_LOW_SPEED_LIMIT, opt_.low_speed_bytes_per_s);
+    curl_easy_setopt(easy, CURLOPT_LOW_SPEED_TIME, opt_.low_speed_time_s);
+    curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, 256L * 1024L);
+    curl_easy_setopt(easy, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
     // Headers set here go to the server only, never to a proxy.
-    curl_easy_setopt(easy_, CURLOPT_HEADEROPT, static_cast<long>(CURLHEADER_SEPARATE));
-    curl_easy_setopt(easy_, CURLOPT_USERAGENT, "kh/0.1 (kernel hub)");
-    curl_easy_setopt(easy_, CURLOPT_HEADERFUNCTION, &Exchange::on_header);
-    curl_easy_setopt(easy_, CURLOPT_WRITEFUNCTION, &Exchange::on_body);
-    if (!opt_.ca_bundle.empty()) curl_easy_setopt(easy_, CURLOPT_CAINFO, opt_.ca_bundle.c_str());
+    curl_easy_setopt(easy, CURLOPT_HEADEROPT, static_cast<long>(CURLHEADER_SEPARATE));
+    curl_easy_setopt(easy, CURLOPT_USERAGENT, "kh/0.1 (kernel hub)");
+    curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &Exchange::on_header);
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &Exchange::on_body);
+    if (!opt_.ca_bundle.empty()) curl_easy_setopt(easy, CURLOPT_CAINFO, opt_.ca_bundle.c_str());
     // Proxies: libcurl reads http_proxy, https_proxy, all_proxy and no_proxy itself as
     // long as CURLOPT_PROXY is left unset, which it is here.
   }
@@ -724,7 +807,7 @@ class HttpHub final : public Hub {
                            "origin); fix the hub's server configuration or use its https URL");
   }
 
-  void sleep_before_retry(int failures, int retry_after_s) {
+  std::chrono::milliseconds retry_delay(int failures, int retry_after_s) {
     int ms;
     if (retry_after_s >= 0) {
       ms = retry_after_s * 1000;
@@ -734,7 +817,7 @@ class HttpHub final : public Hub {
       std::uniform_real_distribution<double> jitter(0.5, 1.0);
       ms = static_cast<int>(base * jitter(rng_));
     }
-    if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    return std::chrono::milliseconds(std::max(ms, 0));
   }
 
   bool show_progress() const {
@@ -749,7 +832,8 @@ class HttpHub final : public Hub {
   UrlParts parts_;
   HttpOptions opt_;
   CURLM* multi_ = nullptr;
-  CURL* easy_ = nullptr;
+  CURL* easy_ = nullptr;               // metadata requests
+  std::vector<CURL*> blob_easies_;     // one per parallel blob transfer, kept for reuse
   std::mt19937 rng_;
 };
 
@@ -812,6 +896,15 @@ HttpOptions http_options_from_environment(const std::string& url) {
   const std::string progress = env_or_empty("KH_PROGRESS");
   if (progress == "0") o.progress = HttpOptions::Progress::Never;
   if (progress == "1") o.progress = HttpOptions::Progress::Always;
+  const std::string parallel = env_or_empty("KH_PARALLEL_DOWNLOADS");
+  if (!parallel.empty()) {
+    char* end = nullptr;
+    long n = std::strtol(parallel.c_str(), &end, 10);
+    if (end == parallel.c_str() || *end != '\0' || n < 1 || n > kMaxParallel)
+      fail(KH_ERROR_INVALID_ARGUMENT, "KH_PARALLEL_DOWNLOADS='" + parallel + "' must be a whole number from 1 to " +
+                                          std::to_string(kMaxParallel));
+    o.max_parallel = static_cast<int>(n);
+  }
   return o;
 }
 

@@ -19,72 +19,20 @@
 #include "kh/registry/hub.hpp"
 #include "kh/registry/repo_index.hpp"
 #include "kh/registry/sha256.hpp"
+#include "http_test_util.hpp"
 #include "test_util.hpp"
 
 using namespace kh::registry;
 using kh_test::FaultServer;
 using kh_test::HttpConnection;
 using kh_test::HttpRequest;
+using kh_test::Blob;
+using kh_test::fast_options;
+using kh_test::random_bytes;
+using kh_test::range_header;
 using kh_test::TempDir;
 
 namespace {
-
-std::string random_bytes(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::string s(n, '\0');
-  for (auto& c : s) c = static_cast<char>(rng() & 0xff);
-  return s;
-}
-
-// Loopback traffic never goes through a proxy the environment may name.
-struct NoProxyForLoopback {
-  NoProxyForLoopback() {
-    ::setenv("no_proxy", "127.0.0.1,127.0.0.2,127.0.0.3,localhost", 1);
-    ::setenv("NO_PROXY", "127.0.0.1,127.0.0.2,127.0.0.3,localhost", 1);
-  }
-} const no_proxy_for_loopback;
-
-// Fast retries for tests; no progress line.
-HttpOptions fast_options() {
-  HttpOptions o;
-  o.backoff_initial_ms = 10;
-  o.backoff_max_ms = 50;
-  o.max_attempts = 4;
-  o.progress = HttpOptions::Progress::Never;
-  o.connect_timeout_s = 5;
-  o.low_speed_time_s = 5;
-  return o;
-}
-
-// A blob, the path a hub serves it at, and a file to download it into.
-struct Blob {
-  std::string bytes, sha;
-  TempDir d;
-  std::string out = d / "out.bin";
-  explicit Blob(size_t n = 300 * 1024, unsigned seed = 7) : bytes(random_bytes(n, seed)), sha(sha256_hex(bytes)) {}
-  std::string target(const std::string& prefix = "/hub") const { return prefix + "/" + blob_path(sha); }
-  // Fetches through a hub at `hub_url` into `out` (created fresh).
-  void fetch(const std::string& hub_url, const HttpOptions& o = fast_options()) const {
-    auto hub = open_http_hub(hub_url, o);
-    int fd = ::open(out.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    REQUIRE(fd >= 0);
-    try {
-      hub->fetch_blob(sha, bytes.size(), fd);
-    } catch (...) {
-      ::close(fd);
-      throw;
-    }
-    ::close(fd);
-  }
-  uint64_t out_size() const {
-    struct stat st {};
-    return ::stat(out.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
-  }
-};
-
-std::string range_header(size_t from, size_t size) {
-  return "Content-Range: bytes " + std::to_string(from) + "-" + std::to_string(size - 1) + "/" + std::to_string(size);
-}
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

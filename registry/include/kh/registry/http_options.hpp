@@ -37,6 +37,9 @@ struct HttpOptions {
   // redirect to its own scheme, host and port); others are refused.
   int max_redirects = 5;
 
+  // Blob transfers Hub::fetch_blobs runs at once (KH_PARALLEL_DOWNLOADS, 1..16).
+  int max_parallel = 4;
+
   enum class Progress { Auto, Never, Always };
   // A progress line on stderr for blob downloads; Auto: only when stderr is a terminal.
   Progress progress = Progress::Auto;
@@ -47,7 +50,8 @@ struct HttpOptions {
 //   {"hubs": {"https://hub.example.com/kh": {"token": "..."}}}
 // (the key naming this hub exactly, or the longest key that is a path prefix of it, on
 // the same scheme, host and port); the CA bundle from KH_CA_BUNDLE; KH_PROGRESS=0 or 1
-// turns the progress line off or on whatever stderr is (default: Auto). Throws
+// turns the progress line off or on whatever stderr is (default: Auto);
+// KH_PARALLEL_DOWNLOADS sets max_parallel. Throws
 // StatusError(KH_ERROR_INVALID_ARGUMENT) when the config file exists but is malformed.
 HttpOptions http_options_from_environment(const std::string& url);
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace kh::registry {
 
@@ -13,6 +14,13 @@ struct MetadataFetch {
   bool not_modified = false;  // the hub said the caller's copy (cached_etag) is current; text is empty
   std::string text;           // the file, when not_modified is false
   std::string etag;           // the validator to store beside the text and send next time; may be empty
+};
+
+// One blob of a Hub::fetch_blobs batch.
+struct BlobRequest {
+  std::string sha256;
+  uint64_t size = 0;  // the size the signed index gives
+  int out_fd = -1;    // written from its current offset
 };
 
 class Hub {
@@ -41,6 +49,13 @@ class Hub {
   // never writing more than expected_size bytes. Throws StatusError(KH_ERROR_VERIFICATION)
   // when the size or the digest differs; KH_ERROR_NOT_FOUND when the hub lacks it.
   virtual void fetch_blob(const std::string& sha256, uint64_t expected_size, int out_fd) = 0;
+  // Fetches every blob as fetch_blob does. http(s) hubs run several transfers at once on
+  // their shared connections (HttpOptions::max_parallel); others fetch one after another.
+  // Throws at the first blob that fails; the other outputs may then hold partial bytes,
+  // which the caller must discard.
+  virtual void fetch_blobs(const std::vector<BlobRequest>& blobs) {
+    for (const BlobRequest& b : blobs) fetch_blob(b.sha256, b.size, b.out_fd);
+  }
 };
 
 // Throws StatusError(KH_ERROR_INVALID_ARGUMENT) for an unsupported or malformed URL.

@@ -1,0 +1,52 @@
+// VerifiedSink: count, hash and write a blob as it arrives; accept it only whole.
+#include "kh/registry/verified_sink.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "kh/registry/status_error.hpp"
+#include "internal.hpp"
+
+namespace kh::registry {
+
+VerifiedSink::VerifiedSink(int out_fd, std::string expected_sha256, uint64_t expected_size, std::string what)
+    : fd_(out_fd),
+      start_(::lseek(out_fd, 0, SEEK_CUR)),
+      sha256_(std::move(expected_sha256)),
+      size_(expected_size),
+      what_(std::move(what)),
+      hash_(std::make_unique<Sha256>()) {}
+
+void VerifiedSink::write(const char* data, size_t n) {
+  if (n > size_ - total_)
+    fail(KH_ERROR_VERIFICATION, what_ + ": more than the " + std::to_string(size_) +
+                                    " bytes the index names arrived; the hub serves other bytes than it signed: "
+                                    "report it to the hub's owner");
+  hash_->update(data, n);
+  detail::write_all(fd_, data, n, "the download of " + what_);
+  total_ += n;
+  KH_TEST_HOOK("mid-download");
+}
+
+void VerifiedSink::finish() {
+  if (total_ != size_)
+    fail(KH_ERROR_VERIFICATION, what_ + ": got " + std::to_string(total_) + " bytes, the index names " +
+                                    std::to_string(size_) +
+                                    "; the blob is truncated or replaced: try again, or report it to the hub's owner");
+  const std::string got = hash_->finish_hex();
+  if (got != sha256_)
+    fail(KH_ERROR_VERIFICATION, what_ + ": sha256 is " + got + ", the index names " + sha256_ +
+                                    "; the blob is corrupt or was tampered with: try again, or report it to the "
+                                    "hub's owner");
+}
+
+void VerifiedSink::restart() {
+  if (start_ < 0) fail(KH_ERROR_IO, what_ + ": the download must start again but its output cannot be rewound");
+  if (::ftruncate(fd_, start_) != 0 || ::lseek(fd_, start_, SEEK_SET) != start_)
+    detail::fail_errno(what_ + ": cannot rewind the partial download", errno);
+  hash_ = std::make_unique<Sha256>();
+  total_ = 0;
+}
+
+}  // namespace kh::registry

@@ -58,6 +58,7 @@ void add_doctor_command(CLI::App& app) {
         registry::VariantEntry e;
         e.key = p.manifest.variant;
         e.sha256 = p.sha256;
+        e.glibc = p.manifest.glibc;  // the floor, as the index had it
         cached[p.manifest.name + " " + p.manifest.version + " (cached)"].push_back(e);
       }
       if (cached.empty() && !args->json) std::printf("\nNo packages in the cache; name some: kernels doctor org/name@1\n");

@@ -1,5 +1,6 @@
-// Variant selection; see variant_select.hpp. GPU builds are ranked above CPU builds; among
-// CPU builds, the highest ISA level the host supports wins.
+// Variant selection; see variant_select.hpp. A build must match the loader's kernel ABI,
+// the OS and CPU, and have a glibc floor the host meets; then GPU builds are ranked above
+// CPU builds, and among CPU builds the highest ISA level the host supports wins.
 #include "variant_select.hpp"
 
 #include <algorithm>
@@ -153,6 +154,20 @@ VariantVerdict judge(const registry::VariantEntry& entry, const HostFacts& host)
   if (key->cpu != host.cpu) {
     v.reason = "built for " + key->cpu + " CPUs, this machine is " + host.cpu;
     return v;
+  }
+  // The glibc floor (recorded at pack time, carried by the index): the dynamic loader would
+  // refuse the library's GLIBC_x.y symbol versions on an older glibc, so refuse it here
+  // first, with a reason instead of a dlopen error.
+  if (!entry.glibc.empty()) {
+    const std::string host_glibc = version_text(host.glibc_major, host.glibc_minor);
+    if (!registry::is_glibc_version(entry.glibc)) {
+      v.reason = "records an unreadable glibc floor '" + entry.glibc + "'";
+      return v;
+    }
+    if (registry::compare_glibc_versions(entry.glibc, host_glibc) > 0) {
+      v.reason = "needs glibc " + entry.glibc + ", this machine has " + host_glibc;
+      return v;
+    }
   }
   if (key->backend == "cpu") {
     const int level = x86_isa_level_of(key->arch);

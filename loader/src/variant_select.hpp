@@ -25,7 +25,8 @@ struct VariantSelection {
 VariantSelection select_variant(const std::vector<registry::VariantEntry>& variants, const HostFacts& host);
 
 // The chosen entry, or throws StatusError: KH_ERROR_NO_COMPATIBLE_VARIANT listing every
-// build with its reason. `forced_key` non-empty picks that build as is (KH_ERROR_NOT_FOUND
+// build with its reason. `forced_key` non-empty (--target, KH_TARGET) picks that build as is,
+// whatever this machine's facts say, glibc floor included (KH_ERROR_NOT_FOUND
 // if the release lacks it). `what` names the repo and version for messages.
 const registry::VariantEntry& choose_variant(const std::vector<registry::VariantEntry>& variants, const HostFacts& host,
                                              const std::string& forced_key, const std::string& what);

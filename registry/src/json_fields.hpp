@@ -66,6 +66,8 @@ class FieldReader {
 bool is_variant_key(std::string_view s);
 // "<major>.<minor>", both decimal: an ABI version.
 bool is_abi_text(std::string_view s);
+// The optional "glibc" member of obj: "" when absent, else a valid glibc version, or bad().
+std::string optional_glibc_at(const FieldReader& r, const nlohmann::json& obj, const std::string& parent);
 // An "ops" array: [{"name": ..., "schema": ...}].
 std::vector<OpInfo> parse_ops(const FieldReader& r, const nlohmann::json& ops, const std::string& path);
 

@@ -48,6 +48,7 @@ PackageManifest parse_package_manifest(std::string_view json_text, std::string_v
   if (!detail::is_variant_key(m.variant)) r.bad("variant", "a variant key must be non-empty [a-z0-9._-]");
   m.abi = r.string_at(doc, "", "abi");
   if (!detail::is_abi_text(m.abi)) r.bad("abi", "expected '<major>.<minor>', e.g. '1.0'");
+  m.glibc = detail::optional_glibc_at(r, doc, "");
   m.library = r.string_at(doc, "", "library");
   if (!detail::is_safe_relative_path(m.library)) r.bad("library", "'" + m.library + "' is not a safe relative path");
   m.ops = detail::parse_ops(r, r.array_at(doc, "", "ops"), "ops");
@@ -81,6 +82,7 @@ std::string serialize_package_manifest(const PackageManifest& manifest) {
   doc["version"] = manifest.version;
   doc["variant"] = manifest.variant;
   doc["abi"] = manifest.abi;
+  if (!manifest.glibc.empty()) doc["glibc"] = manifest.glibc;
   doc["library"] = manifest.library;
   ojson ops = ojson::array();
   for (const OpInfo& op : manifest.ops) ops.push_back(ojson{{"name", op.name}, {"schema", op.schema}});

@@ -236,6 +236,7 @@ std::vector<PublishedVariant> publish_to_file_hub(const std::string& dist_dir, c
       ve.sha256 = in.pv.sha256;
       ve.size = in.pv.size;
       ve.abi = in.manifest.abi;
+      ve.glibc = in.manifest.glibc;  // the glibc floor travels to the index, where selection reads it
       ve.ops = in.manifest.ops;
       rel->variants.push_back(std::move(ve));
       std::sort(rel->variants.begin(), rel->variants.end(),

@@ -31,11 +31,54 @@ bool is_abi_text_impl(std::string_view s) {
   return true;
 }
 
+// The numbers of a dotted version; empty when the text is not 2 or 3 decimal numbers of at
+// most 4 digits each (glibc's own versions are "2.36"; its oldest symbol versions "2.2.5").
+std::vector<int> glibc_version_parts(std::string_view s) {
+  std::vector<int> parts;
+  size_t start = 0;
+  while (true) {
+    size_t dot = s.find('.', start);
+    std::string_view part = s.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+    if (part.empty() || part.size() > 4) return {};
+    int value = 0;
+    for (char c : part) {
+      if (c < '0' || c > '9') return {};
+      value = value * 10 + (c - '0');
+    }
+    parts.push_back(value);
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  if (parts.size() < 2 || parts.size() > 3) return {};
+  return parts;
+}
+
 }  // namespace
+
+bool is_glibc_version(std::string_view text) { return !glibc_version_parts(text).empty(); }
+
+int compare_glibc_versions(std::string_view a, std::string_view b) {
+  std::vector<int> x = glibc_version_parts(a), y = glibc_version_parts(b);
+  x.resize(3, 0);  // "2.36" is "2.36.0"
+  y.resize(3, 0);
+  for (size_t i = 0; i < 3; ++i)
+    if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
+  return 0;
+}
 
 namespace detail {
 bool is_variant_key(std::string_view s) { return is_variant_key_impl(s); }
 bool is_abi_text(std::string_view s) { return is_abi_text_impl(s); }
+
+std::string optional_glibc_at(const FieldReader& r, const nlohmann::json& obj, const std::string& parent) {
+  auto it = obj.find("glibc");
+  if (it == obj.end()) return "";
+  const std::string path = FieldReader::join(parent, "glibc");
+  if (!it->is_string()) r.bad(path, "expected a string, a glibc version like \"2.36\"");
+  std::string text = it->get<std::string>();
+  if (!is_glibc_version(text)) r.bad(path, "'" + text + "' is not a glibc version like \"2.36\" or \"2.2.5\"");
+  return text;
+}
 
 std::vector<OpInfo> parse_ops(const FieldReader& r, const nlohmann::json& ops, const std::string& path) {
   std::vector<OpInfo> out;
@@ -172,6 +215,7 @@ RepoIndex parse_repo_index(std::string_view json_text, std::string_view source) 
       ve.size = r.unsigned_at(vit.value(), vpath, "size");
       ve.abi = r.string_at(vit.value(), vpath, "abi");
       if (!is_abi_text(ve.abi)) r.bad(vpath + ".abi", "expected '<major>.<minor>', e.g. '1.0'");
+      ve.glibc = detail::optional_glibc_at(r, vit.value(), vpath);  // optional: older entries lack it
       ve.ops = parse_ops(r, r.array_at(vit.value(), vpath, "ops"), vpath + ".ops");
       rel.variants.push_back(std::move(ve));
     }
@@ -206,7 +250,10 @@ std::string serialize_repo_index(const RepoIndex& index) {
     for (const VariantEntry* v : sorted) {
       ojson ops = ojson::array();
       for (const OpInfo& op : v->ops) ops.push_back(ojson{{"name", op.name}, {"schema", op.schema}});
-      variants[v->key] = ojson{{"sha256", v->sha256}, {"size", v->size}, {"abi", v->abi}, {"ops", std::move(ops)}};
+      ojson entry{{"sha256", v->sha256}, {"size", v->size}, {"abi", v->abi}};
+      if (!v->glibc.empty()) entry["glibc"] = v->glibc;
+      entry["ops"] = std::move(ops);
+      variants[v->key] = std::move(entry);
     }
     r["variants"] = std::move(variants);
     releases[to_string(rel.version)] = std::move(r);

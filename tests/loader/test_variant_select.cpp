@@ -177,3 +177,75 @@ TEST_CASE("the CUDA probe says what it found and never fails") {
   CHECK_FALSE(facts.cuda_status.empty());
   for (const auto& g : facts.gpus) CHECK(g.backend == "cuda");
 }
+
+namespace {
+VariantEntry entry_needing_glibc(const std::string& key, const std::string& glibc) {
+  VariantEntry e = entry(key);
+  e.glibc = glibc;
+  return e;
+}
+HostFacts with_glibc(HostFacts h, int major, int minor) {
+  h.glibc_major = major;
+  h.glibc_minor = minor;
+  return h;
+}
+}  // namespace
+
+TEST_CASE("a build whose glibc floor is newer than the host's is refused, saying both versions") {
+  const HostFacts bullseye = with_glibc(HostFacts{"x86_64", "linux", 3}, 2, 31);
+  const std::vector<VariantEntry> offered = {entry_needing_glibc("cpu-x86_64_v3-abi1-x86_64-linux", "2.36"),
+                                             entry_needing_glibc("cpu-x86_64-abi1-x86_64-linux", "2.17")};
+  auto sel = kh::loader::select_variant(offered, bullseye);
+  REQUIRE(sel.chosen != nullptr);
+  CHECK(sel.chosen->key == "cpu-x86_64-abi1-x86_64-linux");  // the better ISA level loses to the floor
+  const auto& v3 = verdict_for(sel, "cpu-x86_64_v3-abi1-x86_64-linux");
+  CHECK_FALSE(v3.compatible);
+  CHECK(v3.reason == "needs glibc 2.36, this machine has 2.31");
+
+  SUBCASE("a GPU build is held to the same floor") {
+    HostFacts h200 = with_glibc(with_cuda_gpu(9, 0, 13, 0), 2, 31);
+    const std::vector<VariantEntry> gpu = {entry_needing_glibc("cuda13.0-sm90a-abi1-x86_64-linux", "2.36"),
+                                           entry_needing_glibc("cpu-x86_64-abi1-x86_64-linux", "2.2.5")};
+    auto s = kh::loader::select_variant(gpu, h200);
+    CHECK(s.chosen->key == "cpu-x86_64-abi1-x86_64-linux");
+    CHECK(verdict_for(s, "cuda13.0-sm90a-abi1-x86_64-linux").reason == "needs glibc 2.36, this machine has 2.31");
+  }
+  SUBCASE("the refusal is in the no-compatible-build error") {
+    const std::vector<VariantEntry> only = {entry_needing_glibc("cpu-x86_64-abi1-x86_64-linux", "2.36")};
+    try {
+      kh::loader::choose_variant(only, bullseye, "", "org/pkg 1.0.0");
+      FAIL("chose a build whose glibc floor is too new");
+    } catch (const kh::StatusError& e) {
+      CHECK(e.status() == KH_ERROR_NO_COMPATIBLE_VARIANT);
+      CHECK(std::string(e.what()).find("cpu-x86_64-abi1-x86_64-linux: needs glibc 2.36, this machine has 2.31") !=
+            std::string::npos);
+    }
+  }
+  SUBCASE("--target / KH_TARGET (a forced key) ignores host facts, the floor included") {
+    const std::vector<VariantEntry> only = {entry_needing_glibc("cpu-x86_64-abi1-x86_64-linux", "2.36")};
+    CHECK(kh::loader::choose_variant(only, bullseye, "cpu-x86_64-abi1-x86_64-linux", "x").glibc == "2.36");
+  }
+}
+
+TEST_CASE("a glibc floor equal to or older than the host's is accepted; none recorded is no floor") {
+  const HostFacts bookworm = with_glibc(HostFacts{"x86_64", "linux", 3}, 2, 36);
+  for (const char* floor : {"2.36", "2.34", "2.9", "2.2.5", ""}) {
+    CAPTURE(floor);
+    const std::vector<VariantEntry> offered = {entry_needing_glibc("cpu-x86_64_v3-abi1-x86_64-linux", floor)};
+    auto sel = kh::loader::select_variant(offered, bookworm);
+    REQUIRE(sel.chosen != nullptr);
+    CHECK(sel.verdicts[0].reason.find("glibc") == std::string::npos);
+  }
+  // Numeric, not textual: 2.4 is older than 2.36, 2.40 newer.
+  auto newer = kh::loader::select_variant({entry_needing_glibc("cpu-x86_64-abi1-x86_64-linux", "2.40")}, bookworm);
+  CHECK(newer.chosen == nullptr);
+  CHECK(newer.verdicts[0].reason == "needs glibc 2.40, this machine has 2.36");
+  CHECK(kh::loader::select_variant({entry_needing_glibc("cpu-x86_64-abi1-x86_64-linux", "2.4")}, bookworm).chosen);
+}
+
+TEST_CASE("an unreadable glibc floor (an entry not from the strict parser) refuses the build") {
+  const HostFacts host = with_glibc(HostFacts{"x86_64", "linux", 3}, 2, 36);
+  auto sel = kh::loader::select_variant({entry_needing_glibc("cpu-x86_64-abi1-x86_64-linux", "two")}, host);
+  CHECK(sel.chosen == nullptr);
+  CHECK(sel.verdicts[0].reason.find("glibc floor 'two'") != std::string::npos);
+}

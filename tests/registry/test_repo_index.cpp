@@ -15,7 +15,7 @@ const std::string kShaA(64, 'a');
 const std::string kShaB(64, 'b');
 
 json valid_index() {
-  json variant = {{"sha256", kShaA}, {"size", 12345}, {"abi", "1.0"},
+  json variant = {{"sha256", kShaA}, {"size", 12345}, {"abi", "1.0"}, {"glibc", "2.36"},
                   {"ops", json::array({{{"name", "rms_norm"}, {"schema", "rms_norm(Tensor(a!) out, Tensor x) -> ()"}}})}};
   json doc = {{"schema", 1},
               {"repo", "kernels-community/rms-norm"},
@@ -59,6 +59,7 @@ TEST_CASE("a valid index parses and round-trips") {
   CHECK(idx.releases[2].variants[1].sha256 == kShaB);
   CHECK(idx.releases[2].variants[0].size == 12345);
   CHECK(idx.releases[2].variants[0].ops.at(0).name == "rms_norm");
+  CHECK(idx.releases[2].variants[0].glibc == "2.36");
 
   std::string text = serialize_repo_index(idx);
   RepoIndex again = parse_repo_index(text, "again");
@@ -70,8 +71,38 @@ TEST_CASE("unknown keys are ignored for forward compatibility") {
   json doc = valid_index();
   doc["signed_by"] = "someone";
   doc["releases"]["1.0.0"]["notes"] = "hello";
-  doc["releases"]["1.0.0"]["variants"]["cpu-x86_64-abi1-x86_64-linux"]["glibc"] = "2.34";
+  doc["releases"]["1.0.0"]["variants"]["cpu-x86_64-abi1-x86_64-linux"]["built_by"] = "ci";
   CHECK(parse(doc).releases.size() == 5);
+}
+
+TEST_CASE("the glibc floor is optional (entries published before it existed) and kept as written") {
+  json doc = valid_index();
+  doc["releases"]["1.0.0"]["variants"]["cpu-x86_64-abi1-x86_64-linux"].erase("glibc");
+  doc["releases"]["0.9.0"]["variants"]["cpu-x86_64-abi1-x86_64-linux"]["glibc"] = "2.2.5";
+  RepoIndex idx = parse(doc);
+  CHECK(idx.releases[0].variants[0].glibc == "2.2.5");
+  CHECK(idx.releases[1].variants[0].glibc.empty());
+  // Written back only where recorded: an old entry is not given a floor it never had.
+  CHECK(json::parse(serialize_repo_index(idx)) == doc);
+
+  std::string msg = bad_field([] {
+    json d = valid_index();
+    d["releases"]["1.0.0"]["variants"]["cpu-x86_64-abi1-x86_64-linux"]["glibc"] = "2.36-r1";
+    return d;
+  }());
+  CHECK(msg.find("'2.36-r1' is not a glibc version like \"2.36\"") != std::string::npos);
+}
+
+TEST_CASE("glibc versions compare numerically") {
+  for (const char* ok : {"2.36", "2.2.5", "2.9", "10.0"}) CHECK(is_glibc_version(ok));
+  for (const char* bad : {"", "2", "2.", ".36", "2..36", "2.36.", "2.36.1.1", "v2.36", "2.36a", "2.123456"})
+    CHECK_FALSE(is_glibc_version(bad));
+  CHECK(compare_glibc_versions("2.9", "2.36") < 0);
+  CHECK(compare_glibc_versions("2.40", "2.36") > 0);
+  CHECK(compare_glibc_versions("2.36", "2.36") == 0);
+  CHECK(compare_glibc_versions("2.36.0", "2.36") == 0);
+  CHECK(compare_glibc_versions("2.2.5", "2.3") < 0);
+  CHECK(compare_glibc_versions("2.36.1", "2.36") > 0);
 }
 
 TEST_CASE("an unknown schema says which schema this kh reads and to upgrade") {
@@ -119,6 +150,13 @@ TEST_CASE("each missing, mistyped or malformed field names the field") {
       {vp + "/size", -12, false, var + ".size"},
       {vp + "/abi", nullptr, true, var + ".abi"},
       {vp + "/abi", "one", false, var + ".abi"},
+      {vp + "/glibc", 2.36, false, var + ".glibc"},
+      {vp + "/glibc", "", false, var + ".glibc"},
+      {vp + "/glibc", "2", false, var + ".glibc"},
+      {vp + "/glibc", "2.", false, var + ".glibc"},
+      {vp + "/glibc", "GLIBC_2.36", false, var + ".glibc"},
+      {vp + "/glibc", "2.36.0.1", false, var + ".glibc"},
+      {vp + "/glibc", "2.x", false, var + ".glibc"},
       {vp + "/ops", nullptr, true, var + ".ops"},
       {vp + "/ops", json::object(), false, var + ".ops"},
       {vp + "/ops/0/name", nullptr, true, var + ".ops[0].name"},

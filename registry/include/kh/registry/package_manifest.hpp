@@ -3,6 +3,7 @@
 //
 // { "schema": 1, "name": "kernels-community/rms-norm", "version": "1.0.0",
 //   "variant": "cpu-x86_64-abi1-x86_64-linux", "abi": "1.0",
+//   "glibc": "2.36",        // the glibc floor: newest GLIBC_ symbol version the library needs
 //   "library": "lib/libkh_rms_norm.so",
 //   "ops": [ { "name": "...", "schema": "..." } ],
 //   "files": [ { "path": "lib/libkh_rms_norm.so", "sha256": "...", "size": 123 } ] }
@@ -29,6 +30,10 @@ struct ManifestFile {
 struct PackageManifest {
   int schema = kManifestSchema;
   std::string name, version, variant, abi, library;
+  // The glibc floor, from the ABI check at pack time (`kernels pack` always records it);
+  // publishing copies it into the index entry. Optional when read: packages packed before
+  // the field existed lack it. Empty: no versioned glibc symbol needed, no floor.
+  std::string glibc;
   std::vector<OpInfo> ops;
   std::vector<ManifestFile> files;  // every file but the manifest itself, sorted by path
 };

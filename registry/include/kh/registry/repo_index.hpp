@@ -13,6 +13,7 @@
 //       "variants": {
 //         "cpu-x86_64-abi1-x86_64-linux": {
 //           "sha256": "<64 hex>", "size": 12345, "abi": "1.0",
+//           "glibc": "2.36",                // newest GLIBC_ symbol version the library needs
 //           "ops": [ { "name": "rms_norm", "schema": "rms_norm(...) -> ()" } ]
 //         } } } } }
 #pragma once
@@ -38,6 +39,10 @@ struct VariantEntry {
   std::string sha256;  // of the blob (.tar.zst)
   uint64_t size = 0;   // of the blob, bytes
   std::string abi;     // "major.minor" of the kernel ABI the build speaks
+  // The glibc floor: the newest GLIBC_ symbol version the library needs ("2.36"), copied
+  // from its package manifest at publish. Empty: not recorded (entries published before
+  // the field existed, or a library that needs no versioned glibc symbol); no floor checked.
+  std::string glibc;
   std::vector<OpInfo> ops;
 };
 
@@ -59,6 +64,12 @@ struct RepoIndex {
 // Throws StatusError(KH_ERROR_BAD_METADATA): "<source>: field 'releases.1.0.0.variants.x.size': expected an unsigned integer".
 RepoIndex parse_repo_index(std::string_view json_text, std::string_view source);
 std::string serialize_repo_index(const RepoIndex& index);  // pretty JSON, stable order
+
+// A glibc version as the index and manifest write it: two or three decimal numbers, "2.36"
+// or "2.2.5" (the forms GLIBC_ symbol versions take).
+bool is_glibc_version(std::string_view text);
+// Compares two such versions numerically ("2.9" < "2.36"); <0, 0, >0. Both must be valid.
+int compare_glibc_versions(std::string_view a, std::string_view b);
 
 // RFC 3339 "YYYY-MM-DDTHH:MM:SSZ" <-> unix seconds; parse returns false on bad text.
 bool parse_rfc3339_utc(std::string_view text, int64_t* unix_seconds);

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The whole path on this machine: install what is missing, build kh and the reference
 # kernels, publish them to a local hub, `kernels get` one, then run a C host that loads it
-# with kh_load_kernel() and calls it on the best device present (the CPU without a GPU).
+# with kh_load_kernel() and calls it on the best device present. Where a CUDA GPU is (kh's
+# own probe: libcuda.so.1 loads and sees a device) and nvcc is, the cuda-sm90a and
+# cuda-sm80 builds (build-matrix/build.sh) are published beside the CPU builds, kh selects
+# the one for the GPU, and the C host runs the op on it; elsewhere the CPU build runs.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 repo="$(pwd)"
@@ -13,6 +16,17 @@ step "Building kh (release)"
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)" >/dev/null
 kernels="$repo/build/release/cli/kernels"
+
+# A CUDA GPU, as kh's selection will see it, and the compiler for its builds.
+cuda_gpu=0
+facts="$("$kernels" doctor --json 2>/dev/null || true)"
+if grep -q '"backend": "cuda"' <<<"$facts"; then
+  if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] || [ -n "${CUDACXX:-}" ]; then
+    cuda_gpu=1
+  else
+    echo "demo: a CUDA GPU is here but no nvcc: publishing the CPU builds only" >&2
+  fi
+fi
 
 work="$repo/build/demo"
 rm -rf "$work"
@@ -26,6 +40,14 @@ step "Making a signing key and a root of trust for the local hub"
 
 step "Packing and publishing the reference kernels to $KH_HUB (signed)"
 build-matrix/pack-host.sh "$kernels" "$repo/build/release" "$work/dist"
+if [ "$cuda_gpu" = 1 ]; then
+  # Every package for both CUDA targets, ABI-checked and packed by the build matrix (minutes
+  # of nvcc on a cold build; the trees under build/matrix/ make a second run quick).
+  for target in cuda-sm90a cuda-sm80; do
+    step "Building the $target variants (build-matrix/build.sh)"
+    KH_KERNELS="$kernels" build-matrix/build.sh "$target" "$work/dist"
+  done
+fi
 "$kernels" publish "$work/dist" --hub "$KH_HUB" --key "$work/keys/kh.key"
 
 step "Pinning the hub's root of trust (as a user does once per hub)"
@@ -33,6 +55,9 @@ step "Pinning the hub's root of trust (as a user does once per hub)"
 
 step "kernels info kernels-community/rms-norm"
 "$kernels" info kernels-community/rms-norm
+
+step "kernels doctor kernels-community/rms-norm (which build fits this machine, and why)"
+"$kernels" doctor kernels-community/rms-norm
 
 step "kernels get kernels-community/rms-norm@1"
 "$kernels" get kernels-community/rms-norm@1

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ctest build_matrix_pipeline: build-matrix/publish.sh into a fresh file hub, then
-# `kernels info --json` must show every package with every expected variant.
+# `kernels info --json` must show every package with every expected variant, and the
+# published index must give every variant its glibc floor.
 # Usage: pipeline_test.sh <source-dir> <kh-build-dir> <work-dir>
 # Environment (set by tests/build_matrix/CMakeLists.txt): KH_KERNELS, and
 #   KH_MATRIX_EXPECT_GFX942=1|0  whether rocm*-gfx942 is expected (flip it there, option
@@ -49,6 +50,17 @@ for pkg_dir in "$src"/kernels-src/*/; do
       status=1
     fi
   done
+  # Every build in the published index carries its glibc floor (pack records it from the
+  # ABI check, publish copies it): one "glibc" per "sha256", each a version like "2.36".
+  index="$work/hub/repos/$repo/index.json"
+  builds="$(grep -c '"sha256":' "$index" || true)"
+  floors="$(grep -cE '"glibc": "[0-9]+\.[0-9]+(\.[0-9]+)?"' "$index" || true)"
+  if [ "$builds" -gt 0 ] && [ "$floors" = "$builds" ]; then
+    echo "pipeline: $repo: all $builds builds record their glibc floor ($(grep -o '"glibc": "[^"]*"' "$index" | sort -u | cut -d'"' -f4 | tr '\n' ' ')in the index)"
+  else
+    echo "pipeline: $repo: $floors of $builds builds in $index record a glibc floor" >&2
+    status=1
+  fi
 done
 [ "$status" = 0 ] && echo "pipeline: every package has all ${#expected[@]} variants"
 exit "$status"

@@ -15,7 +15,7 @@ namespace kh::cli {
 
 void add_get_command(CLI::App& app) {
   struct Args {
-    std::string spec;
+    std::vector<std::string> specs;
     loader::FetchOptions options;
     bool json = false;
     bool explain = false;
@@ -23,8 +23,10 @@ void add_get_command(CLI::App& app) {
     bool locked = false;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("get", "Fetch the build of a kernel package that fits this machine into the cache");
-  cmd->add_option("spec", args->spec, "Package: org/name[@version], version as 1, 1.2, ^1.2.0, ~1.2.3, =1.2.3, latest or sha256:<hex>")
+  CLI::App* cmd = app.add_subcommand("get", "Fetch the builds of kernel packages that fit this machine into the cache");
+  cmd->add_option("spec", args->specs,
+                  "Packages: org/name[@version], version as 1, 1.2, ^1.2.0, ~1.2.3, =1.2.3, latest or sha256:<hex>; "
+                  "several are resolved first, then downloaded together")
       ->required();
   add_hub_options(cmd, args->options);
   auto* target = cmd->add_option("--target", args->options.variant,
@@ -37,38 +39,49 @@ void add_get_command(CLI::App& app) {
   cmd->add_flag("--locked", args->locked, "Refuse anything the lockfile does not pin");
   cmd->add_flag("--explain", args->explain, "Show this machine's facts and why each build was chosen or refused");
   cmd->add_flag("--json", args->json, "Print the result as one JSON object");
-  cmd->footer("Example: kernels get kernels-community/rms-norm@1 --hub file:///srv/kh-hub");
+  cmd->footer(
+      "Examples:\n"
+      "  kernels get kernels-community/rms-norm@1 --hub file:///srv/kh-hub\n"
+      "  kernels get kernels-community/rms-norm@1 kernels-community/attention@1 --all-targets\n"
+      "Downloads from http(s) hubs run several at once (KH_PARALLEL_DOWNLOADS, default 4).");
   cmd->callback([args]() {
     loader::FetchOptions given = args->options;
     if (args->locked && given.lockfile.empty()) given.lockfile = registry::kDefaultLockfileName;
-    const loader::FetchOptions options = loader::with_environment(given);
-    std::vector<std::string> targets = {options.variant};
-    nlohmann::json explanation;
-    if (args->explain || args->all_targets) {
-      const registry::PackageSpec spec = registry::parse_package_spec(args->spec);
+    loader::FetchOptions options = loader::with_environment(given);
+    std::vector<loader::PackageRequest> requests;
+    nlohmann::json explanations = nlohmann::json::array();
+    for (const std::string& spec_text : args->specs) {
+      if (!args->explain && !args->all_targets) {
+        requests.push_back({spec_text, ""});
+        continue;
+      }
+      const registry::PackageSpec spec = registry::parse_package_spec(spec_text);
       const registry::RepoIndex index = loader::load_repo_index(spec.repo(), options);
       const registry::Release& release = registry::resolve_release(index, spec.request);
       if (args->all_targets) {
-        targets.clear();
-        for (const auto& v : release.variants) targets.push_back(v.key);
+        for (const auto& v : release.variants) requests.push_back({spec_text, v.key});
+      } else {
+        requests.push_back({spec_text, ""});
       }
       if (args->explain) {
         const loader::VariantSelection selection = loader::select_variant(release.variants, loader::host_facts());
         if (args->json) {
-          explanation = {{"host", host_facts_json(loader::host_facts())}, {"selection", selection_json(selection)}};
+          explanations.push_back({{"host", host_facts_json(loader::host_facts())}, {"selection", selection_json(selection)}});
         } else {
-          print_host_facts(loader::host_facts());
-          std::printf("\n");
+          if (explanations.empty()) {
+            print_host_facts(loader::host_facts());
+            std::printf("\n");
+          }
+          explanations.push_back(nullptr);
           print_selection(spec.repo() + " " + registry::to_string(release.version), selection);
           std::printf("\n");
         }
       }
     }
+    // The index was just fetched and verified above: resolving again reuses that copy.
+    if (args->explain || args->all_targets) options.metadata_max_age_s = 60;
     nlohmann::json fetched = nlohmann::json::array();
-    for (const auto& key : targets) {
-      loader::FetchOptions one = options;
-      one.variant = key;
-      const loader::FetchedPackage p = loader::fetch_package(args->spec, one);
+    for (const loader::FetchedPackage& p : loader::fetch_packages(requests, options)) {
       if (args->json) {
         fetched.push_back({{"repo", p.repo}, {"version", p.version}, {"variant", p.variant}, {"sha256", p.sha256},
                            {"path", p.dir}, {"library", p.library_path}, {"hub", p.hub_url}});
@@ -78,9 +91,10 @@ void add_get_command(CLI::App& app) {
       }
     }
     if (args->json) {
-      // One object for one build (the common case), an array for --all-targets.
-      nlohmann::json out = args->all_targets ? nlohmann::json{{"packages", fetched}} : fetched.front();
-      if (!explanation.is_null()) out["explain"] = explanation;
+      // One object for one build (the common case), else {"packages": [...]}.
+      const bool one = fetched.size() == 1 && !args->all_targets;
+      nlohmann::json out = one ? fetched.front() : nlohmann::json{{"packages", fetched}};
+      if (!explanations.empty()) out["explain"] = explanations.size() == 1 ? explanations.front() : explanations;
       std::printf("%s\n", out.dump().c_str());
     }
   });

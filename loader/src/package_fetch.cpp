@@ -187,23 +187,78 @@ void remember_resolution(const std::string& spec, const FetchOptions& options, c
       Resolution{spec, options.hub_url, options.cache_root, options.variant, options.lockfile, options.offline, now_s(), package});
 }
 
-FetchedPackage resolve_and_fetch(const std::string& spec_text, const FetchOptions& options);
+// What a request resolved to before any download: a package already in the cache, or
+// the build to fetch from a hub.
+struct Plan {
+  std::optional<FetchedPackage> ready;
+  std::string hub_url, repo, version;
+  registry::Release release;
+  registry::VariantEntry variant;
+};
+
+Plan plan_fetch(const std::string& spec_text, const FetchOptions& options);
+
+// The fetched tree, checked to be the build the plan named.
+FetchedPackage finish(const Plan& plan, const std::string& dir) {
+  FetchedPackage p = describe(dir, plan.variant.sha256, plan.hub_url);
+  if (p.repo != plan.repo || p.version != plan.version || p.variant != plan.variant.key)
+    fail(KH_ERROR_VERIFICATION, "cached package " + dir + " is " + p.repo + " " + p.version + " (" + p.variant +
+                                    ") but the index says " + plan.repo + " " + plan.version + " (" + plan.variant.key + ")");
+  return p;
+}
+
+// Fetches what the plans still need, one batch per hub (Cache::ensure_packages: parallel
+// downloads over http), and returns every package in the plans' order.
+std::vector<FetchedPackage> carry_out(const std::vector<Plan>& plans, registry::Cache& cache) {
+  std::vector<FetchedPackage> out(plans.size());
+  std::vector<std::string> hubs;
+  for (const Plan& p : plans)
+    if (!p.ready && std::find(hubs.begin(), hubs.end(), p.hub_url) == hubs.end()) hubs.push_back(p.hub_url);
+  for (const std::string& hub_url : hubs) {
+    std::vector<size_t> which;
+    std::vector<registry::Cache::PackageRequest> batch;
+    for (size_t i = 0; i < plans.size(); ++i)
+      if (!plans[i].ready && plans[i].hub_url == hub_url) {
+        which.push_back(i);
+        batch.push_back({plans[i].repo, &plans[i].release, &plans[i].variant});
+      }
+    std::unique_ptr<registry::Hub> hub = registry::open_hub(hub_url);
+    const std::vector<std::string> dirs = cache.ensure_packages(*hub, batch);
+    for (size_t k = 0; k < which.size(); ++k) out[which[k]] = finish(plans[which[k]], dirs[k]);
+  }
+  for (size_t i = 0; i < plans.size(); ++i)
+    if (plans[i].ready) out[i] = *plans[i].ready;
+  return out;
+}
 
 }  // namespace
 
 FetchedPackage fetch_package(const std::string& spec_text, const FetchOptions& given) {
   const FetchOptions options = with_environment(given);
   if (auto recent = recent_resolution(spec_text, options)) return *recent;
-  FetchedPackage package = resolve_and_fetch(spec_text, options);
+  registry::Cache cache(options.cache_root);
+  FetchedPackage package = carry_out({plan_fetch(spec_text, options)}, cache).front();
   remember_resolution(spec_text, options, package);
   return package;
+}
+
+std::vector<FetchedPackage> fetch_packages(const std::vector<PackageRequest>& requests, const FetchOptions& given) {
+  const FetchOptions options = with_environment(given);
+  std::vector<Plan> plans;
+  for (const PackageRequest& r : requests) {
+    FetchOptions one = options;
+    if (!r.variant.empty()) one.variant = r.variant;
+    plans.push_back(plan_fetch(r.spec, one));
+  }
+  registry::Cache cache(options.cache_root);
+  return carry_out(plans, cache);
 }
 
 namespace {
 
 // With a lockfile: the locked version only, and only the bytes it pins. The build is
 // chosen among the locked ones; if the cache holds it, no metadata is needed at all.
-FetchedPackage fetch_locked(const registry::PackageSpec& spec, const FetchOptions& options, registry::Cache& cache) {
+Plan plan_locked(const registry::PackageSpec& spec, const FetchOptions& options, const registry::Cache& cache) {
   const registry::Lockfile lock = registry::load_lockfile(options.lockfile);
   const auto entry = lock.packages.find(spec.repo());
   if (entry == lock.packages.end())
@@ -229,7 +284,11 @@ FetchedPackage fetch_locked(const registry::PackageSpec& spec, const FetchOption
     builds.push_back(e);
   }
   const registry::VariantEntry& chosen = choose_variant(builds, host_facts(), options.variant, what);
-  if (auto dir = cache.package_dir(chosen.sha256)) return describe(*dir, chosen.sha256, locked.hub);
+  Plan plan;
+  if (auto dir = cache.package_dir(chosen.sha256)) {
+    plan.ready = describe(*dir, chosen.sha256, locked.hub);
+    return plan;
+  }
 
   if (options.offline)
     fail(KH_ERROR_OFFLINE, what + " (" + chosen.key + ") is not in the cache and offline mode allows no download");
@@ -245,15 +304,19 @@ FetchedPackage fetch_locked(const registry::PackageSpec& spec, const FetchOption
   if (offered->sha256 != chosen.sha256)
     fail(KH_ERROR_LOCKED, what + ": the hub now serves other bytes for " + chosen.key + " (sha256 " + offered->sha256 +
                               ", locked " + chosen.sha256 + "); refusing. Re-lock only if you trust the change");
-  std::unique_ptr<registry::Hub> hub = registry::open_hub(from_lock.hub_url);
-  const std::string dir = cache.ensure_package(*hub, spec.repo(), release, *offered);
-  return describe(dir, chosen.sha256, from_lock.hub_url);
+  plan.hub_url = from_lock.hub_url;
+  plan.repo = spec.repo();
+  plan.version = registry::to_string(release.version);
+  plan.release = release;
+  plan.variant = *offered;
+  return plan;
 }
 
-FetchedPackage resolve_and_fetch(const std::string& spec_text, const FetchOptions& options) {
+Plan plan_fetch(const std::string& spec_text, const FetchOptions& options) {
   const registry::PackageSpec spec = registry::parse_package_spec(spec_text);
   registry::Cache cache(options.cache_root);
-  if (!options.lockfile.empty()) return fetch_locked(spec, options, cache);
+  if (!options.lockfile.empty()) return plan_locked(spec, options, cache);
+  Plan plan;
 
   // Exact content is exact content: a complete tree with that digest needs no metadata.
   if (spec.request.kind == registry::VersionRequest::Kind::Digest) {
@@ -261,10 +324,14 @@ FetchedPackage resolve_and_fetch(const std::string& spec_text, const FetchOption
       FetchedPackage p = describe(*dir, spec.request.sha256, options.hub_url);
       if (p.repo != spec.repo())
         fail(KH_ERROR_NOT_FOUND, "sha256:" + spec.request.sha256 + " is a build of " + p.repo + ", not of " + spec.repo());
-      return p;
+      plan.ready = std::move(p);
+      return plan;
     }
   }
-  if (options.offline && options.hub_url.empty()) return find_in_cache(spec, cache, options);
+  if (options.offline && options.hub_url.empty()) {
+    plan.ready = find_in_cache(spec, cache, options);
+    return plan;
+  }
 
   const registry::RepoIndex index = load_repo_index(spec.repo(), options);
   const registry::Release& release = registry::resolve_release(index, spec.request);
@@ -279,20 +346,17 @@ FetchedPackage resolve_and_fetch(const std::string& spec_text, const FetchOption
   }
   if (variant == nullptr) fail(KH_ERROR_INTERNAL, what + ": resolved build vanished");
 
-  std::string dir;
+  plan.hub_url = options.hub_url;
+  plan.repo = spec.repo();
+  plan.version = version;
+  plan.release = release;
+  plan.variant = *variant;
   if (auto cached = cache.package_dir(variant->sha256)) {
-    dir = *cached;
-  } else {
-    if (options.offline)
-      fail(KH_ERROR_OFFLINE, what + " (" + variant->key + ") is not in the cache and offline mode allows no download");
-    std::unique_ptr<registry::Hub> hub = registry::open_hub(options.hub_url);
-    dir = cache.ensure_package(*hub, spec.repo(), release, *variant);
+    plan.ready = finish(plan, *cached);
+  } else if (options.offline) {
+    fail(KH_ERROR_OFFLINE, what + " (" + variant->key + ") is not in the cache and offline mode allows no download");
   }
-  FetchedPackage p = describe(dir, variant->sha256, options.hub_url);
-  if (p.repo != spec.repo() || p.version != version || p.variant != variant->key)
-    fail(KH_ERROR_VERIFICATION, "cached package " + dir + " is " + p.repo + " " + p.version + " (" + p.variant +
-                                    ") but the index says " + what + " (" + variant->key + ")");
-  return p;
+  return plan;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kh/registry/cache.hpp"
 #include "kh/registry/package_manifest.hpp"
@@ -37,6 +38,15 @@ struct FetchedPackage {
 FetchOptions with_environment(FetchOptions options);
 
 FetchedPackage fetch_package(const std::string& spec, const FetchOptions& options);
+
+// One package of a fetch_packages batch.
+struct PackageRequest {
+  std::string spec;
+  std::string variant;  // empty: FetchOptions::variant, else select for this machine
+};
+// Resolves every request first, then downloads what the cache lacks together (in
+// parallel from http hubs). Returns the packages in the order asked.
+std::vector<FetchedPackage> fetch_packages(const std::vector<PackageRequest>& requests, const FetchOptions& options);
 
 // The repo's index from the hub (or, offline, from the cache's last verified copy).
 // Stores a fetched copy in the cache.

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <functional>
+#include <map>
+#include <memory>
 
 #include "kh/registry/archive.hpp"
 #include "kh/registry/fs.hpp"
@@ -232,28 +234,88 @@ std::optional<std::string> Cache::package_dir(const std::string& sha256) const {
 
 std::string Cache::ensure_package(Hub& hub, const std::string& repo, const Release& release,
                                   const VariantEntry& variant) {
-  Expected want{repo, to_string(release.version), variant.key};
-  if (!is_sha256_hex(variant.sha256))
-    fail(KH_ERROR_INVALID_ARGUMENT, want.label() + ": '" + variant.sha256 + "' is not a sha256 digest");
-  if (auto dir = package_dir(variant.sha256)) return *dir;
-  const std::string& sha = variant.sha256;
-  return with_context(root_, want, [&] {
-    FileLock lock(root_ + "/locks/" + sha + ".lock");
-    if (auto dir = package_dir(sha)) return *dir;  // another process installed it meanwhile
-    auto fetch = [&](const std::string& tmp_blob) {
-      int fd = ::open(tmp_blob.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-      if (fd < 0) detail::fail_errno("cannot create '" + tmp_blob + "'", errno);
-      try {
-        hub.fetch_blob(sha, variant.size, fd);
-        if (::fsync(fd) != 0) detail::fail_errno("cannot sync '" + tmp_blob + "'", errno);
-      } catch (...) {
-        ::close(fd);
-        throw;
+  return ensure_packages(hub, {PackageRequest{repo, &release, &variant}}).front();
+}
+
+std::vector<std::string> Cache::ensure_packages(Hub& hub, const std::vector<PackageRequest>& packages) {
+  std::vector<Expected> wants;
+  for (const PackageRequest& p : packages) {
+    Expected want{p.repo, to_string(p.release->version), p.variant->key};
+    if (!is_sha256_hex(p.variant->sha256))
+      fail(KH_ERROR_INVALID_ARGUMENT, want.label() + ": '" + p.variant->sha256 + "' is not a sha256 digest");
+    wants.push_back(std::move(want));
+  }
+  std::vector<std::string> dirs(packages.size());
+  std::map<std::string, std::vector<size_t>> missing;  // sha256 -> the requests for it; sorted: the lock order
+  for (size_t i = 0; i < packages.size(); ++i) {
+    if (auto dir = package_dir(packages[i].variant->sha256)) dirs[i] = *dir;
+    else missing[packages[i].variant->sha256].push_back(i);
+  }
+  if (missing.empty()) return dirs;
+
+  // Any error names the package it is about (its digest is in the message), else the first.
+  auto fail_for = [&](const StatusError& e) {
+    const Expected* want = &wants[missing.begin()->second.front()];
+    for (const auto& [sha, idx] : missing)
+      if (std::string(e.what()).find(sha) != std::string::npos) want = &wants[idx.front()];
+    fail(e.status(), "cannot install " + want->label() + " into cache '" + root_ + "': " + e.what());
+  };
+  const std::string tmp_root = root_ + "/tmp";
+  std::vector<std::unique_ptr<FileLock>> locks;
+  std::map<std::string, Cleanup> downloaded;  // sha256 -> its verified blob in tmp/
+  try {
+    for (const auto& [sha, idx] : missing) locks.push_back(std::make_unique<FileLock>(root_ + "/locks/" + sha + ".lock"));
+    // Under the locks: what no other process installed meanwhile, and whose blob the
+    // cache lacks, is downloaded in one batch into tmp/.
+    make_directories(tmp_root);
+    std::vector<BlobRequest> batch;
+    std::vector<int> fds;
+    struct CloseAll {
+      std::vector<int>& fds;
+      ~CloseAll() {
+        for (int fd : fds) ::close(fd);
       }
-      ::close(fd);
-    };
-    return install_locked(root_, sha, want, fetch, variant.size);
-  });
+    } close_all{fds};
+    for (const auto& [sha, idx] : missing) {
+      const uint64_t size = packages[idx.front()].variant->size;
+      const std::string cached_blob = blob_file(root_, sha);
+      if (package_dir(sha) || blob_is_intact(cached_blob, sha, size)) continue;
+      if (path_exists(cached_blob)) remove_tree(cached_blob);  // corrupt or truncated: never trusted again
+      Cleanup& tmp = downloaded[sha];
+      tmp.path = tmp_root + "/" + sha + ".blob-" + std::to_string(::getpid()) + "-" + detail::random_hex(6);
+      int fd = ::open(tmp.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+      if (fd < 0) detail::fail_errno("cannot create '" + tmp.path + "'", errno);
+      fds.push_back(fd);
+      batch.push_back(BlobRequest{sha, size, fd});
+    }
+    hub.fetch_blobs(batch);
+    for (size_t k = 0; k < fds.size(); ++k)
+      if (::fsync(fds[k]) != 0) detail::fail_errno("cannot sync the download of sha256:" + batch[k].sha256, errno);
+  } catch (const StatusError& e) {
+    fail_for(e);
+  }
+
+  for (const auto& [sha, idx] : missing) {
+    std::string dir;
+    if (auto done = package_dir(sha)) {
+      dir = *done;  // another process installed it meanwhile
+    } else {
+      // install_locked reuses an intact cached blob, else takes the one downloaded above.
+      auto take_download = [&, sha = sha](const std::string& tmp_blob) {
+        auto it = downloaded.find(sha);
+        if (it == downloaded.end() || ::rename(it->second.path.c_str(), tmp_blob.c_str()) != 0)
+          fail(KH_ERROR_INTERNAL, "the download of sha256:" + sha + " is missing from '" + tmp_root + "'");
+        it->second.path.clear();
+      };
+      try {
+        dir = install_locked(root_, sha, wants[idx.front()], take_download, packages[idx.front()].variant->size);
+      } catch (const StatusError& e) {
+        fail_for(e);
+      }
+    }
+    for (size_t i : idx) dirs[i] = dir;
+  }
+  return dirs;
 }
 
 std::string Cache::install_archive(const std::string& archive_path, const std::string& sha256,

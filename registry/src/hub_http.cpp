@@ -27,6 +27,7 @@
 #include "kh/registry/sha256.hpp"
 #include "kh/registry/status_error.hpp"
 #include "kh/registry/verified_sink.hpp"
+#include "http_url.hpp"
 #include "internal.hpp"
 
 namespace kh::registry {
@@ -49,69 +50,12 @@ constexpr uint64_t kResumeProgressBytes = 1u << 20;
 // An ETag longer than this, or with control characters, is not stored or sent.
 constexpr size_t kMaxEtagBytes = 256;
 
-void global_init() {
-  static const CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-  if (rc != CURLE_OK) fail(KH_ERROR_INTERNAL, std::string("libcurl failed to initialise: ") + curl_easy_strerror(rc));
-}
-
-std::string lower(std::string s) {
-  for (char& c : s)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return s;
-}
-
-struct UrlParts {
-  std::string scheme, host, port, path;
-  bool has_user = false, has_query = false, has_fragment = false;
-  std::string origin() const { return scheme + "://" + host + ":" + port; }
-};
-
-std::optional<UrlParts> parse_url(const std::string& url) {
-  global_init();
-  CURLU* u = curl_url();
-  if (u == nullptr) fail(KH_ERROR_OUT_OF_MEMORY, "out of memory parsing a URL");
-  std::optional<UrlParts> out;
-  if (curl_url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK) {
-    auto part = [&](CURLUPart what, unsigned flags, std::string* into) {
-      char* v = nullptr;
-      CURLUcode rc = curl_url_get(u, what, &v, flags);
-      if (rc == CURLUE_OK && v != nullptr) *into = v;
-      curl_free(v);
-      return rc == CURLUE_OK;
-    };
-    UrlParts p;
-    std::string ignored;
-    if (part(CURLUPART_SCHEME, 0, &p.scheme) && part(CURLUPART_HOST, 0, &p.host) &&
-        part(CURLUPART_PORT, CURLU_DEFAULT_PORT, &p.port)) {
-      part(CURLUPART_PATH, 0, &p.path);
-      p.scheme = lower(p.scheme);
-      p.host = lower(p.host);
-      p.has_user = part(CURLUPART_USER, 0, &ignored) || part(CURLUPART_PASSWORD, 0, &ignored);
-      p.has_query = part(CURLUPART_QUERY, 0, &ignored);
-      p.has_fragment = part(CURLUPART_FRAGMENT, 0, &ignored);
-      out = p;
-    }
-  }
-  curl_url_cleanup(u);
-  return out;
-}
-
-// Percent-encodes a safe relative path for a URL: unreserved characters and '/' stay.
-std::string encode_path(const std::string& rel) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : rel) {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-        c == '_' || c == '~' || c == '/') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
+using detail::encode_path;
+using detail::global_init;
+using detail::lower;
+using detail::parse_url;
+using detail::strip_slashes;
+using detail::UrlParts;
 
 bool is_header_safe(const std::string& v) {
   if (v.empty() || v.size() > kMaxEtagBytes) return false;
@@ -130,11 +74,6 @@ std::string trim(std::string s) {
 std::string env_or_empty(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr ? v : "";
-}
-
-std::string strip_slashes(std::string s) {
-  while (!s.empty() && s.back() == '/') s.pop_back();
-  return s;
 }
 
 // What the last finished request looked like, for messages and the retry decision.

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -22,6 +23,7 @@
 #include "kh/registry/repo_index.hpp"
 #include "kh/registry/sha256.hpp"
 #include "kh/registry/semver.hpp"
+#include "http_test_util.hpp"
 #include "test_util.hpp"
 
 using namespace kh::registry;
@@ -32,13 +34,6 @@ namespace {
 
 const char* kRepo = "test-org/http-kernel";
 const char* kVariant = "cpu-x86_64-abi1-x86_64-linux";
-
-struct NoProxyForLoopback {
-  NoProxyForLoopback() {
-    ::setenv("no_proxy", "127.0.0.1,127.0.0.2,localhost", 1);
-    ::setenv("NO_PROXY", "127.0.0.1,127.0.0.2,localhost", 1);
-  }
-} const no_proxy_for_loopback;
 
 // Sets an environment variable for a scope, then restores it.
 class ScopedEnv {
@@ -80,23 +75,30 @@ struct World {
   PublishedVariant published;
   std::unique_ptr<NginxServer> nginx;
 
-  explicit World(size_t library_bytes = 300 * 1024) {
+  // Publishes `variants` builds of kRepo 1.0.0 (the first one is kVariant), each a
+  // library of library_bytes random bytes.
+  explicit World(size_t library_bytes = 300 * 1024, size_t variants = 1) {
     std::mt19937 rng(11);
-    library = "\x7f" "ELF";
-    library.resize(library_bytes);
-    for (size_t i = 4; i < library.size(); ++i) library[i] = static_cast<char>(rng() & 0xff);
-    make_directories(d / "build");
-    kh_test::write_text(d / "build/libkh_http.so", library, 0755);
-    PackageManifest m;
-    m.name = kRepo;
-    m.version = "1.0.0";
-    m.variant = kVariant;
-    m.abi = "1.0";
-    m.ops = {{"fake_op", "fake_op(Tensor(a!) out, Tensor x) -> ()"}};
-    pack_package(d / "build/libkh_http.so", m, d / "dist");
+    for (size_t v = 0; v < variants; ++v) {
+      std::string lib = "\x7f" "ELF";
+      lib.resize(library_bytes);
+      for (size_t i = 4; i < lib.size(); ++i) lib[i] = static_cast<char>(rng() & 0xff);
+      if (v == 0) library = lib;
+      const std::string build = d / ("build" + std::to_string(v));
+      make_directories(build);
+      kh_test::write_text(build + "/libkh_http.so", lib, 0755);
+      PackageManifest m;
+      m.name = kRepo;
+      m.version = "1.0.0";
+      m.variant = v == 0 ? kVariant : "cuda13.0-sm" + std::to_string(80 + v) + "-abi1-x86_64-linux";
+      m.abi = "1.0";
+      m.ops = {{"fake_op", "fake_op(Tensor(a!) out, Tensor x) -> ()"}};
+      pack_package(build + "/libkh_http.so", m, d / "dist");
+    }
     auto all = publish_to_file_hub(d / "dist", hub_dir);
-    REQUIRE(all.size() == 1);
-    published = all[0];
+    REQUIRE(all.size() == variants);
+    for (const auto& p : all)
+      if (p.variant == kVariant) published = p;
     make_directories(d / "nginx");
     NginxServer::Config c;
     c.root = hub_dir;
@@ -250,4 +252,84 @@ TEST_CASE("Cache::ensure_package through an https hub, and a larger blob over ht
   std::string dir = cache.ensure_package(*hub, kRepo, rel, rel.variants.front());
   CHECK(kh_test::read_text(dir + "/lib/libkh_http.so") == w.library);
   CHECK(cache.package_dir(w.published.sha256).has_value());
+}
+
+namespace {
+// Access-log lines of successful GETs of a blob.
+size_t blob_downloads(const std::vector<std::string>& log, const std::string& sha) {
+  size_t n = 0;
+  for (const auto& l : log)
+    if (l.find("GET /" + blob_path(sha)) != std::string::npos && l.find(" 200 ") != std::string::npos) ++n;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("N processes fetching one package into one cache make one download, and all succeed") {
+  World w(4 * 1024 * 1024);
+  const std::string cache_dir = w.d / "shared-cache";
+  constexpr int kProcesses = 6;
+  int gate[2];
+  REQUIRE(::pipe(gate) == 0);
+  std::vector<pid_t> children;
+  for (int i = 0; i < kProcesses; ++i) {
+    pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {  // a separate process: its own hub connection, the shared cache
+      ::close(gate[1]);
+      char c;
+      while (::read(gate[0], &c, 1) > 0) {
+      }  // all start together once the parent closes the gate
+      int code = 1;
+      try {
+        auto hub = open_http_hub(w.nginx->http_url(), quiet());
+        RepoIndex idx = parse_repo_index(hub->fetch_metadata(repo_index_path(kRepo), 1 << 20), "index");
+        const Release& rel = resolve_release(idx, parse_version_request("1"));
+        Cache cache(cache_dir);
+        std::string dir = cache.ensure_package(*hub, kRepo, rel, rel.variants.front());
+        code = kh_test::read_text(dir + "/lib/libkh_http.so") == w.library ? 0 : 2;
+      } catch (...) {
+        code = 3;
+      }
+      ::_exit(code);
+    }
+    children.push_back(pid);
+  }
+  ::close(gate[0]);
+  ::close(gate[1]);
+  for (pid_t pid : children) {
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  const auto log = w.log_lines(kProcesses * 2);  // an index and at most one blob each
+  CHECK(blob_downloads(log, w.published.sha256) == 1);
+  CHECK(Cache(cache_dir).package_dir(w.published.sha256).has_value());
+}
+
+TEST_CASE("Cache::ensure_packages downloads several builds at once from nginx and installs each") {
+  World w(2 * 1024 * 1024, 4);
+  auto hub = open_http_hub(w.nginx->https_url(), quiet(w.nginx->ca_file()));
+  RepoIndex idx = parse_repo_index(hub->fetch_metadata(repo_index_path(kRepo), 1 << 20), "index over https");
+  const Release& rel = resolve_release(idx, parse_version_request("1"));
+  REQUIRE(rel.variants.size() == 4);
+  Cache cache(w.d / "cache");
+  std::vector<Cache::PackageRequest> batch;
+  for (const auto& v : rel.variants) batch.push_back({kRepo, &rel, &v});
+  batch.push_back({kRepo, &rel, &rel.variants.front()});  // asked twice: fetched once
+  const std::vector<std::string> dirs = cache.ensure_packages(*hub, batch);
+  REQUIRE(dirs.size() == 5);
+  CHECK(dirs[4] == dirs[0]);
+  for (size_t i = 0; i < 4; ++i) {
+    CHECK(cache.package_dir(rel.variants[i].sha256) == dirs[i]);
+    CHECK(read_file(dirs[i] + "/" + kManifestName, 1 << 20).find(rel.variants[i].key) != std::string::npos);
+  }
+  const auto log = w.log_lines(5);
+  for (const auto& v : rel.variants) CHECK(blob_downloads(log, v.sha256) == 1);
+
+  // All present: a second batch downloads nothing.
+  const size_t lines = log.size();
+  CHECK(cache.ensure_packages(*hub, batch) == dirs);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(w.log_lines(0).size() == lines);
 }

@@ -44,6 +44,18 @@ class Cache {
   std::string ensure_package(Hub& hub, const std::string& repo, const Release& release,
                              const VariantEntry& variant);
 
+  // One package of an ensure_packages batch.
+  struct PackageRequest {
+    std::string repo;
+    const Release* release = nullptr;
+    const VariantEntry* variant = nullptr;
+  };
+  // ensure_package for several packages of one hub: the missing blobs are downloaded
+  // together (Hub::fetch_blobs, in parallel over http), each verified, then installed one
+  // by one. Blob locks are taken in digest order, so processes with overlapping batches
+  // cannot deadlock. Returns the trees' directories in the order asked.
+  std::vector<std::string> ensure_packages(Hub& hub, const std::vector<PackageRequest>& packages);
+
   // Same, but installs from a local archive already verified by the caller (publish/tests).
   std::string install_archive(const std::string& archive_path, const std::string& sha256,
                               const std::string& expected_repo, const std::string& expected_version,

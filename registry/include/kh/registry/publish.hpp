@@ -1,4 +1,5 @@
-// Packing a build and publishing packages to a hub (file:// for now).
+// Packing a build and publishing packages to a hub: file:// (publish.cpp) and http(s)://
+// with WebDAV PUT (publish_http.cpp).
 #pragma once
 
 #include <string>
@@ -34,6 +35,20 @@ struct PublishedVariant {
 // must be signed by enough of its index keys: anything else is refused
 // (KH_ERROR_SIGNATURE) before the hub is touched.
 std::vector<PublishedVariant> publish_to_file_hub(const std::string& dist_dir, const std::string& hub_dir,
+                                                  int expires_days = 365,
+                                                  const std::vector<minisign::SecretKey>& signing_keys = {});
+
+// Publishes to an http(s) hub whose server accepts PUT and DELETE (WebDAV; nginx:
+// dav_methods PUT DELETE). Mirrors the metadata this publish touches (kh-hub.json,
+// catalog.json, the root chain, each touched repo's index and signatures) into a scratch
+// hub, publishes there exactly as publish_to_file_hub does (same checks, merge, version
+// bump, signatures), then uploads what changed: blobs the hub lacks first, then
+// signatures, then indexes, then the catalog. Just before the indexes go up, each is
+// fetched again; if another publisher changed it meanwhile, no index is written
+// (KH_ERROR_NETWORK) and the publish can simply be re-run: blobs already up are kept.
+// Credentials come from KH_PUBLISH_USER + KH_PUBLISH_PASSWORD (basic) or
+// KH_PUBLISH_TOKEN / the hub's token (bearer); KH_CA_BUNDLE as for reading.
+std::vector<PublishedVariant> publish_to_http_hub(const std::string& dist_dir, const std::string& hub_url,
                                                   int expires_days = 365,
                                                   const std::vector<minisign::SecretKey>& signing_keys = {});
 

@@ -1,0 +1,186 @@
+// HEAD / PUT / DELETE on an http(s) hub for publishing; see http_writer.hpp.
+#include "http_writer.hpp"
+
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "http_url.hpp"
+#include "internal.hpp"
+#include "kh/registry/http_options.hpp"
+#include "kh/registry/status_error.hpp"
+
+namespace kh::registry::detail {
+namespace {
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+bool transient(CURLcode rc) {
+  return rc == CURLE_COULDNT_CONNECT || rc == CURLE_OPERATION_TIMEDOUT || rc == CURLE_SEND_ERROR ||
+         rc == CURLE_RECV_ERROR || rc == CURLE_GOT_NOTHING || rc == CURLE_PARTIAL_FILE || rc == CURLE_SSL_CONNECT_ERROR;
+}
+
+size_t discard_body(char*, size_t size, size_t count, void*) { return size * count; }
+
+// An open file for CURLOPT_READDATA.
+struct Upload {
+  int fd = -1;
+  ~Upload() {
+    if (fd >= 0) ::close(fd);
+  }
+  static size_t read(char* buf, size_t size, size_t count, void* self) {
+    int fd = static_cast<Upload*>(self)->fd;
+    for (;;) {
+      ssize_t n = ::read(fd, buf, size * count);
+      if (n >= 0) return static_cast<size_t>(n);
+      if (errno != EINTR) return CURL_READFUNC_ABORT;
+    }
+  }
+};
+
+}  // namespace
+
+HttpWriteCredentials HttpWriteCredentials::from_environment(const HttpOptions& read_options) {
+  HttpWriteCredentials c;
+  c.user = env("KH_PUBLISH_USER");
+  c.password = env("KH_PUBLISH_PASSWORD");
+  if (!c.user.empty() && c.password.empty())
+    fail(KH_ERROR_INVALID_ARGUMENT, "KH_PUBLISH_USER is set but KH_PUBLISH_PASSWORD is not; set both for basic auth");
+  if (c.user.find(':') != std::string::npos)
+    fail(KH_ERROR_INVALID_ARGUMENT, "KH_PUBLISH_USER must not contain ':'");
+  c.bearer = env("KH_PUBLISH_TOKEN");
+  if (c.bearer.empty()) c.bearer = read_options.token;
+  if (c.bearer.find_first_of("\r\n") != std::string::npos)
+    fail(KH_ERROR_INVALID_ARGUMENT, "the publish token contains a line break");
+  return c;
+}
+
+HttpWriter::HttpWriter(const std::string& hub_url, HttpOptions options, HttpWriteCredentials credentials)
+    : url_(strip_slashes(hub_url)), opt_(std::move(options)), cred_(std::move(credentials)) {
+  auto parts = parse_url(url_);
+  if (!parts || (parts->scheme != "http" && parts->scheme != "https") || parts->has_user || parts->has_query ||
+      parts->has_fragment)
+    fail(KH_ERROR_INVALID_ARGUMENT, "hub URL '" + url_ + "' is not an http(s) URL of a folder, without credentials");
+  global_init();
+  easy_ = curl_easy_init();
+  if (easy_ == nullptr) fail(KH_ERROR_OUT_OF_MEMORY, "libcurl: out of memory");
+}
+
+HttpWriter::~HttpWriter() { curl_easy_cleanup(static_cast<CURL*>(easy_)); }
+
+std::optional<uint64_t> HttpWriter::remote_size(const std::string& rel) {
+  Result r = request("HEAD", rel, "");
+  if (r.status == 404 || r.status == 410) return std::nullopt;
+  if (r.content_length < 0) return std::nullopt;  // unknown size: upload again to be sure
+  return static_cast<uint64_t>(r.content_length);
+}
+
+void HttpWriter::put(const std::string& rel, const std::string& local_path) { request("PUT", rel, local_path); }
+
+void HttpWriter::remove(const std::string& rel) { request("DELETE", rel, ""); }
+
+HttpWriter::Result HttpWriter::request(const char* method, const std::string& rel, const std::string& local_path) {
+  if (!is_safe_relative_path(rel)) fail(KH_ERROR_INVALID_ARGUMENT, "'" + rel + "' is not a safe relative path");
+  const std::string url = url_ + "/" + encode_path(rel);
+  const std::string shown = std::string(method) + " " + sanitize_url(url);
+  for (int failures = 1;; ++failures) {
+    Result r = attempt(method, url, local_path);
+    std::string why;
+    if (r.status == 0) {
+      why = "connection failed";
+    } else if (r.status == 408 || r.status == 429 || r.status >= 500) {
+      why = "HTTP " + std::to_string(r.status);
+    } else if (r.status >= 200 && r.status <= 299) {
+      return r;
+    } else if ((r.status == 404 || r.status == 410) && std::string(method) != "PUT") {
+      return r;  // HEAD: absent; DELETE: already gone
+    } else if (r.status == 401 || r.status == 403) {
+      fail(KH_ERROR_NETWORK, shown + ": HTTP " + std::to_string(r.status) +
+                                 "; the hub refused the upload: set KH_PUBLISH_USER and KH_PUBLISH_PASSWORD (basic "
+                                 "auth) or KH_PUBLISH_TOKEN (bearer) to credentials allowed to write");
+    } else if (r.status == 405 || r.status == 501) {
+      fail(KH_ERROR_NETWORK, shown + ": HTTP " + std::to_string(r.status) +
+                                 "; the server does not accept uploads there: enable WebDAV PUT and DELETE for the "
+                                 "hub's folder (nginx: dav_methods PUT DELETE; create_full_put_path on;)");
+    } else if (r.status == 413) {
+      fail(KH_ERROR_NETWORK, shown + ": HTTP 413; the server limits upload sizes (nginx: client_max_body_size)");
+    } else if (r.status >= 300 && r.status <= 399) {
+      fail(KH_ERROR_NETWORK, shown + ": HTTP " + std::to_string(r.status) +
+                                 " redirect; uploads follow no redirects: publish to the hub's final URL");
+    } else {
+      fail(KH_ERROR_NETWORK, shown + ": unexpected HTTP " + std::to_string(r.status));
+    }
+    if (failures >= opt_.max_attempts)
+      fail(KH_ERROR_NETWORK, shown + ": " + why + " (" + std::to_string(failures) + " attempts); try again later");
+    const int ms = std::min(opt_.backoff_max_ms, opt_.backoff_initial_ms << std::min(failures - 1, 16));
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  }
+}
+
+HttpWriter::Result HttpWriter::attempt(const char* method, const std::string& url, const std::string& local_path) {
+  CURL* e = static_cast<CURL*>(easy_);
+  curl_easy_reset(e);
+  char errbuf[CURL_ERROR_SIZE] = {0};
+  curl_slist* headers = nullptr;
+  if (cred_.user.empty() && !cred_.bearer.empty())
+    headers = curl_slist_append(headers, ("Authorization: Bearer " + cred_.bearer).c_str());
+  const std::string m = method;
+  Upload upload;
+  curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, opt_.connect_timeout_s);
+  curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, opt_.low_speed_bytes_per_s);
+  curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, opt_.low_speed_time_s);
+  curl_easy_setopt(e, CURLOPT_USERAGENT, "kh/0.1 (kernel hub)");
+  curl_easy_setopt(e, CURLOPT_HEADEROPT, static_cast<long>(CURLHEADER_SEPARATE));  // never to a proxy
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &discard_body);
+  if (!opt_.ca_bundle.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, opt_.ca_bundle.c_str());
+  if (!cred_.user.empty()) {
+    curl_easy_setopt(e, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+    curl_easy_setopt(e, CURLOPT_USERNAME, cred_.user.c_str());
+    curl_easy_setopt(e, CURLOPT_PASSWORD, cred_.password.c_str());
+  }
+  if (m == "HEAD") {
+    curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+  } else if (m == "PUT") {
+    upload.fd = ::open(local_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (upload.fd < 0) fail_errno("cannot open '" + local_path + "' to upload it", errno);
+    struct stat st {};
+    if (::fstat(upload.fd, &st) != 0) fail_errno("cannot stat '" + local_path + "'", errno);
+    curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(e, CURLOPT_READFUNCTION, &Upload::read);
+    curl_easy_setopt(e, CURLOPT_READDATA, &upload);
+    curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(st.st_size));
+  } else {
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+  }
+  const CURLcode rc = curl_easy_perform(e);
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, nullptr);
+  curl_slist_free_all(headers);
+  Result r;
+  if (rc != CURLE_OK) {
+    if (transient(rc)) return r;  // status 0: retried
+    fail(KH_ERROR_NETWORK, std::string(method) + " " + sanitize_url(url) + ": " +
+                               (errbuf[0] != '\0' ? std::string(errbuf) : std::string(curl_easy_strerror(rc))));
+  }
+  curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &r.status);
+  curl_off_t length = -1;
+  if (curl_easy_getinfo(e, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) == CURLE_OK) r.content_length = length;
+  return r;
+}
+
+}  // namespace kh::registry::detail

@@ -1,0 +1,231 @@
+// Publishing over HTTP PUT to a real nginx with WebDAV: basic auth over http, a bearer
+// token over https, the upload order (blobs before signatures before the index), signed
+// indexes that clients verify, the catalog kept whole, and refusals that leave the hub as
+// it was (wrong credentials, other bytes for a published build, a server without PUT).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "../servers/nginx_fixture.hpp"
+#include "http_test_util.hpp"
+#include "kh/registry/cache.hpp"
+#include "kh/registry/publish.hpp"
+#include "kh/registry/signed_metadata.hpp"
+#include "kh/registry/trust.hpp"
+
+using namespace kh::registry;
+using kh_test::NginxServer;
+using kh_test::TempDir;
+
+namespace {
+
+const char* kVariant = "cpu-x86_64-abi1-x86_64-linux";
+const char* kToken = "s3cret-publish-token";
+
+// Sets environment variables for a scope, then removes them.
+struct EnvFor {
+  std::vector<std::string> names;
+  EnvFor(std::initializer_list<std::pair<const char*, std::string>> vars) {
+    for (const auto& [n, v] : vars) {
+      ::setenv(n, v.c_str(), 1);
+      names.push_back(n);
+    }
+  }
+  ~EnvFor() {
+    for (const auto& n : names) ::unsetenv(n.c_str());
+  }
+};
+
+// nginx serving www/ with two writable hubs: /basic (basic auth for PUT and DELETE) and
+// /bearer (a bearer token for PUT and DELETE); reading needs nothing. /readonly has no PUT.
+struct World {
+  TempDir d;
+  std::string www = d / "www";
+  minisign::SecretKey key = minisign::generate_key();
+  std::unique_ptr<NginxServer> nginx;
+
+  World() {
+    for (const char* hub : {"basic", "bearer", "readonly"}) make_directories(www + "/" + hub);
+    make_directories(d / "nginx");
+    kh_test::write_text(d / "htpasswd", "publisher:{PLAIN}pa55word\n");
+    const std::string dav =
+        "    dav_methods PUT DELETE;\n    create_full_put_path on;\n    dav_access user:rw group:r all:r;\n"
+        "    client_max_body_size 0;\n";
+    NginxServer::Config c;
+    c.root = www;
+    c.extra_http = "location /basic/ {\n" + dav + "    limit_except GET HEAD { auth_basic \"kh\"; auth_basic_user_file " +
+                   d / "htpasswd" + "; }\n  }\n";
+    c.extra_https = "location /bearer/ {\n" + dav +
+                    "    set $kh_deny \"\";\n"
+                    "    if ($request_method ~ ^(PUT|DELETE)$) { set $kh_deny \"y\"; }\n"
+                    "    if ($http_authorization = \"Bearer " + kToken + "\") { set $kh_deny \"\"; }\n"
+                    "    if ($kh_deny = \"y\") { return 401; }\n  }\n";
+    nginx = std::make_unique<NginxServer>(d / "nginx", c);
+    // Each hub gets root 1 = {key} for both roles, as `kernels trust init` writes it.
+    for (const char* hub : {"basic", "bearer"}) {
+      RootSpec s;
+      s.root_keys = {key.public_key()};
+      s.index_keys = {key.public_key()};
+      s.expires_unix = static_cast<int64_t>(std::time(nullptr)) + 365 * 86400;
+      write_next_root_to_file_hub(www + "/" + hub, s, {key});
+    }
+  }
+
+  // A dist folder with one archive of repo@version whose library holds `content`.
+  std::string dist(const std::string& repo, const std::string& version, const std::string& content) {
+    const std::string dir = d / ("dist-" + std::to_string(dists_++));
+    make_directories(dir + "-build");
+    kh_test::write_text(dir + "-build/libkh_fake.so", content, 0755);
+    PackageManifest m;
+    m.name = repo;
+    m.version = version;
+    m.variant = kVariant;
+    m.abi = "1.0";
+    m.ops = {{"fake_op", "fake_op(Tensor(a!) out, Tensor x) -> ()"}};
+    pack_package(dir + "-build/libkh_fake.so", m, dir);
+    return dir;
+  }
+
+  // The index of repo as a client sees it: fetched over http(s) and verified against root 1.
+  RepoIndex client_index(const std::string& hub_url, const std::string& repo, const std::string& hub_dir) {
+    HttpOptions o = kh_test::fast_options();
+    o.ca_bundle = nginx->ca_file();
+    auto hub = open_http_hub(hub_url, o);
+    Cache cache(d / ("cache-" + std::to_string(dists_++)));
+    TrustStore(cache, hub->id()).pin_root(kh_test::read_text(hub_dir + "/root/1.root.json"), "root/1.root.json");
+    return fetch_verified_index(*hub, cache, repo, TrustOptions{});
+  }
+
+  std::vector<std::string> log() const {
+    std::vector<std::string> lines;
+    std::istringstream in(nginx->access_log());
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    return lines;
+  }
+
+ private:
+  int dists_ = 0;
+};
+
+// Position of the first access-log line holding all of `needles`, or -1.
+int line_of(const std::vector<std::string>& log, const std::string& a, const std::string& b = "") {
+  for (size_t i = 0; i < log.size(); ++i)
+    if (log[i].find(a) != std::string::npos && log[i].find(b) != std::string::npos) return static_cast<int>(i);
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("publish over http with basic auth: blobs, then signatures, then the index; clients verify it") {
+  World w;
+  const std::string url = w.nginx->http_url("/basic");
+  const std::string hub_dir = w.www + "/basic";
+  EnvFor creds{{"KH_PUBLISH_USER", "publisher"}, {"KH_PUBLISH_PASSWORD", "pa55word"}};
+
+  auto published = publish_to_http_hub(w.dist("org/one", "1.0.0", "lib one 1.0.0"), url, 365, {w.key});
+  REQUIRE(published.size() == 1);
+  CHECK_FALSE(published[0].already_present);
+  CHECK(kh_test::read_text(hub_dir + "/" + blob_path(published[0].sha256)).size() == published[0].size);
+
+  RepoIndex idx = w.client_index(url, "org/one", hub_dir);
+  CHECK(idx.version == 1);
+  REQUIRE(idx.releases.size() == 1);
+  CHECK(idx.releases[0].variants.at(0).sha256 == published[0].sha256);
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // nginx logs just after answering
+  const auto log = w.log();
+  const int blob = line_of(log, "PUT /basic/" + blob_path(published[0].sha256));
+  const int sig = line_of(log, "PUT /basic/repos/org/one/index.json.minisig");
+  const int index = line_of(log, "PUT /basic/repos/org/one/index.json ");
+  CHECK(blob >= 0);
+  CHECK(sig > blob);
+  CHECK(index > sig);
+
+  // A second repo and a new version of the first: merged, version bumped, catalog whole.
+  publish_to_http_hub(w.dist("org/two", "0.1.0", "lib two"), url, 365, {w.key});
+  publish_to_http_hub(w.dist("org/one", "1.1.0", "lib one 1.1.0"), url, 365, {w.key});
+  idx = w.client_index(url, "org/one", hub_dir);
+  CHECK(idx.version == 2);
+  CHECK(idx.releases.size() == 2);
+  auto catalog = nlohmann::json::parse(kh_test::read_text(hub_dir + "/catalog.json"));
+  REQUIRE(catalog["repos"].size() == 2);
+  CHECK(catalog["repos"][0]["repo"] == "org/one");
+  CHECK(catalog["repos"][0]["latest"] == "1.1.0");
+  CHECK(catalog["repos"][1]["repo"] == "org/two");
+
+  // The same archive again: nothing new, and its blob is not uploaded a second time.
+  auto count_blob_puts = [&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const auto now = w.log();
+    return std::count_if(now.begin(), now.end(),
+                         [](const std::string& l) { return l.find("PUT /basic/blobs/") != std::string::npos; });
+  };
+  const auto puts_before = count_blob_puts();
+  auto same = publish_to_http_hub(w.dist("org/two", "0.1.0", "lib two"), url, 365, {w.key});
+  CHECK(same.at(0).already_present);
+  CHECK(count_blob_puts() == puts_before);
+}
+
+TEST_CASE("publish over https with a bearer token; other bytes for a published build are refused, hub untouched") {
+  World w;
+  const std::string url = w.nginx->https_url("/bearer");
+  const std::string hub_dir = w.www + "/bearer";
+  EnvFor env{{"KH_CA_BUNDLE", w.nginx->ca_file()}, {"KH_PUBLISH_TOKEN", kToken}};
+
+  auto first = publish_to_http_hub(w.dist("org/one", "1.0.0", "original bytes"), url, 365, {w.key});
+  const std::string index_before = kh_test::read_text(hub_dir + "/repos/org/one/index.json");
+  const std::string sig_before = kh_test::read_text(hub_dir + "/repos/org/one/index.json.minisig");
+
+  std::string msg = kh_test::expect_status(
+      [&] { publish_to_http_hub(w.dist("org/one", "1.0.0", "other bytes"), url, 365, {w.key}); },
+      KH_ERROR_INVALID_ARGUMENT);
+  CHECK(msg.find("already published") != std::string::npos);
+  CHECK(kh_test::read_text(hub_dir + "/repos/org/one/index.json") == index_before);
+  CHECK(kh_test::read_text(hub_dir + "/repos/org/one/index.json.minisig") == sig_before);
+  CHECK(w.client_index(url, "org/one", hub_dir).releases.at(0).variants.at(0).sha256 == first.at(0).sha256);
+
+  // Signing with a key the hub's root does not name is refused before anything is uploaded.
+  const auto stranger = minisign::generate_key();
+  kh_test::expect_status([&] { publish_to_http_hub(w.dist("org/one", "2.0.0", "v2"), url, 365, {stranger}); },
+                         KH_ERROR_SIGNATURE);
+  CHECK(kh_test::read_text(hub_dir + "/repos/org/one/index.json") == index_before);
+}
+
+TEST_CASE("publish refusals: no or wrong credentials, a server without PUT; the message says what to do") {
+  World w;
+  {
+    EnvFor env{{"KH_CA_BUNDLE", w.nginx->ca_file()}, {"KH_PUBLISH_TOKEN", "wrong"}};
+    std::string msg = kh_test::expect_status(
+        [&] { publish_to_http_hub(w.dist("org/one", "1.0.0", "x"), w.nginx->https_url("/bearer"), 365, {w.key}); },
+        KH_ERROR_NETWORK);
+    CHECK(msg.find("401") != std::string::npos);
+    CHECK(msg.find("KH_PUBLISH_TOKEN") != std::string::npos);
+    CHECK(msg.find("wrong") == std::string::npos);  // the token never appears in messages
+    CHECK_FALSE(path_exists(w.www + "/bearer/repos"));
+  }
+  {
+    EnvFor env{{"KH_PUBLISH_USER", "publisher"}, {"KH_PUBLISH_PASSWORD", "not-it"}};
+    kh_test::expect_status(
+        [&] { publish_to_http_hub(w.dist("org/one", "1.0.0", "x"), w.nginx->http_url("/basic"), 365, {w.key}); },
+        KH_ERROR_NETWORK);
+    CHECK_FALSE(path_exists(w.www + "/basic/repos"));
+  }
+  {
+    std::string msg = kh_test::expect_status(
+        [&] { publish_to_http_hub(w.dist("org/one", "1.0.0", "x"), w.nginx->http_url("/readonly"), 365, {}); },
+        KH_ERROR_NETWORK);
+    CHECK(msg.find("405") != std::string::npos);
+    CHECK(msg.find("dav_methods") != std::string::npos);
+  }
+  {
+    EnvFor env{{"KH_PUBLISH_USER", "publisher"}};
+    kh_test::expect_status([&] { publish_to_http_hub(w.dist("org/one", "1.0.0", "x"), w.nginx->http_url("/basic")); },
+                           KH_ERROR_INVALID_ARGUMENT);
+  }
+}

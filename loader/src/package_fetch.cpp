@@ -96,6 +96,7 @@ FetchedPackage find_in_cache(const registry::PackageSpec& spec, const registry::
       registry::VariantEntry e;
       e.key = m.manifest.variant;
       e.sha256 = m.sha256;
+      e.glibc = m.manifest.glibc;  // the floor holds offline too
       offered.push_back(e);
     }
   const auto& chosen = choose_variant(offered, host_facts(), options.variant, spec.repo() + " " + newest + " (cached)");

@@ -360,6 +360,12 @@ std::optional<std::string> Cache::load_metadata(const std::string& hub_id, const
   return read_file(path, 64u << 20);
 }
 
+void Cache::touch_metadata(const std::string& hub_id, const std::string& relative_path) {
+  const std::string path = metadata_file(root_, hub_id, relative_path);
+  if (::utimensat(AT_FDCWD, path.c_str(), nullptr, 0) != 0 && errno != ENOENT)
+    detail::fail_errno("cannot update the time of '" + path + "'", errno);
+}
+
 std::string Cache::load_metadata_etag(const std::string& hub_id, const std::string& relative_path) const {
   const std::string path = metadata_file(root_, hub_id, relative_path) + ".etag";
   if (!path_exists(path)) return "";

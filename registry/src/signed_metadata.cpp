@@ -126,6 +126,7 @@ std::optional<std::string> fetch_optional(Hub& hub, const std::string& rel, uint
 // a fresh one. Saves the transfer, never the verification.
 struct IndexFetch {
   std::string text, etag;
+  bool not_modified = false;  // the text is the cache's copy, byte for byte
   std::optional<std::string> cached_minisig, cached_sigs;  // set when not modified
 };
 
@@ -144,6 +145,7 @@ IndexFetch fetch_index_text(Hub& hub, const Cache& cache, const std::string& rep
     if (f.not_modified && cached) {
       out.text = std::move(*cached);
       out.etag = etag;
+      out.not_modified = true;
       out.cached_minisig = std::move(cached_minisig);
       out.cached_sigs = cache.load_metadata(hub.id(), rel + ".sigs");
     } else {
@@ -278,7 +280,10 @@ RepoIndex fetch_verified_index(Hub& hub, Cache& cache, const std::string& repo, 
     IndexFetch fetched = fetch_index_text(hub, cache, repo, rel, false);
     RepoIndex index = parse_repo_index(fetched.text, source + " (unsigned)");
     check_names_repo(index, repo, source);
-    cache.store_metadata(hub.id(), rel, fetched.text, fetched.etag);
+    if (fetched.not_modified)
+      cache.touch_metadata(hub.id(), rel);
+    else
+      cache.store_metadata(hub.id(), rel, fetched.text, fetched.etag);
     return index;
   }
   const RootMetadata root = store.update_root(hub);
@@ -287,12 +292,14 @@ RepoIndex fetch_verified_index(Hub& hub, Cache& cache, const std::string& repo, 
 
   std::string text, minisig, etag;
   std::optional<std::string> sigs;
+  bool not_modified = false;
   // Twice at most: a publish between our reads of the index and its signature leaves a
   // pair that does not match; reading both again gets a consistent one.
   for (int attempt = 0;; ++attempt) {
     IndexFetch fetched = fetch_index_text(hub, cache, repo, rel, true);
     text = std::move(fetched.text);
     etag = std::move(fetched.etag);
+    not_modified = fetched.not_modified;
     std::optional<std::string> sig = fetched.cached_minisig;
     if (!sig) sig = fetch_optional(hub, rel + ".minisig", kMaxSignatureFileBytes);
     if (!sig)
@@ -313,6 +320,13 @@ RepoIndex fetch_verified_index(Hub& hub, Cache& cache, const std::string& repo, 
   RepoIndex index = parse_repo_index(text, source);
   FileLock lock(store.dir() + "/.lock");
   check_index(index, repo, source, store, options);
+  if (not_modified) {
+    // The cache holds exactly these bytes and signatures: only their age restarts (no
+    // rewrite, no fsync on the warm path).
+    cache.touch_metadata(hub.id(), rel);
+    store.record_index_version(repo, index.version);
+    return index;
+  }
   // Signatures first: a reader of the cache that sees the new index sees its signatures.
   cache.store_metadata(hub.id(), rel + ".minisig", minisig);
   const std::string cached_sigs = cache.root() + "/hubs/" + hub.id() + "/" + rel + ".sigs";

@@ -67,6 +67,9 @@ class Cache {
   void store_metadata(const std::string& hub_id, const std::string& relative_path, const std::string& text,
                       const std::string& etag = "");
   std::optional<std::string> load_metadata(const std::string& hub_id, const std::string& relative_path) const;
+  // Restarts the age of stored metadata the hub just confirmed unchanged (HTTP 304)
+  // without rewriting it. No error when it is absent.
+  void touch_metadata(const std::string& hub_id, const std::string& relative_path);
   // The ETag stored with that metadata; empty when none.
   std::string load_metadata_etag(const std::string& hub_id, const std::string& relative_path) const;
 

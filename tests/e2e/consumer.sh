@@ -31,6 +31,6 @@ grep -q "rms_norm ok" "$work/cpp_host.log"
 # pkg-config finds the same installation.
 export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"
 # shellcheck disable=SC2046,SC2086
-cc -std=c99 $flags "$src/examples/c-host/main.c" $(pkg-config --cflags --libs kh) -lm -o "$work/c_host_pkgconfig"
+cc -std=c99 $flags "$src/examples/c-host/main.c" "$src/examples/c-host/cuda_device.c" $(pkg-config --cflags --libs kh) -lm -ldl -o "$work/c_host_pkgconfig"
 "$work/c_host_pkgconfig" | grep "rms_norm ok"
 echo "consumer: find_package and pkg-config hosts both ok"

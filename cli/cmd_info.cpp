@@ -39,7 +39,9 @@ void add_info_command(CLI::App& app) {
         for (const auto& v : r->variants) {
           nlohmann::json ops = nlohmann::json::array();
           for (const auto& op : v.ops) ops.push_back({{"name", op.name}, {"schema", op.schema}});
-          variants.push_back({{"variant", v.key}, {"sha256", v.sha256}, {"size", v.size}, {"abi", v.abi}, {"ops", ops}});
+          nlohmann::json entry = {{"variant", v.key}, {"sha256", v.sha256}, {"size", v.size}, {"abi", v.abi}, {"ops", ops}};
+          if (!v.glibc.empty()) entry["glibc"] = v.glibc;
+          variants.push_back(std::move(entry));
         }
         releases.push_back({{"version", registry::to_string(r->version)}, {"yanked", r->yanked}, {"variants", variants}});
       }
@@ -53,8 +55,8 @@ void add_info_command(CLI::App& app) {
     for (const auto* r : shown) {
       std::printf("\n%s%s\n", registry::to_string(r->version).c_str(), r->yanked ? "  (yanked)" : "");
       for (const auto& v : r->variants)
-        std::printf("  build %s  %llu bytes  sha256:%s\n", v.key.c_str(), static_cast<unsigned long long>(v.size),
-                    v.sha256.c_str());
+        std::printf("  build %s  %llu bytes  sha256:%s%s\n", v.key.c_str(), static_cast<unsigned long long>(v.size),
+                    v.sha256.c_str(), v.glibc.empty() ? "" : ("  needs glibc " + v.glibc).c_str());
       // Every build of a release exports the same ops; show them once, from the first.
       if (!r->variants.empty()) {
         std::printf("  ops:\n");

@@ -99,6 +99,19 @@ TEST_CASE("publish, get, load and call the reference rms_norm") {
   REQUIRE_MESSAGE(list.exit_code == 0, list.output);
   CHECK(nlohmann::json::parse(list.output).size() == 1);
 
+  // Several specs in one get: all resolved first, then fetched together; one bad spec
+  // fails the command before anything is fetched.
+  auto two = ws.kernels(std::string("get ") + kSpec + " kernels-community/rms-norm@=1.0.0 --hub '" + ws.hub_url() +
+                        "' --json");
+  REQUIRE_MESSAGE(two.exit_code == 0, two.output);
+  const auto both = nlohmann::json::parse(two.output)["packages"];
+  REQUIRE(both.size() == 2);
+  CHECK(both[0]["path"] == got["path"]);
+  CHECK(both[1]["path"] == got["path"]);
+  auto bad = ws.kernels(std::string("get ") + kSpec + " kernels-community/no-such-kernel@1 --hub '" + ws.hub_url() + "'");
+  CHECK(bad.exit_code != 0);
+  CHECK(bad.output.find("no-such-kernel") != std::string::npos);
+
   auto info = ws.kernels("info kernels-community/rms-norm --hub '" + ws.hub_url() + "'");
   REQUIRE_MESSAGE(info.exit_code == 0, info.output);
   CHECK(info.output.find("rms_norm(Tensor(a!) out, Tensor x, Tensor weight, float eps) -> ()") != std::string::npos);

@@ -38,7 +38,7 @@ template <> struct ElementOf<ElementType::kBF16> { using type = __nv_bfloat16; }
 // O at d/2 (with P, the next S and O live at once: ~200 registers, under kConsumerRegs).
 // Two K and two V stages at d = 128: 160 KB of shared memory (the SM has 227 KB; three
 // would not fit). Three at d = 64 (112 KB): a block's two products take ~0.7 us there, about
-// one TMA load's latency, so two stages left the consumers waiting on loads.
+// one TMA load's latency, so two stages can leave the consumers waiting on loads.
 template <int kHeadDim> struct Sm90TileConfig {
   static constexpr int kBlockM = 128;
   static constexpr int kBlockN = 128;
@@ -153,11 +153,10 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
   using MmaS = Wgmma<kBlockN, T>;
   using MmaO = Wgmma<kHeadDim, T>;
   // Overlap S of the next block with P V of this one (FlashAttention-3's intra-warpgroup
-  // pipelining). v2 overlapped always: +21% at s=4k non-causal on the H200 (d=128, bf16),
-  // but -8% (s=4k) to -18% (s=1k) causal, so v3 kept it for non-causal only. v4 takes the
-  // masked blocks (the causal diagonal, a partial last key block) out of the steady-state
-  // loop, which then carries no masking code, and overlaps causal calls too.
-  constexpr bool kIntraWarpgroupOverlap = true;
+  // pipelining) for non-causal calls only: measured on the H200 (d=128, bf16) it gave
+  // +21% at s=4k non-causal but -8% (s=4k) to -18% (s=1k) causal, where the short rows
+  // of blocks leave little to overlap and the extra live registers cost more.
+  constexpr bool kIntraWarpgroupOverlap = !kCausal;
   const uint32_t q_full = bars;
   auto full_k = [&](int s) { return bars + 8 * (1 + s); };
   auto full_v = [&](int s) { return bars + 8 * (1 + kStages + s); };
@@ -197,23 +196,15 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
       }
       wgmma_commit();
     };
-    // Whether key block n_block has scores to mask: past seqlen_k, or (causal) above the
-    // diagonal for some row of this tile. Keys are consumed from the last block down, so
-    // the masked blocks are the first ones consumed.
-    auto block_needs_mask = [&](int n_block) {
-      const int key0 = n_block * kBlockN;
-      bool need = key0 + kBlockN > seqlen_k;
-      if constexpr (kCausal) need = need || key0 + kBlockN - 1 > m0 + causal_shift;
-      return need;
-    };
     // Online softmax of acc_s (acc_s[4j + e]: row g + 8 (e / 2), column 8j + 2t + e % 2):
     // updates the running max and sum, leaves P in acc_s and the factor O must be scaled by.
-    // kMaybeMasked (a std::bool_constant): false compiles no masking code at all.
-    auto softmax = [&](int n_block, float (&correction)[2], auto kMaybeMasked) {
+    auto softmax = [&](int n_block, float (&correction)[2]) {
       const int key0 = n_block * kBlockN;
+      bool need_mask = key0 + kBlockN > seqlen_k;
+      if constexpr (kCausal) need_mask = need_mask || key0 + kBlockN - 1 > m0 + causal_shift;
 #pragma unroll
       for (int i = 0; i < MmaS::kRegs; ++i) acc_s[i] *= scale_log2;
-      if (decltype(kMaybeMasked)::value && block_needs_mask(n_block)) {
+      if (need_mask) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int row = m0 + warp_row0 + g + 8 * h;
@@ -282,16 +273,14 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
       wgmma_wait<0>();
       fence_operands(acc_s);
       release(empty_k(0));
-      softmax(n_blocks - 1, correction, std::true_type{});  // O is still zero: no rescale
+      softmax(n_blocks - 1, correction);  // O is still zero: no rescale
       pack_p();
 
       // Steady state: S of block it + 1 runs on the tensor cores beside P V of block it, and
       // its softmax overlaps that P V. The loop has no conditional wgmma, so that ptxas can
-      // tell which group wait<1> retires (else it serializes them, warning C7514). Steps
-      // whose next block needs a mask come first (one or two at most), then the unmasked rest.
-      int n_masked = 1;  // consumed blocks that may need a mask, the prologue's included
-      while (n_masked < n_blocks && block_needs_mask(n_blocks - 1 - n_masked)) ++n_masked;
-      auto step = [&](int it, auto kMaybeMasked) {
+      // tell which group wait<1> retires (else it serializes them, warning C7514).
+      int it = 0;
+      for (; it + 1 < n_blocks; ++it) {
         const int s = it % kStages;
         const int s_next = (it + 1) % kStages;
         mbar_wait(full_k(s_next), ((it + 1) / kStages) & 1);
@@ -303,7 +292,7 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
         wgmma_wait<1>();  // S of block it + 1 is done; P V of block it may still run
         fence_operands(acc_s);
         release(empty_k(s_next));
-        softmax(n_blocks - 2 - it, correction, kMaybeMasked);
+        softmax(n_blocks - 2 - it, correction);
         wgmma_wait<0>();
         fence_operands(acc_o);
         release(empty_v(s));
@@ -315,10 +304,7 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
           acc_o[4 * j + 3] *= correction[1];
         }
         pack_p();
-      };
-      int it = 0;
-      for (; it + 1 < n_blocks && it + 1 < n_masked; ++it) step(it, std::true_type{});
-      for (; it + 1 < n_blocks; ++it) step(it, std::false_type{});
+      }
       // The last block's P V.
       const int s = it % kStages;
       fence_operands(acc_o);
@@ -339,7 +325,7 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
         wgmma_wait<0>();
         fence_operands(acc_s);
         release(empty_k(s));
-        softmax(n_blocks - 1 - it, correction, std::true_type{});
+        softmax(n_blocks - 1 - it, correction);
 #pragma unroll
         for (int j = 0; j < kDTiles; ++j) {
           acc_o[4 * j + 0] *= correction[0];

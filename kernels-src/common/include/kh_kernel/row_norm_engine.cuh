@@ -11,10 +11,8 @@
 // How (the design is bandwidth-first: each input byte is read from DRAM once):
 //  - row_norm_registers: a row is held in registers while it is reduced, so x (and
 //    residual) are read once and the output written once. Small rows get one warp each
-//    (no block barrier); large rows get one CTA each (one block reduction: of the sum of
-//    squares for RMS; for 16-bit layer norm, of the sums of (h - c) and (h - c)^2 together,
-//    c the row's first element; fp32 layer norm reduces twice, the mean and then the squared
-//    deviations from it).
+//    (no block barrier); large rows get one CTA each (block reductions: one for RMS, two
+//    for layer norm, the mean and then the squared deviations from it).
 //  - row_norm_streaming: rows too large for registers are read twice (statistics, then
 //    output); the second read mostly hits L2. Layer norm merges per-chunk mean/M2 with
 //    Chan's formula so one statistics pass stays numerically sound.
@@ -122,10 +120,21 @@ __device__ __forceinline__ void store_pack(E* p, const Pack<E, N>& v) {
 // so L1/L2 keep weight and bias rather than rows nobody reads again. On the H200 this took
 // fused_add_rms_norm bf16 65536x1024 from 0.76x to 0.90x of copy bandwidth, 4096x16384
 // from 0.86x to 0.94x; plain norms moved within noise.
+// v6: the 16-byte row loads also skip L1 (L1::no_allocate, with an L2 evict-first policy
+// in place of .cs), so that rows streaming through cannot push weight and bias, which every
+// row re-reads, out of L1 (at 8192-16384 columns they are 32-64 KB, a large share of it).
+__device__ __forceinline__ uint64_t l2_evict_first_policy() {
+  uint64_t policy;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
 template <typename E, int N>
 __device__ __forceinline__ Pack<E, N> load_once(const E* p) {
   if constexpr (sizeof(Pack<E, N>) == 16) {
-    const uint4 u = __ldcs(reinterpret_cast<const uint4*>(p));
+    uint4 u;
+    asm volatile("ld.global.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;\n"
+                 : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w)
+                 : "l"(p), "l"(l2_evict_first_policy()));
     Pack<E, N> r;
     memcpy(&r, &u, 16);
     return r;
@@ -188,31 +197,6 @@ __device__ __forceinline__ float row_sum(float v, float (*red)[32], int& parity)
   return v;
 }
 
-// Two sums over the threads that share a row in one go: one barrier and two interleaved
-// (independent) shuffle chains instead of two of each.
-template <int ROW_THREADS>
-__device__ __forceinline__ float2 row_sum2(float2 v, float2 (*red)[32], int& parity) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    v.x += __shfl_xor_sync(0xffffffffu, v.x, o);
-    v.y += __shfl_xor_sync(0xffffffffu, v.y, o);
-  }
-  if constexpr (ROW_THREADS > 32) {
-    constexpr int kWarps = ROW_THREADS / 32;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (lane == 0) red[parity][warp] = v;
-    __syncthreads();
-    v = lane < kWarps ? red[parity][lane] : make_float2(0.f, 0.f);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      v.x += __shfl_xor_sync(0xffffffffu, v.x, o);
-      v.y += __shfl_xor_sync(0xffffffffu, v.y, o);
-    }
-    parity ^= 1;
-  }
-  return v;
-}
-
 // Count, mean and sum of squared deviations of a set of values (Chan et al. merge).
 struct MeanM2 {
   float n, mean, m2;
@@ -266,14 +250,7 @@ __global__ void __launch_bounds__(NT, min_ctas_per_sm(NT)) row_norm_registers(co
   static_assert(ROW_THREADS == 32 || ROW_THREADS == NT, "a row is one warp or one CTA");
   static_assert(NT % 32 == 0 && NT <= 1024, "");
   constexpr int kRowsPerCta = NT / ROW_THREADS;
-  // Layer norm of 16-bit rows takes its mean and variance from one reduction of the sums
-  // of (h - c) and (h - c)^2, c = the row's first element: one barrier instead of two. The
-  // shift keeps the fp32 cancellation in E[(h-c)^2] - E[h-c]^2 at the scale of the row's own
-  // spread (c is one of its values), far under a 16-bit output's rounding; fp32 rows keep
-  // the exact two-pass statistics, whose outputs are checked to fp32 precision.
-  constexpr bool kShiftedOnePass = K == NormKind::kLayer && sizeof(T) == 2;
   __shared__ float red[2][32];
-  __shared__ float2 red2[kShiftedOnePass ? 2 : 1][32];
   int parity = 0;
 
   const int t = threadIdx.x % ROW_THREADS;
@@ -299,12 +276,9 @@ __global__ void __launch_bounds__(NT, min_ctas_per_sm(NT)) row_norm_registers(co
       if (j < hv) v[i] = load_once<T, VEC>(xr + j * VEC);
     }
     if (has_tail) vt = xr[tail_at];
-    T c0 = from_f32<T>(0.f);  // the shift of kShiftedOnePass: this row's h[0] (one broadcast load)
-    if constexpr (kShiftedOnePass) c0 = xr[0];
 
     if constexpr (FUSED) {
       const T* rr = static_cast<const T*>(a.residual) + row_offset(a.residual_rows, row);
-      if constexpr (kShiftedOnePass) c0 = from_f32<T>(to_f32(c0) + to_f32(rr[0]));
       T* ro = static_cast<T*>(a.residual_out) + row_offset(a.residual_out_rows, row);
       Pack<T, VEC> r[ITEMS];
 #pragma unroll
@@ -331,58 +305,34 @@ __global__ void __launch_bounds__(NT, min_ctas_per_sm(NT)) row_norm_registers(co
     // Statistics. Values past the row end are never read, so they are masked here.
     float shift = 0.f;  // mean (layer norm)
     float scale;        // rsqrt(mean square or variance + eps)
-    if constexpr (kShiftedOnePass) {
-      const float c = to_f32(c0);
-      float2 sq = make_float2(0.f, 0.f);  // sums of (h - c) and (h - c)^2
-      if (has_tail) {
-        const float d = to_f32(vt) - c;
-        sq = make_float2(d, d * d);
+    if constexpr (K == NormKind::kLayer) {
+      // Exact two-pass statistics over the registers: the mean, then the squared deviations
+      // from it. (One Chan merge of per-thread mean/M2 saves a barrier but measured 5%
+      // slower: its merge steps are a serial chain of shuffles and divisions.)
+      float s = has_tail ? to_f32(vt) : 0.f;
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i) {
+        if (t + i * ROW_THREADS < hv) {
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) s += to_f32(v[i].v[e]);
+        }
       }
+      shift = row_sum<ROW_THREADS>(s, red, parity) * inv_n;
+    }
+    {
+      float q = 0.f;
+      if (has_tail) q = (to_f32(vt) - shift) * (to_f32(vt) - shift);
 #pragma unroll
       for (int i = 0; i < ITEMS; ++i) {
         if (t + i * ROW_THREADS < hv) {
 #pragma unroll
           for (int e = 0; e < VEC; ++e) {
-            const float d = to_f32(v[i].v[e]) - c;
-            sq.x += d;
-            sq.y += d * d;
+            const float d = to_f32(v[i].v[e]) - shift;
+            q += d * d;
           }
         }
       }
-      sq = row_sum2<ROW_THREADS>(sq, red2, parity);
-      const float dm = sq.x * inv_n;  // mean - c
-      shift = c + dm;
-      scale = rsqrtf(fmaxf(sq.y * inv_n - dm * dm, 0.f) + a.eps);
-    } else {
-      if constexpr (K == NormKind::kLayer) {
-        // Exact two-pass statistics over the registers: the mean, then the squared deviations
-        // from it. (One Chan merge of per-thread mean/M2 saves a barrier but measured 5%
-        // slower: its merge steps are a serial chain of shuffles and divisions.)
-        float s = has_tail ? to_f32(vt) : 0.f;
-#pragma unroll
-        for (int i = 0; i < ITEMS; ++i) {
-          if (t + i * ROW_THREADS < hv) {
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) s += to_f32(v[i].v[e]);
-          }
-        }
-        shift = row_sum<ROW_THREADS>(s, red, parity) * inv_n;
-      }
-      {
-        float q = 0.f;
-        if (has_tail) q = (to_f32(vt) - shift) * (to_f32(vt) - shift);
-#pragma unroll
-        for (int i = 0; i < ITEMS; ++i) {
-          if (t + i * ROW_THREADS < hv) {
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) {
-              const float d = to_f32(v[i].v[e]) - shift;
-              q += d * d;
-            }
-          }
-        }
-        scale = rsqrtf(row_sum<ROW_THREADS>(q, red, parity) * inv_n + a.eps);
-      }
+      scale = rsqrtf(row_sum<ROW_THREADS>(q, red, parity) * inv_n + a.eps);
     }
 
     // Normalise and store.

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_support.hpp"
 #include "kh/kh.h"
 
 namespace {
@@ -102,20 +103,11 @@ kh_value scalar(double x) { kh_value v{}; v.kind = KH_VALUE_DOUBLE; v.u.d = x; r
 kh_value flag(bool b) { kh_value v{}; v.kind = KH_VALUE_BOOL; v.u.b = b ? 1 : 0; return v; }
 kh_value none() { kh_value v{}; v.kind = KH_VALUE_NONE; return v; }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-std::string find_library(const std::string& package_dir) {
-  for (const auto& e : std::filesystem::recursive_directory_iterator(package_dir))
-    if (e.path().extension() == ".so") return e.path().string();
-  return "";
-}
+using kh_bench::median;
 
 // The op's own invoke, from the module descriptor of the very library file kh loaded.
 kh_op_invoke_fn raw_invoke(const kh_kernel* k, const char* op) {
-  const std::string library = find_library(kh_kernel_path(k));
+  const std::string library = kh_bench::package_library(kh_kernel_path(k));
   void* h = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   auto negotiate = h ? reinterpret_cast<kh_kernel_negotiate_fn>(dlsym(h, KH_KERNEL_ENTRY_POINT)) : nullptr;
   kh_negotiation n{};

@@ -12,22 +12,14 @@
 #include <string>
 #include <vector>
 
+#include "bench_support.hpp"
 #include "kh/kh.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-std::string find_library(const std::string& package_dir) {
-  for (const auto& e : std::filesystem::recursive_directory_iterator(package_dir))
-    if (e.path().extension() == ".so") return e.path().string();
-  return "";
-}
+using kh_bench::median;
 
 }  // namespace
 
@@ -50,7 +42,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const double first_us = std::chrono::duration<double, std::micro>(Clock::now() - first_start).count();
-  const std::string library = find_library(kh_kernel_path(k));
+  const std::string library = kh_bench::package_library(kh_kernel_path(k));
   kh_kernel_release(k);
 
   std::vector<double> kh_us, dlopen_us;

@@ -29,7 +29,8 @@
 # only for what that machine lacks: an Ubuntu 24.04 H200 machine lacked libarchive.so.13
 # alone), then `run` with carry [".gpu-stage"] and the command
 #   set -o pipefail; tests/gpu/run.sh 2>&1 | tee $OUT/run.log
-# Logs (doctor.txt, get.txt), summary.txt and summary.json go to $OUT when set (else to
+# Logs (doctor.txt, get.txt), summary.txt and summary.json (and with --bench gpu_bench.json)
+# go to $OUT when set (else to
 # the work folder, $KH_GPU_WORK or /tmp/kh-gpu-run, which is recreated on every run).
 # Kernel builds: build-matrix/build.sh <target> <out> when it exists (the libraries are
 # taken out of the archives it packs), else the standalone kernels-src build (cmake -S
@@ -53,7 +54,7 @@ case "${1:-}" in
   stage) mode=stage; stage="${2:-$stage}" ;;
   --from-build) from_build="${2:?--from-build needs a kh build directory}"; stage="$from_build/gpu-stage" ;;
   "") ;;
-  -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
   *) stage="$1" ;;
 esac
 stage="$(mkdir -p "$stage" && cd "$stage" && pwd)"

@@ -23,7 +23,8 @@
 //    SMs free up; longer batches loop inside CTAs.
 //
 // Shared by the rms-norm and layer-norm packages (kernels-src/common/include). Measurements
-// and versions: kernels-src/layer-norm/cuda/NOTES.md and kernels-src/rms-norm/cuda/NOTES.md.
+// and versions (v5 and v6 were measured and dropped): kernels-src/rms-norm/cuda/NOTES.md and
+// kernels-src/layer-norm/cuda/NOTES.md.
 //
 // Build: included by one .cu per (package, dtype); see the package's cuda/CMakeLists.txt.
 #pragma once
@@ -120,21 +121,10 @@ __device__ __forceinline__ void store_pack(E* p, const Pack<E, N>& v) {
 // so L1/L2 keep weight and bias rather than rows nobody reads again. On the H200 this took
 // fused_add_rms_norm bf16 65536x1024 from 0.76x to 0.90x of copy bandwidth, 4096x16384
 // from 0.86x to 0.94x; plain norms moved within noise.
-// v6: the 16-byte row loads also skip L1 (L1::no_allocate, with an L2 evict-first policy
-// in place of .cs), so that rows streaming through cannot push weight and bias, which every
-// row re-reads, out of L1 (at 8192-16384 columns they are 32-64 KB, a large share of it).
-__device__ __forceinline__ uint64_t l2_evict_first_policy() {
-  uint64_t policy;
-  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
-  return policy;
-}
 template <typename E, int N>
 __device__ __forceinline__ Pack<E, N> load_once(const E* p) {
   if constexpr (sizeof(Pack<E, N>) == 16) {
-    uint4 u;
-    asm volatile("ld.global.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;\n"
-                 : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w)
-                 : "l"(p), "l"(l2_evict_first_policy()));
+    const uint4 u = __ldcs(reinterpret_cast<const uint4*>(p));
     Pack<E, N> r;
     memcpy(&r, &u, 16);
     return r;

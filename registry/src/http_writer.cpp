@@ -170,6 +170,8 @@ HttpWriter::Result HttpWriter::attempt(const char* method, const std::string& ur
   }
   const CURLcode rc = curl_easy_perform(e);
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, nullptr);
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, nullptr);  // errbuf and upload end with this call
+  curl_easy_setopt(e, CURLOPT_READDATA, nullptr);
   curl_slist_free_all(headers);
   Result r;
   if (rc != CURLE_OK) {

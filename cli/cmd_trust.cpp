@@ -11,6 +11,7 @@
 #include "kh/registry/cache.hpp"
 #include "kh/registry/fs.hpp"
 #include "kh/registry/hub.hpp"
+#include "kh/registry/publish.hpp"
 #include "kh/registry/signed_metadata.hpp"
 #include "kh/registry/status_error.hpp"
 #include "kh/registry/trust.hpp"
@@ -38,7 +39,10 @@ std::string file_hub_dir(const std::string& hub, const char* verb) {
 void add_root_writer(CLI::App& trust, const char* name, const char* help, bool first) {
   auto args = std::make_shared<RootArgs>();
   CLI::App* cmd = trust.add_subcommand(name, help);
-  cmd->add_option("--hub", args->hub, "The hub to write root/<N>.root.json into: file:///path")->required();
+  cmd->add_option("--hub", args->hub,
+                  "The hub to write root/<N>.root.json into: file:///path, or http(s)://... with WebDAV PUT "
+                  "(credentials as for `kernels publish`)")
+      ->required();
   cmd->add_option("--key", args->root_keys, "A root key's public key file (repeat for several)")->required();
   cmd->add_option("--threshold", args->threshold, "How many root keys must sign the next root (default 1)");
   cmd->add_option("--index-key", args->index_keys,
@@ -52,13 +56,16 @@ void add_root_writer(CLI::App& trust, const char* name, const char* help, bool f
       ->required();
   cmd->add_option("--expires-days", args->expires_days, "Days until this root expires")->check(CLI::Range(1, 3650));
   cmd->callback([args, first, name]() {
-    const std::string hub_dir = file_hub_dir(args->hub, name);
-    const auto existing = registry::latest_root_in_file_hub(hub_dir);
-    if (first && existing)
-      fail(KH_ERROR_INVALID_ARGUMENT, "hub " + args->hub + " already has root version " +
-                                          std::to_string(existing->version) + "; use `kernels trust rotate` to replace it");
-    if (!first && !existing)
-      fail(KH_ERROR_INVALID_ARGUMENT, "hub " + args->hub + " has no root yet; use `kernels trust init` first");
+    const bool http = args->hub.rfind("http://", 0) == 0 || args->hub.rfind("https://", 0) == 0;
+    const std::string hub_dir = http ? "" : file_hub_dir(args->hub, name);
+    if (!http) {
+      const auto existing = registry::latest_root_in_file_hub(hub_dir);
+      if (first && existing)
+        fail(KH_ERROR_INVALID_ARGUMENT, "hub " + args->hub + " already has root version " +
+                                            std::to_string(existing->version) + "; use `kernels trust rotate` to replace it");
+      if (!first && !existing)
+        fail(KH_ERROR_INVALID_ARGUMENT, "hub " + args->hub + " has no root yet; use `kernels trust init` first");
+    }
     registry::RootSpec spec;
     for (const auto& p : args->root_keys) spec.root_keys.push_back(registry::read_public_key_file(p));
     for (const auto& p : args->index_keys) spec.index_keys.push_back(registry::read_public_key_file(p));
@@ -68,13 +75,19 @@ void add_root_writer(CLI::App& trust, const char* name, const char* help, bool f
     spec.expires_unix = static_cast<int64_t>(std::time(nullptr)) + int64_t{args->expires_days} * 86400;
     std::vector<registry::minisign::SecretKey> signers;
     for (const auto& p : args->signers) signers.push_back(registry::read_secret_key_file(p));
-    const registry::RootMetadata root = registry::write_next_root_to_file_hub(hub_dir, spec, signers);
+    const registry::RootMetadata root = http ? registry::write_next_root_to_http_hub(args->hub, spec, signers, first)
+                                             : registry::write_next_root_to_file_hub(hub_dir, spec, signers);
+    const std::string where = http ? args->hub : hub_dir;
     std::printf("wrote %s/root/%llu.root.json (root keys %zu, threshold %u; index keys %zu, threshold %u; expires %s)\n",
-                hub_dir.c_str(), static_cast<unsigned long long>(root.version), root.root_role.keyids.size(),
+                where.c_str(), static_cast<unsigned long long>(root.version), root.root_role.keyids.size(),
                 root.root_role.threshold, root.index_role.keyids.size(), root.index_role.threshold,
                 root.expires.c_str());
-    if (first)
+    if (first && !http)
       std::printf("clients trust it with: kernels trust %s/root/1.root.json --hub %s\n", hub_dir.c_str(),
+                  args->hub.c_str());
+    if (first && http)
+      std::printf("clients trust it with: kernels trust 1.root.json --hub %s\n"
+                  "(hand them 1.root.json over a channel they trust, not only through the hub itself)\n",
                   args->hub.c_str());
   });
 }

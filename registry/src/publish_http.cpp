@@ -19,6 +19,7 @@
 #include "kh/registry/package_manifest.hpp"
 #include "kh/registry/publish.hpp"
 #include "kh/registry/repo_index.hpp"
+#include "kh/registry/signed_metadata.hpp"
 #include "kh/registry/status_error.hpp"
 #include "kh/registry/trust.hpp"
 
@@ -59,17 +60,25 @@ struct ScratchHub {
   }
 };
 
+// The hub's root chain, root/1.root.json up to the newest, into files.
+void mirror_roots(Hub& hub, std::map<std::string, std::string>& files) {
+  for (uint64_t n = 1; n <= kMaxRoots; ++n) {
+    const std::string rel = "root/" + std::to_string(n) + ".root.json";
+    std::optional<std::string> text = fetch_if_present(hub, rel);
+    if (!text) return;
+    files[rel] = std::move(*text);
+  }
+}
+
 // The hub's metadata files that this publish may change, as they are now.
 std::map<std::string, std::string> mirror_metadata(Hub& hub, const std::set<std::string>& repos) {
   std::map<std::string, std::string> files;
   auto take = [&](const std::string& rel) {
     if (auto text = fetch_if_present(hub, rel)) files[rel] = std::move(*text);
-    return files.count(rel) != 0;
   };
   take("kh-hub.json");
   take("catalog.json");
-  for (uint64_t n = 1; n <= kMaxRoots && take("root/" + std::to_string(n) + ".root.json"); ++n) {
-  }
+  mirror_roots(hub, files);
   for (const std::string& repo : repos) {
     const std::string index = repo_index_path(repo);
     take(index);
@@ -172,6 +181,30 @@ std::vector<PublishedVariant> publish_to_http_hub(const std::string& dist_dir, c
   for (const std::string& rel : indexes) writer.put(rel, scratch.dir + "/" + rel);
   for (const std::string& rel : others) writer.put(rel, scratch.dir + "/" + rel);
   return published;
+}
+
+RootMetadata write_next_root_to_http_hub(const std::string& hub_url, RootSpec spec,
+                                         const std::vector<minisign::SecretKey>& signers, bool first) {
+  const HttpOptions options = http_options_from_environment(hub_url);
+  std::unique_ptr<Hub> reader = open_http_hub(hub_url, options);
+  detail::HttpWriter writer(hub_url, options, detail::HttpWriteCredentials::from_environment(options));
+  const std::string shown = sanitize_url(hub_url);
+  std::map<std::string, std::string> roots;
+  mirror_roots(*reader, roots);
+  if (first && !roots.empty())
+    fail(KH_ERROR_INVALID_ARGUMENT, "hub " + shown + " already has " + std::to_string(roots.size()) +
+                                        " root version(s); use `kernels trust rotate` to replace the newest");
+  if (!first && roots.empty())
+    fail(KH_ERROR_INVALID_ARGUMENT, "hub " + shown + " has no root yet; use `kernels trust init` first");
+  ScratchHub scratch;
+  for (const auto& [rel, text] : roots) write_file_atomic(scratch.dir + "/" + rel, text);
+  RootMetadata root = write_next_root_to_file_hub(scratch.dir, std::move(spec), signers);
+  const std::string rel = "root/" + std::to_string(root.version) + ".root.json";
+  // Never replace a root someone else published meanwhile: roots are append-only.
+  if (writer.remote_size(rel))
+    fail(KH_ERROR_NETWORK, "hub " + shown + " gained " + rel + " while this ran (another operator?); nothing was written");
+  writer.put(rel, scratch.dir + "/" + rel);
+  return root;
 }
 
 }  // namespace kh::registry

@@ -229,3 +229,31 @@ TEST_CASE("publish refusals: no or wrong credentials, a server without PUT; the 
                            KH_ERROR_INVALID_ARGUMENT);
   }
 }
+
+TEST_CASE("an http hub's roots are written over PUT: init, rotate, and init refused once a root exists") {
+  World w;
+  const std::string url = w.nginx->https_url("/bearer");
+  const std::string hub_dir = w.www + "/bearer";
+  EnvFor env{{"KH_CA_BUNDLE", w.nginx->ca_file()}, {"KH_PUBLISH_TOKEN", kToken}};
+  remove_tree(hub_dir + "/root");  // World wrote root 1 on disk; start from none
+  RootSpec spec;
+  spec.root_keys = {w.key.public_key()};
+  spec.index_keys = {w.key.public_key()};
+  spec.expires_unix = static_cast<int64_t>(std::time(nullptr)) + 30 * 86400;
+  kh_test::expect_status([&] { write_next_root_to_http_hub(url, spec, {w.key}, false); }, KH_ERROR_INVALID_ARGUMENT);
+  CHECK(write_next_root_to_http_hub(url, spec, {w.key}, true).version == 1);
+  CHECK(path_exists(hub_dir + "/root/1.root.json"));
+  kh_test::expect_status([&] { write_next_root_to_http_hub(url, spec, {w.key}, true); }, KH_ERROR_INVALID_ARGUMENT);
+
+  // Rotate to a new key: signed by the old root key and the new one, as clients require.
+  const auto next_key = minisign::generate_key();
+  RootSpec next = spec;
+  next.root_keys = {next_key.public_key()};
+  next.index_keys = {next_key.public_key()};
+  kh_test::expect_status([&] { write_next_root_to_http_hub(url, next, {next_key}, false); }, KH_ERROR_SIGNATURE);
+  CHECK_FALSE(path_exists(hub_dir + "/root/2.root.json"));
+  CHECK(write_next_root_to_http_hub(url, next, {w.key, next_key}, false).version == 2);
+  // A client pinned on root 1 walks to root 2 and accepts an index signed by the new key.
+  publish_to_http_hub(w.dist("org/one", "1.0.0", "after rotation"), url, 365, {next_key});
+  CHECK(w.client_index(url, "org/one", hub_dir).version == 1);
+}

@@ -8,6 +8,7 @@
 
 #include "kh/registry/minisign.hpp"
 #include "kh/registry/package_manifest.hpp"
+#include "kh/registry/trust.hpp"
 
 namespace kh::registry {
 
@@ -51,5 +52,12 @@ std::vector<PublishedVariant> publish_to_file_hub(const std::string& dist_dir, c
 std::vector<PublishedVariant> publish_to_http_hub(const std::string& dist_dir, const std::string& hub_url,
                                                   int expires_days = 365,
                                                   const std::vector<minisign::SecretKey>& signing_keys = {});
+
+// write_next_root_to_file_hub for an http(s) hub: mirrors its root chain into a scratch
+// folder, writes the next root there (the same checks) and uploads it with PUT (the same
+// credentials as publish_to_http_hub). first: `trust init` (refused when the hub already
+// has a root); else `trust rotate` (refused when it has none). Returns the new root.
+RootMetadata write_next_root_to_http_hub(const std::string& hub_url, RootSpec spec,
+                                         const std::vector<minisign::SecretKey>& signers, bool first);
 
 }  // namespace kh::registry

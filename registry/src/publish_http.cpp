@@ -13,6 +13,7 @@
 #include "http_writer.hpp"
 #include "internal.hpp"
 #include "kh/registry/archive.hpp"
+#include "kh/registry/cache.hpp"
 #include "kh/registry/fs.hpp"
 #include "kh/registry/http_options.hpp"
 #include "kh/registry/hub.hpp"
@@ -81,9 +82,26 @@ std::map<std::string, std::string> mirror_metadata(Hub& hub, const std::set<std:
   mirror_roots(hub, files);
   for (const std::string& repo : repos) {
     const std::string index = repo_index_path(repo);
-    take(index);
-    take(index + ".minisig");
-    take(index + ".sigs");
+    if (!fetch_if_present(hub, index)) continue;  // a new repo: nothing to merge into
+    // What gets merged and re-signed must be what clients would accept: the index is
+    // verified as a client verifies it (pinned root, signatures, rollback, expiry), and
+    // the verified copy, not a second download, is what the publish builds on.
+    Cache cache(Cache::default_root());
+    const bool signed_hub = files.count("root/1.root.json") != 0;
+    if (signed_hub && !TrustStore(cache, hub.id()).trusted_root())
+      fail(KH_ERROR_SIGNATURE, "publish: hub " + hub.url() + " has a root of trust, but the cache " + cache.root() +
+                                   " has not pinned it, so its current " + index + " cannot be verified before it is "
+                                   "merged and signed again; pin it first: `kernels trust <root.json> --hub " +
+                                   hub.url() + "` with the root obtained over a channel you trust");
+    try {
+      fetch_verified_index(hub, cache, repo, TrustOptions::from_environment());
+    } catch (const StatusError& e) {
+      fail(e.status(), "publish: the hub's current " + index + " does not verify, so it cannot be merged into and "
+                           "signed again (" + e.what() + "); pin the hub's root first (`kernels trust <root.json> "
+                           "--hub " + hub.url() + "`), as the cache " + cache.root() + " is what is checked");
+    }
+    for (const std::string& rel : {index, index + ".minisig", index + ".sigs"})
+      if (auto text = cache.load_metadata(hub.id(), rel)) files[rel] = std::move(*text);
   }
   return files;
 }

@@ -46,6 +46,7 @@ struct EnvFor {
 // /bearer (a bearer token for PUT and DELETE); reading needs nothing. /readonly has no PUT.
 struct World {
   TempDir d;
+  EnvFor publisher_cache{{"KH_CACHE", d / "publisher-cache"}};  // where publish checks the hub's index
   std::string www = d / "www";
   minisign::SecretKey key = minisign::generate_key();
   std::unique_ptr<NginxServer> nginx;
@@ -75,6 +76,15 @@ struct World {
       s.expires_unix = static_cast<int64_t>(std::time(nullptr)) + 365 * 86400;
       write_next_root_to_file_hub(www + "/" + hub, s, {key});
     }
+    pin(nginx->http_url("/basic"), www + "/basic");
+    pin(nginx->https_url("/bearer"), www + "/bearer");
+  }
+
+  // The publisher trusts the hub's root 1, as after `kernels trust root.json --hub url`.
+  void pin(const std::string& url, const std::string& hub_dir, bool replace = false) const {
+    Cache cache(d / "publisher-cache");
+    TrustStore(cache, open_http_hub(url, HttpOptions{})->id())
+        .pin_root(kh_test::read_text(hub_dir + "/root/1.root.json"), "root/1.root.json", replace);
   }
 
   // A dist folder with one archive of repo@version whose library holds `content`.
@@ -243,6 +253,7 @@ TEST_CASE("an http hub's roots are written over PUT: init, rotate, and init refu
   kh_test::expect_status([&] { write_next_root_to_http_hub(url, spec, {w.key}, false); }, KH_ERROR_INVALID_ARGUMENT);
   CHECK(write_next_root_to_http_hub(url, spec, {w.key}, true).version == 1);
   CHECK(path_exists(hub_dir + "/root/1.root.json"));
+  w.pin(url, hub_dir, true);
   kh_test::expect_status([&] { write_next_root_to_http_hub(url, spec, {w.key}, true); }, KH_ERROR_INVALID_ARGUMENT);
 
   // Rotate to a new key: signed by the old root key and the new one, as clients require.
@@ -256,4 +267,29 @@ TEST_CASE("an http hub's roots are written over PUT: init, rotate, and init refu
   // A client pinned on root 1 walks to root 2 and accepts an index signed by the new key.
   publish_to_http_hub(w.dist("org/one", "1.0.0", "after rotation"), url, 365, {next_key});
   CHECK(w.client_index(url, "org/one", hub_dir).version == 1);
+}
+
+TEST_CASE("publish merges only into an index that verifies: unpinned publisher and tampered index refused") {
+  World w;
+  const std::string url = w.nginx->http_url("/basic");
+  const std::string hub_dir = w.www + "/basic";
+  EnvFor creds{{"KH_PUBLISH_USER", "publisher"}, {"KH_PUBLISH_PASSWORD", "pa55word"}};
+  publish_to_http_hub(w.dist("org/one", "1.0.0", "v1"), url, 365, {w.key});
+  const std::string index = hub_dir + "/repos/org/one/index.json";
+
+  // Someone with write access but not the key slips a build into the index.
+  nlohmann::json doc = nlohmann::json::parse(kh_test::read_text(index));
+  doc["releases"]["1.0.0"]["variants"]["cpu-x86_64_v3-abi1-x86_64-linux"] =
+      doc["releases"]["1.0.0"]["variants"]["cpu-x86_64-abi1-x86_64-linux"];
+  kh_test::write_text(index, doc.dump(2));
+  std::string msg = kh_test::expect_status(
+      [&] { publish_to_http_hub(w.dist("org/one", "1.1.0", "v1.1"), url, 365, {w.key}); }, KH_ERROR_SIGNATURE);
+  CHECK(msg.find("does not verify") != std::string::npos);
+  CHECK(kh_test::read_text(index) == doc.dump(2));  // not signed, not replaced
+
+  // A publisher that never pinned the hub's root cannot check the index: refused too.
+  EnvFor fresh{{"KH_CACHE", w.d / "unpinned-cache"}};
+  msg = kh_test::expect_status([&] { publish_to_http_hub(w.dist("org/one", "1.2.0", "v1.2"), url, 365, {w.key}); },
+                               KH_ERROR_SIGNATURE);
+  CHECK(msg.find("kernels trust") != std::string::npos);
 }

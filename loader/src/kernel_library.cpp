@@ -88,12 +88,10 @@ void* dlopen_descriptor(int& fd, const std::string& path) {
     const char* why = dlerror();
     fail(KH_ERROR_LOAD_FAILED, "cannot load kernel library " + path + ": " + (why ? why : "dlopen failed"));
   }
-  // (A library without the entry point is refused by the caller, naming what it lacks.)
-  if (::dlsym(handle, KH_KERNEL_ENTRY_POINT) != nullptr && !handle_is_file(handle, fd)) {
-    ::dlclose(handle);
-    fail(KH_ERROR_LOAD_FAILED, "loading kernel library " + path + " gave another library already loaded in this "
-                               "process under the same name; nothing was loaded");
-  }
+  // No identity check is needed here (it would read /proc/self/maps on every load): the
+  // name was unknown to glibc a moment ago, and while we hold fd no other file can take
+  // that name; glibc then either maps our descriptor or finds an object it already has
+  // with the same device and inode, which is our very file.
   return handle;
 }
 

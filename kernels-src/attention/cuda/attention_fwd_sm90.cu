@@ -2,6 +2,7 @@
 // (through the driver's cuTensorMapEncodeTiled, reached via the runtime so the library links
 // no libcuda) and picks the compiled instantiation for the call's head dim and dtype.
 #include <algorithm>
+#include <atomic>
 
 #include "attention_fwd_sm90.hpp"
 
@@ -62,9 +63,24 @@ bool encode(CUtensorMap* map, TmaDimOrder* order, const void* data, ElementType 
 
 }  // namespace
 
+int sm90_sm_count() {
+  static std::atomic<int> counts[64] = {};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 132;
+  if (dev < 0 || dev >= 64) dev = 0;
+  int n = counts[dev].load(std::memory_order_relaxed);
+  if (n == 0) {
+    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0) n = 132;
+    counts[dev].store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+
 cudaError_t run_attention_fwd_sm90(const FwdLaunchParams& p, cudaStream_t stream) {
   if (!sm90_supports_head_dim(p.head_dim)) return cudaErrorNotSupported;
-  constexpr int kBlockM = 128, kBlockN = 128;  // Sm90TileConfig's, for both head dims
+  // The kernel folds scale into its exp2 (max(scale s) = scale max(s) needs scale > 0).
+  if (!(p.scale > 0.f)) return cudaErrorNotSupported;
+  const int kBlockM = p.head_dim == 64 ? 192 : 128, kBlockN = 128;  // Sm90TileConfig's
   FwdTensorMaps maps{};
   if (!encode(&maps.q, &maps.q_order, p.q, p.dtype, p.head_dim, p.seqlen_q, p.heads_q, p.batch, p.q_row_stride,
               p.q_head_stride, p.q_batch_stride, kBlockM) ||

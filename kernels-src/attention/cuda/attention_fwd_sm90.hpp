@@ -30,6 +30,9 @@ struct FwdTensorMaps {
 // dim, or tensor maps the driver refused): run the sm80 kernel instead.
 cudaError_t run_attention_fwd_sm90(const FwdLaunchParams& p, cudaStream_t stream);
 
+// The current device's SM count (a persistent grid's size), cached per device.
+int sm90_sm_count();
+
 // One per translation unit; causal is chosen inside.
 template <int kHeadDim, ElementType kType>
 cudaError_t run_attention_fwd_sm90_instance(const FwdLaunchParams& p, const FwdTensorMaps& maps,

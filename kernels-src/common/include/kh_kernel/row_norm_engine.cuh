@@ -36,7 +36,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 
 #include "kh_kernel/args.hpp"
@@ -506,174 +505,6 @@ __global__ void __launch_bounds__(NT, min_ctas_per_sm(NT)) row_norm_streaming(co
   }
 }
 
-// At least this many threads of the staged kernel resident per SM (at most 40 registers a
-// thread): six 256-thread CTAs, as many as fit 32 KB rows in shared memory.
-constexpr int kStagedThreadsPerSm = 1536;
-
-// ---- kernel 3: the row is staged in shared memory ------------------------------------------
-//
-// One CTA per row (CTAs loop when the grid is capped). The whole row (FUSED: x and residual)
-// is copied into shared memory by one asynchronous copy issued at CTA start (sm90: a TMA
-// bulk copy completing on an mbarrier; sm80: 16-byte cp.async per pack), so the bytes in
-// flight are bounded by shared memory (up to ~200 KB per SM) rather than by the register
-// file (64 KB per SM for the register kernel at its cap). The statistics and the output
-// then re-read the row from shared memory. Needs whole 16-byte packs (hidden % VEC == 0,
-// 16-byte aligned rows). ITEMS packs per thread at most: packs t, t + NT, ...
-template <NormKind K, typename T, int VEC, int NT, int ITEMS, bool FUSED>
-__global__ void __launch_bounds__(NT, kStagedThreadsPerSm / NT) row_norm_staged(const RowNormArgs a) {
-  static_assert(VEC * sizeof(T) == 16, "whole 16-byte packs");
-  extern __shared__ __align__(16) unsigned char staged_smem[];
-  __shared__ float red[2][32];
-  __shared__ __align__(8) uint64_t bar;
-  int parity = 0;
-  const int t = threadIdx.x;
-  const int hidden = static_cast<int>(a.hidden);
-  const int hv = hidden / VEC;
-  const uint32_t row_bytes = static_cast<uint32_t>(hidden) * sizeof(T);
-  const float inv_n = 1.f / static_cast<float>(a.hidden);
-  const ParamKind bias_kind = K == NormKind::kLayer ? a.bias_kind : ParamKind::kNone;
-  Pack<T, VEC>* xs = reinterpret_cast<Pack<T, VEC>*>(staged_smem);
-  Pack<T, VEC>* rs = reinterpret_cast<Pack<T, VEC>*>(staged_smem + row_bytes);
-  (void)rs;
-
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const uint32_t bar_addr = static_cast<uint32_t>(__cvta_generic_to_shared(&bar));
-  const uint32_t xs_addr = static_cast<uint32_t>(__cvta_generic_to_shared(xs));
-  uint64_t policy;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-  if (t == 0) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar_addr) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  __syncthreads();
-  uint32_t phase = 0;
-#endif
-
-  for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
-    const T* xr = static_cast<const T*>(a.x) + row_offset(a.x_rows, row);
-    const T* rr = nullptr;
-    if constexpr (FUSED) rr = static_cast<const T*>(a.residual) + row_offset(a.residual_rows, row);
-
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (t == 0) {
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar_addr),
-                   "r"(FUSED ? 2 * row_bytes : row_bytes)
-                   : "memory");
-      asm volatile(
-          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
-              xs_addr),
-          "l"(xr), "r"(row_bytes), "r"(bar_addr), "l"(policy)
-          : "memory");
-      if constexpr (FUSED) {
-        asm volatile(
-            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
-                xs_addr + row_bytes),
-            "l"(rr), "r"(row_bytes), "r"(bar_addr), "l"(policy)
-            : "memory");
-      }
-    }
-    for (;;) {
-      uint32_t done;
-      asm volatile(
-          "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-          : "=r"(done)
-          : "r"(bar_addr), "r"(phase)
-          : "memory");
-      if (done) break;
-    }
-    phase ^= 1u;
-#else
-    // Each thread copies the packs it reads back itself, so its own wait suffices.
-#pragma unroll
-    for (int i = 0; i < ITEMS; ++i) {
-      const int j = t + i * NT;
-      if (j < hv) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(
-                         static_cast<uint32_t>(__cvta_generic_to_shared(xs + j))),
-                     "l"(xr + j * VEC)
-                     : "memory");
-        if constexpr (FUSED)
-          asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(
-                           static_cast<uint32_t>(__cvta_generic_to_shared(rs + j))),
-                       "l"(rr + j * VEC)
-                       : "memory");
-      }
-    }
-    asm volatile("cp.async.wait_all;" ::: "memory");
-#endif
-
-    // Pass 1 (FUSED: h = round(x + residual) back into the buffer and out to residual_out).
-    float s = 0.f;
-    {
-      T* ro = nullptr;
-      if constexpr (FUSED) ro = static_cast<T*>(a.residual_out) + row_offset(a.residual_out_rows, row);
-#pragma unroll
-      for (int i = 0; i < ITEMS; ++i) {
-        const int j = t + i * NT;
-        if (j < hv) {
-          Pack<T, VEC> v = xs[j];
-          if constexpr (FUSED) {
-            const Pack<T, VEC> r = rs[j];
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) v.v[e] = from_f32<T>(to_f32(v.v[e]) + to_f32(r.v[e]));
-            xs[j] = v;
-            store_once<T, VEC>(ro + j * VEC, v);
-          }
-#pragma unroll
-          for (int e = 0; e < VEC; ++e) {
-            const float f = to_f32(v.v[e]);
-            s += K == NormKind::kLayer ? f : f * f;
-          }
-        }
-      }
-    }
-    float shift = 0.f, scale;
-    if constexpr (K == NormKind::kLayer) {
-      shift = row_sum<NT>(s, red, parity) * inv_n;
-      float q = 0.f;
-#pragma unroll
-      for (int i = 0; i < ITEMS; ++i) {
-        const int j = t + i * NT;
-        if (j < hv) {
-          const Pack<T, VEC> v = xs[j];
-#pragma unroll
-          for (int e = 0; e < VEC; ++e) {
-            const float d = to_f32(v.v[e]) - shift;
-            q += d * d;
-          }
-        }
-      }
-      scale = rsqrtf(row_sum<NT>(q, red, parity) * inv_n + a.eps);
-    } else {
-      scale = rsqrtf(row_sum<NT>(s, red, parity) * inv_n + a.eps);
-    }
-
-    T* orow = static_cast<T*>(a.out) + row_offset(a.out_rows, row);
-#pragma unroll
-    for (int i = 0; i < ITEMS; ++i) {
-      const int j = t + i * NT;
-      if (j < hv) {
-        const Pack<T, VEC> v = xs[j];
-        float wf[VEC], bf[VEC];
-        load_param<T, VEC>(a.weight, a.weight_kind, j * VEC, 1.f, wf);
-        load_param<T, VEC>(a.bias, bias_kind, j * VEC, 0.f, bf);
-        Pack<T, VEC> o;
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) o.v[e] = from_f32<T>((to_f32(v.v[e]) - shift) * scale * wf[e] + bf[e]);
-        store_once<T, VEC>(orow + j * VEC, o);
-      }
-    }
-    // Every thread is done with the buffer before the next row's copy overwrites it (sm90:
-    // its generic-proxy accesses ordered before the async proxy's, by each thread's fence).
-    if (row + gridDim.x < a.rows) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-#endif
-      __syncthreads();
-    }
-  }
-}
-
 // ---- host side: pick a kernel, size the grid, launch ------------------------------------------
 
 // CTAs of `kernel` resident on one SM times the SM count, cached per device (it cannot change).
@@ -729,55 +560,6 @@ constexpr int kStreamThreads = 1024;
 // of a short batch is spread over every SM.
 constexpr int kWarpRowCtaThreads = 128;
 
-// Staged kernel: packs a thread holds at most, the row bytes (FUSED: both inputs) it takes.
-constexpr int kStagedItems = 8;
-constexpr int64_t kStagedMaxBytes = 96 * 1024;
-
-// Temporary (issue 6 measurement): KH_NORM_VARIANT=0 the register kernel, 1 (default) the
-// staged kernel for CTA rows at 8 packs a thread, 2 the staged kernel at 4 packs a thread,
-// 3 as 1 with the shared-memory carveout at 50% (L1 room for weight and bias).
-inline int norm_variant() {
-  static const int v = [] {
-    const char* e = std::getenv("KH_NORM_VARIANT");
-    return e != nullptr && *e != 0 ? std::atoi(e) : 1;
-  }();
-  return v;
-}
-
-template <NormKind K, typename T, int VEC, int NT, bool FUSED>
-cudaError_t launch_staged(const RowNormArgs& a, cudaStream_t s) {
-  constexpr auto kernel = row_norm_staged<K, T, VEC, NT, kStagedItems, FUSED>;
-  const int smem = static_cast<int>(a.hidden * int64_t(sizeof(T)) * (FUSED ? 2 : 1));
-  int device = 0, sms = 0;
-  cudaError_t e = cudaGetDevice(&device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (e != cudaSuccess) return e;
-  // Function attributes, set once per device: room for the largest row the launcher stages.
-  constexpr int kMaxDevices = 64;
-  static std::atomic<bool> configured[kMaxDevices];
-  if (device < 0 || device >= kMaxDevices || !configured[device].load(std::memory_order_relaxed)) {
-    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kStagedMaxBytes));
-    if (e == cudaSuccess && norm_variant() == 3)
-      e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 50);
-    if (e != cudaSuccess) return e;
-    if (device >= 0 && device < kMaxDevices) configured[device].store(true, std::memory_order_relaxed);
-  }
-  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(a.rows, int64_t(sms) * 32 * kMaxWaves));
-  kernel<<<grid, NT, smem, s>>>(a);
-  return cudaGetLastError();
-}
-
-// The staged kernel for a row of `packs` whole 16-byte packs: the fewest threads (128 to
-// 1024) that hold it at kStagedItems (variant 2: half as many) packs a thread.
-template <NormKind K, typename T, int VEC, bool FUSED>
-cudaError_t launch_staged_for_width(const RowNormArgs& a, int64_t packs, cudaStream_t s) {
-  const int per_thread = norm_variant() == 2 ? kStagedItems / 2 : kStagedItems;
-  if (packs <= 128 * per_thread) return launch_staged<K, T, VEC, 128, FUSED>(a, s);
-  if (packs <= 256 * per_thread) return launch_staged<K, T, VEC, 256, FUSED>(a, s);
-  if (packs <= 512 * per_thread) return launch_staged<K, T, VEC, 512, FUSED>(a, s);
-  return launch_staged<K, T, VEC, 1024, FUSED>(a, s);
-}
-
 // Packs a thread may hold in the register kernel under the 64-register cap. The fused add of
 // 16-bit inputs keeps both x and residual in flight and the sums as fp32: at 4 packs ptxas
 // spilled 100-180 bytes a thread, at 2 it spills nothing (nvcc 13.0, -Xptxas -v).
@@ -794,11 +576,6 @@ __host__ __device__ constexpr int max_items() {
 template <NormKind K, typename T, int VEC, bool FUSED>
 cudaError_t launch_for_width(const RowNormArgs& a, cudaStream_t s) {
   const int64_t packs = a.hidden / VEC;
-  if constexpr (VEC * sizeof(T) == 16) {
-    if (norm_variant() != 0 && packs > 128 && a.hidden % VEC == 0 &&
-        a.hidden * int64_t(sizeof(T)) * (FUSED ? 2 : 1) <= kStagedMaxBytes && packs <= 1024 * kStagedItems)
-      return launch_staged_for_width<K, T, VEC, FUSED>(a, packs, s);
-  }
   constexpr int kW = kWarpRowCtaThreads;
   constexpr int kItems = max_items<T, FUSED>();
   if (packs <= 32 * 1) return launch_registers<K, T, VEC, kW, 32, 1, FUSED>(a, s);

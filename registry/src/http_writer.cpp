@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "http_exchange.hpp"
 #include "http_url.hpp"
 #include "internal.hpp"
 #include "kh/registry/http_options.hpp"
@@ -23,11 +24,6 @@ namespace {
 std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr ? v : "";
-}
-
-bool transient(CURLcode rc) {
-  return rc == CURLE_COULDNT_CONNECT || rc == CURLE_OPERATION_TIMEDOUT || rc == CURLE_SEND_ERROR ||
-         rc == CURLE_RECV_ERROR || rc == CURLE_GOT_NOTHING || rc == CURLE_PARTIAL_FILE || rc == CURLE_SSL_CONNECT_ERROR;
 }
 
 size_t discard_body(char*, size_t size, size_t count, void*) { return size * count; }
@@ -98,7 +94,7 @@ HttpWriter::Result HttpWriter::request(const char* method, const std::string& re
     std::string why;
     if (r.status == 0) {
       why = "connection failed";
-    } else if (r.status == 408 || r.status == 429 || r.status >= 500) {
+    } else if (is_retryable_status(r.status)) {
       why = "HTTP " + std::to_string(r.status);
     } else if (r.status >= 200 && r.status <= 299) {
       return r;
@@ -175,7 +171,7 @@ HttpWriter::Result HttpWriter::attempt(const char* method, const std::string& ur
   curl_slist_free_all(headers);
   Result r;
   if (rc != CURLE_OK) {
-    if (transient(rc)) return r;  // status 0: retried
+    if (is_transient(rc)) return r;  // status 0: retried
     fail(KH_ERROR_NETWORK, std::string(method) + " " + sanitize_url(url) + ": " +
                                (errbuf[0] != '\0' ? std::string(errbuf) : std::string(curl_easy_strerror(rc))));
   }

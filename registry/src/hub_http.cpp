@@ -1,8 +1,9 @@
-// http:// and https:// hubs through libcurl (the only file that includes curl): one multi
-// handle per Hub, with one easy handle for metadata and one per parallel blob transfer,
-// so connections are kept alive and shared between requests;
-// retries with jittered backoff; resumed blobs (Range); redirects checked hop by hop; a
-// bearer token only for the hub's own origin; conditional metadata requests (ETag).
+// http:// and https:// hubs through libcurl: one multi handle per Hub, with one easy
+// handle for metadata and one per parallel blob transfer, so connections are kept alive
+// and shared between requests; retries with jittered backoff; resumed blobs (Range);
+// redirects checked hop by hop; a bearer token only for the hub's own origin; conditional
+// metadata requests (ETag). One request is an Exchange (http_exchange.hpp); where the
+// options come from is http_config.cpp.
 #include <curl/curl.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -15,7 +16,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <thread>
@@ -27,316 +27,37 @@
 #include "kh/registry/sha256.hpp"
 #include "kh/registry/status_error.hpp"
 #include "kh/registry/verified_sink.hpp"
+#include "http_exchange.hpp"
 #include "http_url.hpp"
+#include "progress_line.hpp"
 #include "internal.hpp"
 
 namespace kh::registry {
 namespace {
 
-// Bytes an Exchange holds before it pauses the transfer until the reader catches up.
-constexpr size_t kBufferHighWater = 1u << 20;
-// Bytes of a non-2xx body read (and dropped) before the transfer is cut off.
-constexpr uint64_t kMaxDroppedBody = 1u << 20;
 // Requests one fetch may make in all (retries, resumes, restarts), whatever happens.
 constexpr int kMaxRequestsPerFetch = 64;
 // Passes over one blob (a restart from byte 0 begins a new pass).
 constexpr int kMaxBlobPasses = 8;
-// The most blob transfers one fetch_blobs runs at once, whatever the options say.
-constexpr int kMaxParallel = 16;
 // A failure after at least this much progress since the previous one does not count
 // against max_attempts (a long download over a flaky link keeps resuming); a slow drip
 // that brings less still runs out of attempts.
 constexpr uint64_t kResumeProgressBytes = 1u << 20;
-// An ETag longer than this, or with control characters, is not stored or sent.
-constexpr size_t kMaxEtagBytes = 256;
 
 using detail::encode_path;
+using detail::Exchange;
+using detail::is_header_safe;
+using detail::is_redirect_status;
+using detail::is_retryable_status;
+using detail::is_tls_trust_error;
+using detail::is_transient;
+using detail::ProgressLine;
+using detail::Response;
 using detail::global_init;
 using detail::lower;
 using detail::parse_url;
 using detail::strip_slashes;
 using detail::UrlParts;
-
-bool is_header_safe(const std::string& v) {
-  if (v.empty() || v.size() > kMaxEtagBytes) return false;
-  for (unsigned char c : v)
-    if (c < 0x20 || c == 0x7f) return false;
-  return true;
-}
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\r' || s.back() == '\n' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
-  size_t i = 0;
-  while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
-  return s.substr(i);
-}
-
-std::string env_or_empty(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? v : "";
-}
-
-// What the last finished request looked like, for messages and the retry decision.
-struct Response {
-  long status = 0;
-  std::string etag, content_range, retry_after;
-};
-
-// One GET on the hub's handles. The body of a 2xx response is pulled with read(); bodies
-// of other responses are dropped. Bounded by curl's connect and low-speed timeouts.
-class Exchange {
- public:
-  struct Request {
-    std::string url;
-    uint64_t range_start = 0;       // > 0: "Range: bytes=N-"
-    std::string if_none_match;      // non-empty: "If-None-Match: <etag>"
-    bool accept_encoding = false;   // let the server compress (metadata only)
-    uint64_t body_limit = 0;        // abort once more than this many body bytes arrive
-    bool with_token = false;
-  };
-
-  Exchange(CURLM* multi, CURL* easy, const Request& req, const std::string& token)
-      : multi_(multi), easy_(easy), limit_(req.body_limit) {
-    errbuf_[0] = '\0';
-    if (req.with_token && !token.empty()) headers_ = curl_slist_append(headers_, ("Authorization: Bearer " + token).c_str());
-    if (!req.if_none_match.empty())
-      headers_ = curl_slist_append(headers_, ("If-None-Match: " + req.if_none_match).c_str());
-    std::string range = req.range_start > 0 ? std::to_string(req.range_start) + "-" : "";
-    curl_easy_setopt(easy_, CURLOPT_URL, req.url.c_str());
-    curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, headers_);
-    curl_easy_setopt(easy_, CURLOPT_RANGE, range.empty() ? nullptr : range.c_str());
-    curl_easy_setopt(easy_, CURLOPT_ACCEPT_ENCODING, req.accept_encoding ? "" : nullptr);
-    // A Content-Length over the limit fails before any body byte (CURLE_FILESIZE_EXCEEDED).
-    curl_easy_setopt(easy_, CURLOPT_MAXFILESIZE_LARGE,
-                     static_cast<curl_off_t>(req.accept_encoding ? 0 : req.body_limit));
-    curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, errbuf_);
-    curl_easy_setopt(easy_, CURLOPT_HEADERDATA, this);
-    curl_easy_setopt(easy_, CURLOPT_WRITEDATA, this);
-    curl_easy_setopt(easy_, CURLOPT_PRIVATE, this);  // drive_multi() finds the Exchange of a finished handle
-    CURLMcode mc = curl_multi_add_handle(multi_, easy_);
-    if (mc != CURLM_OK) {
-      curl_slist_free_all(headers_);
-      fail(KH_ERROR_INTERNAL, std::string("libcurl: cannot start a transfer: ") + curl_multi_strerror(mc));
-    }
-    try {
-      drive_multi(multi_);
-    } catch (...) {
-      release();
-      throw;
-    }
-  }
-  ~Exchange() { release(); }
-  Exchange(const Exchange&) = delete;
-  Exchange& operator=(const Exchange&) = delete;
-
-  static size_t on_header(char* data, size_t size, size_t count, void* self) {
-    auto* ex = static_cast<Exchange*>(self);
-    std::string line(data, size * count);
-    if (line.rfind("HTTP/", 0) == 0) {
-      ex->response_ = Response{};  // a new response (after 1xx or a proxy's) starts over
-      size_t sp = line.find(' ');
-      if (sp != std::string::npos) ex->response_.status = std::strtol(line.c_str() + sp + 1, nullptr, 10);
-      return size * count;
-    }
-    size_t colon = line.find(':');
-    if (colon == std::string::npos) return size * count;
-    std::string name = lower(line.substr(0, colon));
-    std::string value = trim(line.substr(colon + 1));
-    if (name == "etag") ex->response_.etag = value;
-    else if (name == "content-range") ex->response_.content_range = value;
-    else if (name == "retry-after") ex->response_.retry_after = value;
-    return size * count;
-  }
-
-  static size_t on_body(char* data, size_t size, size_t count, void* self) {
-    auto* ex = static_cast<Exchange*>(self);
-    const size_t n = size * count;
-    long status = 0;
-    curl_easy_getinfo(ex->easy_, CURLINFO_RESPONSE_CODE, &status);
-    ex->response_.status = status;
-    if (status < 200 || status > 299) {
-      // Error pages and redirect bodies are dropped; an endless one is cut off, and the
-      // status alone decides what follows.
-      ex->dropped_ += n;
-      if (ex->dropped_ <= kMaxDroppedBody) return n;
-      ex->cut_error_body_ = true;
-      return 0;
-    }
-    const size_t held = ex->buf_.size() - ex->pos_;
-    if (held > 0 && held + n > kBufferHighWater) {
-      ex->paused_ = true;
-      return CURL_WRITEFUNC_PAUSE;  // curl keeps this chunk and offers it again on unpause
-    }
-    if (ex->pos_ > 0) {
-      ex->buf_.erase(0, ex->pos_);
-      ex->pos_ = 0;
-    }
-    ex->buf_.append(data, n);
-    ex->received_ += n;
-    if (ex->limit_ > 0 && ex->received_ > ex->limit_) {
-      // Keep what arrived so the reader's cap check reports it; stop the transfer now.
-      ex->over_limit_ = true;
-      return 0;
-    }
-    return n;
-  }
-
-  // Up to cap body bytes, waiting for them; 0 once the transfer has ended (then see
-  // result()). Drives every transfer on the multi handle while it waits.
-  size_t read(char* out, size_t cap) {
-    for (;;) {
-      resume_if_drained();
-      if (has_body_bytes() || finished_) return take(out, cap);
-      curl_multi_poll(multi_, nullptr, 0, 1000, nullptr);
-      drive_multi(multi_);
-    }
-  }
-  // Up to cap of the body bytes already received; never waits.
-  size_t take(char* out, size_t cap) {
-    size_t k = std::min(cap, buf_.size() - pos_);
-    std::memcpy(out, buf_.data() + pos_, k);
-    pos_ += k;
-    return k;
-  }
-  // A transfer paused because the reader fell behind goes on once its bytes are taken.
-  void resume_if_drained() {
-    if (!paused_ || has_body_bytes()) return;
-    paused_ = false;
-    CURLcode rc = curl_easy_pause(easy_, CURLPAUSE_CONT);
-    if (rc != CURLE_OK) fail(KH_ERROR_INTERNAL, std::string("libcurl cannot resume a transfer: ") + curl_easy_strerror(rc));
-  }
-  bool has_body_bytes() const { return pos_ < buf_.size(); }
-
-  // Called by drive_multi() when libcurl reports this transfer done.
-  void on_done(CURLcode result) {
-    finished_ = true;
-    result_ = result;
-    long status = 0;
-    if (curl_easy_getinfo(easy_, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status != 0) response_.status = status;
-  }
-
-  // Runs every transfer on `multi` as far as it can go without waiting, and tells each
-  // Exchange whose transfer finished.
-  static void drive_multi(CURLM* multi) {
-    int running = 0;
-    CURLMcode mc = curl_multi_perform(multi, &running);
-    if (mc != CURLM_OK) fail(KH_ERROR_INTERNAL, std::string("libcurl: ") + curl_multi_strerror(mc));
-    int left = 0;
-    while (CURLMsg* m = curl_multi_info_read(multi, &left)) {
-      if (m->msg != CURLMSG_DONE) continue;
-      char* owner = nullptr;
-      curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &owner);
-      if (owner != nullptr) reinterpret_cast<Exchange*>(owner)->on_done(m->data.result);
-    }
-  }
-  // Lowers the body limit once the response says how much should follow.
-  void set_limit(uint64_t limit) {
-    limit_ = limit;
-    if (received_ > limit_) over_limit_ = true;
-  }
-
-  bool finished() const { return finished_; }
-  // CURLE_OK also when only an error page too long to read was cut off.
-  CURLcode result() const { return cut_error_body_ && result_ == CURLE_WRITE_ERROR ? CURLE_OK : result_; }
-  bool over_limit() const { return over_limit_; }
-  const Response& response() const { return response_; }
-  std::string error_detail() const {
-    std::string d = errbuf_[0] != '\0' ? std::string(errbuf_) : std::string(curl_easy_strerror(result_));
-    return trim(d);
-  }
-  std::string redirect_url() const {
-    char* u = nullptr;
-    curl_easy_getinfo(easy_, CURLINFO_REDIRECT_URL, &u);
-    return u != nullptr ? u : "";
-  }
-
- private:
-  void release() {
-    curl_multi_remove_handle(multi_, easy_);
-    curl_easy_setopt(easy_, CURLOPT_PRIVATE, nullptr);
-    curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, nullptr);
-    curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, nullptr);
-    curl_slist_free_all(headers_);
-    headers_ = nullptr;
-  }
-
-  CURLM* multi_;
-  CURL* easy_;
-  curl_slist* headers_ = nullptr;
-  char errbuf_[CURL_ERROR_SIZE];
-  Response response_;
-  std::string buf_;
-  size_t pos_ = 0;
-  uint64_t received_ = 0;
-  uint64_t dropped_ = 0;
-  uint64_t limit_;
-  bool cut_error_body_ = false;
-  bool paused_ = false;
-  bool over_limit_ = false;
-  bool finished_ = false;
-  CURLcode result_ = CURLE_OK;
-};
-
-bool is_transient(CURLcode rc) {
-  switch (rc) {
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY:
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_OPERATION_TIMEDOUT:
-    case CURLE_PARTIAL_FILE:
-    case CURLE_RECV_ERROR:
-    case CURLE_SEND_ERROR:
-    case CURLE_GOT_NOTHING:
-    case CURLE_SSL_CONNECT_ERROR:
-    case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM:
-    case CURLE_HTTP3:
-    case CURLE_QUIC_CONNECT_ERROR:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool is_tls_trust_error(CURLcode rc) {
-  return rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE || rc == CURLE_SSL_ISSUER_ERROR ||
-         rc == CURLE_SSL_CRL_BADFILE;
-}
-
-bool is_retryable_status(long s) { return s == 408 || s == 429 || (s >= 500 && s <= 599); }
-bool is_redirect_status(long s) { return s == 301 || s == 302 || s == 303 || s == 307 || s == 308; }
-
-// A progress line on stderr for one blob download, at most ten times a second.
-class ProgressLine {
- public:
-  ProgressLine(bool on, std::string label, uint64_t total) : on_(on), label_(std::move(label)), total_(total) {
-    start_ = last_ = std::chrono::steady_clock::now();
-  }
-  ~ProgressLine() {
-    if (on_ && drawn_) std::fputs("\n", stderr);
-  }
-  void update(uint64_t done, bool force = false) {
-    if (!on_) return;
-    auto now = std::chrono::steady_clock::now();
-    if (!force && now - last_ < std::chrono::milliseconds(100)) return;
-    last_ = now;
-    double secs = std::chrono::duration<double>(now - start_).count();
-    double mib = 1024.0 * 1024.0;
-    double rate = secs > 0 ? static_cast<double>(done) / mib / secs : 0;
-    int pct = total_ > 0 ? static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total_)) : 100;
-    std::fprintf(stderr, "\r%s  %.1f/%.1f MiB  %3d%%  %.1f MiB/s   ", label_.c_str(), static_cast<double>(done) / mib,
-                 static_cast<double>(total_) / mib, pct, rate);
-    std::fflush(stderr);
-    drawn_ = true;
-  }
-
- private:
-  bool on_;
-  std::string label_;
-  uint64_t total_;
-  bool drawn_ = false;
-  std::chrono::steady_clock::time_point start_, last_;
-};
 
 // Thrown by BlobStream::read_some when a blob must start again from byte 0 (the server
 // ignored Range, or answered with the wrong range): fetch_blobs rewinds its sink.
@@ -438,7 +159,7 @@ class HttpHub final : public Hub {
                           blobs.size() == 1 ? "kh: sha256:" + blobs[0].sha256.substr(0, 12)
                                             : "kh: " + std::to_string(blobs.size()) + " blobs",
                           total);
-    const size_t width = static_cast<size_t>(std::clamp(opt_.max_parallel, 1, kMaxParallel));
+    const size_t width = static_cast<size_t>(std::clamp(opt_.max_parallel, 1, kMaxParallelDownloads));
     while (blob_easies_.size() < std::min(width, blobs.size())) {
       CURL* e = curl_easy_init();
       if (e == nullptr) fail(KH_ERROR_OUT_OF_MEMORY, "libcurl: out of memory opening hub " + safe_url());
@@ -776,76 +497,7 @@ class HttpHub final : public Hub {
   std::mt19937 rng_;
 };
 
-// The token in the config file for `url`, if any.
-std::string token_from_config(const std::string& url) {
-  std::string dir = env_or_empty("XDG_CONFIG_HOME");
-  if (dir.empty()) {
-    std::string home = env_or_empty("HOME");
-    if (home.empty()) return "";
-    dir = home + "/.config";
-  }
-  const std::string path = dir + "/kh/config.json";
-  if (!path_exists(path)) return "";
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(read_file(path, 1u << 20));
-  } catch (const nlohmann::json::exception& e) {
-    fail(KH_ERROR_INVALID_ARGUMENT, "config file " + path + " is not valid JSON (" + e.what() +
-                                        "); fix it or remove it");
-  }
-  if (!j.is_object() || !j.contains("hubs")) return "";
-  const auto& hubs = j["hubs"];
-  if (!hubs.is_object())
-    fail(KH_ERROR_INVALID_ARGUMENT, "config file " + path + ": \"hubs\" must be an object of hub URL -> {\"token\": ...}");
-  std::string best_key, best_token;
-  for (auto it = hubs.begin(); it != hubs.end(); ++it) {
-    std::string key = strip_slashes(it.key());
-    if (key.empty() || !(url == key || url.rfind(key + "/", 0) == 0)) continue;
-    if (key.size() <= best_key.size()) continue;
-    const auto& entry = it.value();
-    if (!entry.is_object() || !entry.contains("token") || !entry["token"].is_string())
-      fail(KH_ERROR_INVALID_ARGUMENT, "config file " + path + ": hub \"" + sanitize_url(key) +
-                                          "\" needs {\"token\": \"...\"}");
-    best_key = key;
-    best_token = entry["token"].get<std::string>();
-  }
-  return best_token;
-}
-
 }  // namespace
-
-std::string sanitize_url(const std::string& url) {
-  std::string s = url;
-  size_t scheme_end = s.find("://");
-  size_t host_start = scheme_end == std::string::npos ? 0 : scheme_end + 3;
-  size_t path_start = s.find_first_of("/?#", host_start);
-  size_t at = s.rfind('@', path_start == std::string::npos ? std::string::npos : path_start);
-  if (at != std::string::npos && at >= host_start && (path_start == std::string::npos || at < path_start))
-    s.erase(host_start, at + 1 - host_start);
-  size_t q = s.find_first_of("?#");
-  if (q != std::string::npos) s = s.substr(0, q) + (s[q] == '?' ? "?..." : "");
-  return s;
-}
-
-HttpOptions http_options_from_environment(const std::string& url) {
-  HttpOptions o;
-  o.token = env_or_empty("KH_TOKEN");
-  if (o.token.empty()) o.token = token_from_config(strip_slashes(url));
-  o.ca_bundle = env_or_empty("KH_CA_BUNDLE");
-  const std::string progress = env_or_empty("KH_PROGRESS");
-  if (progress == "0") o.progress = HttpOptions::Progress::Never;
-  if (progress == "1") o.progress = HttpOptions::Progress::Always;
-  const std::string parallel = env_or_empty("KH_PARALLEL_DOWNLOADS");
-  if (!parallel.empty()) {
-    char* end = nullptr;
-    long n = std::strtol(parallel.c_str(), &end, 10);
-    if (end == parallel.c_str() || *end != '\0' || n < 1 || n > kMaxParallel)
-      fail(KH_ERROR_INVALID_ARGUMENT, "KH_PARALLEL_DOWNLOADS='" + parallel + "' must be a whole number from 1 to " +
-                                          std::to_string(kMaxParallel));
-    o.max_parallel = static_cast<int>(n);
-  }
-  return o;
-}
 
 std::unique_ptr<Hub> open_http_hub(const std::string& url, HttpOptions options) {
   const std::string shown = sanitize_url(url);

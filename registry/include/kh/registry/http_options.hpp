@@ -9,6 +9,9 @@
 
 namespace kh::registry {
 
+// The most blob transfers one Hub::fetch_blobs runs at once, whatever the options say.
+inline constexpr int kMaxParallelDownloads = 16;
+
 struct HttpOptions {
   // Sent as "Authorization: Bearer <token>" only to the hub's own scheme, host and port;
   // never after a redirect elsewhere, never in a message. Empty: no Authorization header.

@@ -1,5 +1,5 @@
 // norms_emulate.cpp: runs the gfx942 row-norm kernels (kernels-src/common/include/
-// kh_kernel/row_norm_engine_hip.hpp, shared with layer-norm) on the host through the SIMT emulator
+// kh_kernel/row_norm_engine_hip.hpp over row_norm_kernels.inl) on the host through the SIMT emulator
 // (simt.hpp) and compares out and residual_out with a float64 reference: every row-size rung
 // of the launcher's ladder (a wavefront per row, a workgroup per row, the streaming kernel),
 // 16-byte and scalar packs with a tail, fp32/fp16/bf16, RMS and layer norm, fused or not,

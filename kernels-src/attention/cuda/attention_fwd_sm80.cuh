@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "attention_cuda_common.cuh"
 #include "attention_fwd_sm80.hpp"
 
 namespace kh_attention::sm80 {
@@ -101,23 +102,9 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4],
   }
 }
 
-// Two floats to one register of two 16-bit values; `lo` takes the lower column.
-template <typename T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  if constexpr (std::is_same_v<T, __half>) {
-    __half2 h = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<uint32_t*>(&h);
-  } else {
-    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t*>(&h);
-  }
-}
+using cuda_common::pack2;
 
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
+using cuda_common::fast_exp2;
 
 // Element offset of 16-byte chunk `chunk` of row `row` in a swizzled [rows][kHeadDim] tile:
 // the low three chunk bits are XORed with the row, so eight consecutive rows at the same

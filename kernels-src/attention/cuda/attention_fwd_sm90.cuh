@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "attention_cuda_common.cuh"
 #include "attention_fwd_sm90.hpp"
 #include "wgmma_sm90.cuh"
 
@@ -125,16 +126,7 @@ __device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo_bytes,
          (static_cast<uint64_t>((sbo_bytes >> 4) & 0x3FFF) << 32) | (1ull << 62);
 }
 
-template <typename T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  if constexpr (std::is_same_v<T, __half>) {
-    __half2 h = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<uint32_t*>(&h);
-  } else {
-    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t*>(&h);
-  }
-}
+using cuda_common::pack2;
 
 // Named barriers 1 and 2 (0 is __syncthreads): the consumer warpgroups' turns at the tensor cores.
 __device__ __forceinline__ void named_bar_sync(int id, int threads) {
@@ -144,11 +136,7 @@ __device__ __forceinline__ void named_bar_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
+using cuda_common::fast_exp2;
 
 }  // namespace detail
 

@@ -1,0 +1,34 @@
+// Device helpers both CUDA attention kernels (sm80: mma.sync, sm90a: wgmma) use in their
+// softmax and epilogue: packing two floats into one register of two 16-bit values, and the
+// hardware's approximate exp2.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+namespace kh_attention::cuda_common {
+
+// Two floats to one register of two 16-bit values (T: __half or __nv_bfloat16), rounded to
+// nearest even; `lo` takes the lower half (the lower column of an mma fragment).
+template <typename T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  if constexpr (std::is_same_v<T, __half>) {
+    __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&h);
+  } else {
+    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&h);
+  }
+}
+
+// 2^x by MUFU.EX2 (flush-to-zero): the softmax works in base 2 with log2(e) folded into the scale.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+}  // namespace kh_attention::cuda_common

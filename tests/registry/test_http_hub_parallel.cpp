@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -177,4 +178,49 @@ TEST_CASE("a blob with other bytes fails verification inside a batch; KH_PARALLE
   ::setenv("KH_PARALLEL_DOWNLOADS", "8", 1);
   CHECK(http_options_from_environment(s.origin() + "/hub").max_parallel == 8);
   ::unsetenv("KH_PARALLEL_DOWNLOADS");
+}
+
+namespace {
+// Runs f with stderr sent to a file; returns what it wrote there.
+template <typename F>
+std::string stderr_of(const TempDir& d, F&& f) {
+  const std::string path = d / "stderr.txt";
+  std::fflush(stderr);
+  const int saved = ::dup(STDERR_FILENO);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  REQUIRE(fd >= 0);
+  ::dup2(fd, STDERR_FILENO);
+  ::close(fd);
+  try {
+    f();
+  } catch (...) {
+    std::fflush(stderr);
+    ::dup2(saved, STDERR_FILENO);
+    ::close(saved);
+    throw;
+  }
+  std::fflush(stderr);
+  ::dup2(saved, STDERR_FILENO);
+  ::close(saved);
+  return kh_test::read_text(path);
+}
+}  // namespace
+
+TEST_CASE("the progress line: one line for a batch when asked, nothing on a pipe or when off") {
+  Batch batch(3, 128 * 1024);
+  FaultServer s([&](const HttpRequest& r, HttpConnection& c) {
+    int i = batch.blob_of(r);
+    if (i < 0) return (void)c.respond("404 Not Found", "");
+    c.respond("200 OK", batch.bytes[static_cast<size_t>(i)]);
+  });
+  HttpOptions o = fast_options();
+  o.progress = HttpOptions::Progress::Always;
+  const std::string shown = stderr_of(batch.d, [&] { batch.fetch(s.origin() + "/hub", o); });
+  CHECK(shown.find("kh: 3 blobs") != std::string::npos);
+  CHECK(shown.find("100%") != std::string::npos);
+  CHECK(shown.back() == '\n');  // the line is ended, so later output starts on its own line
+  for (auto mode : {HttpOptions::Progress::Never, HttpOptions::Progress::Auto}) {  // Auto: stderr is a file here
+    o.progress = mode;
+    CHECK(stderr_of(batch.d, [&] { batch.fetch(s.origin() + "/hub", o); }).empty());
+  }
 }

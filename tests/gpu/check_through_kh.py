@@ -59,7 +59,7 @@ except ImportError:
 import kh  # noqa: E402
 # The standalone harnesses' references and tolerance rules, reused as they are.
 from attention_dev_check import make_inputs, reference as attention_reference, sdpa_same_precision  # noqa: E402
-from check_norms import SENTINEL, TOL, gaps_intact, make_rows, reference as norm_reference  # noqa: E402
+from check_norms import SENTINEL, TOL, gaps_intact, make_rows, norm_inputs, reference as norm_reference  # noqa: E402
 
 ORG = "kernels-community"
 PACKAGES = ("rms-norm", "layer-norm", "attention")
@@ -322,25 +322,6 @@ NORM_CLASSES = [
 ]
 
 
-def norm_inputs(kind, fused, dtype, hidden, rows, layout, wdt, params, device, gen):
-    mean = 0.0 if kind == "rms" else 3.0  # layer norm: a non-zero mean tests the variance
-    x, x_base = make_rows(rows, hidden, dtype, layout, gen, mean, 1.0)
-    residual = res_base = None
-    if fused:
-        residual, res_base = make_rows(rows, hidden, dtype, layout, gen, 0.0, 0.5)
-    want_w, want_b = params
-    if kind == "rms":
-        want_w, want_b = True, False  # rms-norm's weight is required, it has no bias
-    w = b = None
-    if want_w:
-        w = (torch.randn(hidden, generator=gen, device="cuda", dtype=torch.float64) * 0.5 + 1.0).to(
-            torch.float32 if wdt == "f32" else dtype)
-    if want_b:
-        bdt = torch.float32 if (wdt == "f32") != (want_b == "other") else dtype
-        b = (torch.randn(hidden, generator=gen, device="cuda", dtype=torch.float64) * 0.2).to(bdt)
-    return x, x_base, residual, res_base, w, b
-
-
 def norm_args(kind, fused, out, res_out, x, residual, w, b, eps):
     if kind == "rms":
         return (out, res_out, x, residual, w, eps) if fused else (out, x, w, eps)
@@ -393,7 +374,7 @@ def check_norms(res, kernels, gen, quick):
 
 def norm_case(res, op, opname, target, kind, fused, dtype, cls, name, hidden, rows, layout, wdt, params, inplace,
               eps, stream, gen):
-    x, x_base, residual, res_base, w, b = norm_inputs(kind, fused, dtype, hidden, rows, layout, wdt, params, "cuda", gen)
+    x, x_base, residual, res_base, w, b = norm_inputs(kind, fused, dtype, hidden, rows, layout, wdt, params, gen)
     ref_out, ref_res = norm_reference(kind, x, residual, w, b, eps, dtype)
     x_in, r_in = x.clone(), (residual.clone() if residual is not None else None)
     if inplace:  # out is x; residual_out is residual

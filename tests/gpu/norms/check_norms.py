@@ -119,15 +119,18 @@ def gaps_intact(base, view):
     return bool((base[mask].float() == SENTINEL).all())
 
 
-def run_case(libs, res, kind, fused, dtype, hidden, rows, layout, wdt, params, inplace, stream, gen):
-    lib = libs[kind]
-    eps = 1e-6 if kind == "rms" else 1e-5
+def norm_inputs(kind, fused, dtype, hidden, rows, layout, wdt, params, gen):
+    """Random inputs of one case: x (and residual when fused) as row views with their bases,
+    weight and bias as params asks (wdt "f32": fp32 parameters; a bias of "other" takes the
+    other parameter dtype). Returns x, x_base, residual, res_base, w, b."""
     mean = 0.0 if kind == "rms" else 3.0  # layer norm: a non-zero mean tests the variance
     x, x_base = make_rows(rows, hidden, dtype, layout, gen, mean, 1.0)
-    residual = None
+    residual = res_base = None
     if fused:
         residual, res_base = make_rows(rows, hidden, dtype, layout, gen, 0.0, 0.5)
     want_w, want_b = params
+    if kind == "rms":
+        want_w, want_b = True, False  # rms-norm's weight is required, it has no bias
     w = b = None
     if want_w:
         w = (torch.randn(hidden, generator=gen, device="cuda", dtype=torch.float64) * 0.5 + 1.0).to(
@@ -135,6 +138,13 @@ def run_case(libs, res, kind, fused, dtype, hidden, rows, layout, wdt, params, i
     if want_b:
         bdt = torch.float32 if (wdt == "f32") != (want_b == "other") else dtype
         b = (torch.randn(hidden, generator=gen, device="cuda", dtype=torch.float64) * 0.2).to(bdt)
+    return x, x_base, residual, res_base, w, b
+
+
+def run_case(libs, res, kind, fused, dtype, hidden, rows, layout, wdt, params, inplace, stream, gen):
+    lib = libs[kind]
+    eps = 1e-6 if kind == "rms" else 1e-5
+    x, x_base, residual, res_base, w, b = norm_inputs(kind, fused, dtype, hidden, rows, layout, wdt, params, gen)
 
     ref_out, ref_res = reference(kind, x, residual, w, b, eps, dtype)
     x_in, r_in = x.clone(), (residual.clone() if residual is not None else None)

@@ -412,7 +412,7 @@ def check_norms_oracle(res, kernels, gen):
             for (hidden, rows, layout) in ((999, 64, "contig"), (4096, 8, "pad3"), (70001, 2, "contig")):
                 name = f"hidden {hidden} rows {rows} {layout}"
                 x, _, residual, _, w, b = norm_inputs(kind, fused, dtype, hidden, rows, layout, "same", (True, True),
-                                                      "cuda", gen)
+                                                      gen)
                 ref_out, ref_res = norm_reference(kind, x, residual, w, b, eps, dtype)
                 # CPU copies in the same layout (strided rows stay strided)
                 def to_cpu(t):

@@ -2,13 +2,13 @@
 //
 // Same function as the sm80 kernel (attention_fwd_sm80.cuh): out = softmax(scale q k^T
 // [+ bottom-right causal mask]) v, lse optional, fully masked rows give 0 / -inf.
-// Tiles of 128 (d = 128) or 192 (d = 64) query rows of one head; one CTA per tile (causal)
-// or one persistent CTA per SM walking tiles round-robin (non-causal). Warpgroups
+// Tiles of 128 (d = 128) or 192 (d = 64) query rows of one head; one persistent CTA per SM
+// walks a static schedule of tiles (causal: longest first, see the kernel). Warpgroups
 // (setmaxnreg moves registers from the producer to the consumers):
 //  - the last one, the producer: one thread issues TMA loads (128-byte swizzled boxes of 64
 //    columns) of each tile's Q, then of its K and V blocks into a ring of stages guarded by
-//    full/empty mbarriers (a persistent CTA's ring runs on across tiles, and Q of the next
-//    tile loads once every S of this one is done); TMA zero-fills rows past the sequence end;
+//    full/empty mbarriers (the ring runs on across tiles, and Q of the next tile loads once
+//    every S of this one is done); TMA zero-fills rows outside the sequence;
 //  - the others (two at d = 128, three at d = 64), the consumers, 64 query rows each:
 //    S = Q K^T with wgmma (both operands from shared memory), online softmax in fp32
 //    registers (exp2 with the log2(e)-scaled scale folded into its FFMA), O += P V with
@@ -43,11 +43,11 @@ template <> struct ElementOf<ElementType::kBF16> { using type = __nv_bfloat16; }
 // Tiles of kBlockM query rows x 128 keys. wgmma's M is 64 per warpgroup: at d = 128 two
 // consumer warpgroups cover 128 rows, and each thread holds S (64 fp32 registers), P as A
 // fragments (32) and O (64) at once, under 240 registers; two K and two V stages: 160 KB of
-// shared memory, 192 KB with the persistent kernel's O staging tile (the SM has 227 KB).
+// shared memory, 192 KB with the O staging tile (the SM has 227 KB).
 // At d = 64 three consumer warpgroups cover 192 rows (S, P and O take 128 registers, under
 // 160; the softmax, which weighs twice as much against the products as at d = 128, has two
 // other warpgroups' products to hide under), and three K/V stages (a block's two products
-// take about one TMA load's latency there): 120 KB, 144 KB persistent.
+// take about one TMA load's latency there): 144 KB with the O staging tile.
 template <int kHeadDim> struct Sm90TileConfig {
   static constexpr int kConsumerWarpgroups = kHeadDim <= 64 ? 3 : 2;
   static constexpr int kConsumerWarps = kConsumerWarpgroups * 4;
@@ -63,12 +63,12 @@ template <int kHeadDim> struct Sm90TileConfig {
 };
 constexpr int kBoxCols = 64;                             // 64 16-bit columns = one 128-byte swizzle row
 
-template <int kHeadDim, bool kPersistent>
+template <int kHeadDim>
 constexpr int sm90_smem_bytes() {
   using C = Sm90TileConfig<kHeadDim>;
-  // Q + K/V stages (+ an O staging tile when persistent), 16 mbarriers, and slack to align
-  // the base to 1024 bytes (the swizzle atom).
-  return ((kPersistent ? 2 : 1) * C::kBlockM + 2 * C::kStages * C::kBlockN) * kHeadDim * 2 + 16 * 8 + 1024;
+  // Q, K/V stages, an O staging tile, 16 mbarriers, and slack to align the base to 1024
+  // bytes (the swizzle atom).
+  return (2 * C::kBlockM + 2 * C::kStages * C::kBlockN) * kHeadDim * 2 + 16 * 8 + 1024;
 }
 
 namespace detail {
@@ -142,7 +142,7 @@ using cuda_common::fast_exp2;
 
 // The consumer warpgroups' part of a tile: S = Q K^T, online softmax, O += P V over the key
 // blocks, then the epilogue (out, lse).
-template <int kHeadDim, typename T, bool kCausal, bool kPersistent>
+template <int kHeadDim, typename T, bool kCausal>
 __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned char* o_stage, uint32_t sQ,
                                              uint32_t sK, uint32_t sV, uint32_t bars, int n_blocks, int m0,
                                              int head, int batch, int warp, int lane, int kv_base, int q_phase) {
@@ -336,8 +336,8 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
       rescale_o(correction);
       pack_p();
     }
-    // Every S of the tile is done: a persistent CTA's producer may load the next Q tile.
-    if constexpr (kPersistent) release(q_empty);
+    // Every S of the tile is done: the producer may load the next Q tile.
+    release(q_empty);
     // The last block's P V.
     const int s = stage(it);
     mbar_wait(full_v(s), phase(it));
@@ -351,8 +351,8 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
   }
 
   // Epilogue: normalize, write lse, stage this warp's 16 rows of O in its own rows of the
-  // staging tile (the Q tile's layout; the Q tile itself unless persistent: only this
-  // warpgroup ever read those rows) and store 16-byte chunks.
+  // staging tile (the Q tile's layout; its own tile, as the next Q may be landing) and store
+  // 16-byte chunks.
   T* const ostage = reinterpret_cast<T*>(o_stage);
   __syncwarp();
 #pragma unroll
@@ -362,7 +362,8 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     const float inv = sum > 0.f ? 1.f / sum : 0.f;
     const int r = warp_row0 + g + 8 * h;
-    if (p.lse != nullptr && t == 0 && m0 + r < seqlen_q)
+    const bool row_valid = m0 + r >= 0 && m0 + r < seqlen_q;  // causal tile 0 may start above row 0
+    if (p.lse != nullptr && t == 0 && row_valid)
       p.lse[batch * p.lse_batch_stride + head * p.lse_head_stride + static_cast<int64_t>(m0 + r) * p.lse_row_stride] =
           sum > 0.f ? (row_max[h] + log2f(sum)) * kLn2 : -INFINITY;
 #pragma unroll
@@ -380,13 +381,13 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     const int r = warp_row0 + idx / kDTiles;
     const int cc = idx % kDTiles;
     const int box = cc / 8, chunk = cc % 8;
-    if (m0 + r < seqlen_q)
+    if (m0 + r >= 0 && m0 + r < seqlen_q)
       *reinterpret_cast<uint4*>(out + static_cast<int64_t>(m0 + r) * p.o_row_stride + cc * 8) =
           *reinterpret_cast<const uint4*>(ostage + box * kBlockM * kBoxCols + r * kBoxCols + ((chunk ^ (r & 7)) << 3));
   }
 }
 
-template <int kHeadDim, typename T, bool kCausal, bool kPersistent>
+template <int kHeadDim, typename T, bool kCausal>
 __global__ void __launch_bounds__(Sm90TileConfig<kHeadDim>::kThreads, 1)
     attention_fwd_sm90_kernel(const __grid_constant__ FwdLaunchParams p, const __grid_constant__ FwdTensorMaps maps) {
   using namespace detail;
@@ -404,9 +405,9 @@ __global__ void __launch_bounds__(Sm90TileConfig<kHeadDim>::kThreads, 1)
   const uint32_t sQ = base;
   const uint32_t sK = sQ + kQBytes;                // [kStages][boxes][kBlockN][64]
   const uint32_t sV = sK + kStages * kKVBytes;     // [kStages][boxes][kBlockN][64]
-  const uint32_t sO = sV + kStages * kKVBytes;     // persistent: O staging, Q's layout
-  const uint32_t bars = sO + (kPersistent ? kQBytes : 0);  // q_full, full_k[], full_v[], empty_k[], empty_v[], q_empty
-  unsigned char* const o_stage = smem + (kPersistent ? sO - base : 0);
+  const uint32_t sO = sV + kStages * kKVBytes;     // O staging, Q's layout
+  const uint32_t bars = sO + kQBytes;              // q_full, full_k[], full_v[], empty_k[], empty_v[], q_empty
+  unsigned char* const o_stage = smem + (sO - base);
   const uint32_t q_full = bars;
   auto full_k = [&](int s) { return bars + 8 * (1 + s); };
   auto full_v = [&](int s) { return bars + 8 * (1 + kStages + s); };
@@ -422,20 +423,33 @@ __global__ void __launch_bounds__(Sm90TileConfig<kHeadDim>::kThreads, 1)
   const int seqlen_k = p.seqlen_k;
   const int causal_shift = seqlen_k - seqlen_q;
   const int m_blocks = (seqlen_q + kBlockM - 1) / kBlockM;
+  // Causal tiles end at the last query row, so the partial tile (seqlen_q % kBlockM rows) is
+  // the first one, which sees the fewest keys, and not the last, which sees them all: its
+  // rows above row 0 are TMA zero fill, masked, and never stored. (s = 4k at d = 64: 4224
+  // rows in 192-row tiles; aligned at row 0, the padding cost 6% of a causal call.)
+  const int m_shift = kCausal ? m_blocks * kBlockM - seqlen_q : 0;
   const int num_tiles = m_blocks * p.heads_q * p.batch;
   const int group = p.heads_q / p.heads_kv;
-  // Tile t: q block fastest (the longest tiles first for causal), then head, then batch, so
-  // that CTAs running side by side share K and V in L2.
+  // Tile order. Non-causal: q block fastest, then head, then batch, so that CTAs running side
+  // by side share K and V in L2. Causal: longest first across all heads (q block slowest),
+  // so that the short tiles come last and fill the gaps (longest-processing-time order).
   struct Tile {
     int m0, head, batch, n_blocks;
   };
   auto tile_of = [&](int t) {
     Tile tl;
-    const int m_block = m_blocks - 1 - t % m_blocks;
-    const int hb = t / m_blocks;
+    int m_block, hb;
+    if constexpr (kCausal) {
+      const int heads_batches = p.heads_q * p.batch;
+      m_block = m_blocks - 1 - t / heads_batches;
+      hb = t % heads_batches;
+    } else {
+      m_block = m_blocks - 1 - t % m_blocks;
+      hb = t / m_blocks;
+    }
     tl.head = hb % p.heads_q;
     tl.batch = hb / p.heads_q;
-    tl.m0 = m_block * kBlockM;
+    tl.m0 = m_block * kBlockM - m_shift;
     tl.n_blocks = (seqlen_k + kBlockN - 1) / kBlockN;
     if constexpr (kCausal) {
       const int last_key = tl.m0 + kBlockM - 1 + causal_shift;
@@ -443,7 +457,14 @@ __global__ void __launch_bounds__(Sm90TileConfig<kHeadDim>::kThreads, 1)
     }
     return tl;
   };
-  const int tile_stride = kPersistent ? gridDim.x : num_tiles;
+  // The k-th tile this CTA takes (num_tiles: none left): rounds of gridDim.x tiles; causal
+  // rounds alternate direction (CTA i takes position i of even rounds and gridDim.x - 1 - i
+  // of odd ones), so long and short tiles pair up across rounds.
+  auto scheduled = [&](int k) {
+    const int g = static_cast<int>(gridDim.x), b = static_cast<int>(blockIdx.x);
+    const int pos = k * g + ((kCausal && (k & 1)) ? g - 1 - b : b);
+    return pos < num_tiles ? pos : num_tiles;
+  };
 
   if (tid == 0) {
     mbar_init(q_full, 1);
@@ -463,11 +484,11 @@ __global__ void __launch_bounds__(Sm90TileConfig<kHeadDim>::kThreads, 1)
     if (warp == Cfg::kConsumerWarps && lane == 0) {
       int kv = 0;       // K/V blocks loaded so far (ring position)
       int q_tiles = 0;  // Q tiles loaded so far
-      for (int t = blockIdx.x; t < num_tiles; t += tile_stride) {
+      for (int k = 0, t; (t = scheduled(k)) < num_tiles; ++k) {
         const Tile tl = tile_of(t);
         if (tl.n_blocks == 0) continue;
         const int kv_head = tl.head / group;
-        if constexpr (kPersistent) mbar_wait(q_empty, (q_tiles & 1) ^ 1);  // a fresh barrier passes parity 1
+        mbar_wait(q_empty, (q_tiles & 1) ^ 1);  // a fresh barrier passes parity 1
         mbar_expect_tx(q_full, kQBytes);
         tma_load_tile<kBlockM, kHeadDim>(sQ, &maps.q, maps.q_order, q_full, tl.m0, tl.head, tl.batch);
         ++q_tiles;
@@ -489,9 +510,9 @@ __global__ void __launch_bounds__(Sm90TileConfig<kHeadDim>::kThreads, 1)
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Cfg::kConsumerRegs));
     int kv = 0, q_tiles = 0;
-    for (int t = blockIdx.x; t < num_tiles; t += tile_stride) {
+    for (int k = 0, t; (t = scheduled(k)) < num_tiles; ++k) {
       const Tile tl = tile_of(t);
-      consume_tile<kHeadDim, T, kCausal, kPersistent>(
+      consume_tile<kHeadDim, T, kCausal>(
           p, o_stage, sQ, sK, sV, bars, tl.n_blocks, tl.m0, tl.head, tl.batch, warp, lane, kv, q_tiles & 1);
       if (tl.n_blocks > 0) {
         kv += tl.n_blocks;
@@ -501,23 +522,21 @@ __global__ void __launch_bounds__(Sm90TileConfig<kHeadDim>::kThreads, 1)
   }
 }
 
-// Non-causal calls run a persistent grid (one CTA per SM, tiles dealt round-robin; the next
-// tile's Q and K/V loads overlap this one's last products and epilogue): +2% at s = 4k, +10%
-// at s = 1k on the H200. Causal calls keep one CTA per tile: dealt statically, tiles of
-// different lengths left SMs idle (-40% at d = 64 s = 4k, where every CTA drew the same q
-// block), and the hardware's block scheduler balances them.
+// A persistent grid: one CTA per SM, tiles dealt statically (the next tile's Q and K/V
+// loads overlap this one's last products and epilogue). Non-causal: +2% at s = 4k, +10% at
+// s = 1k on the H200 against one CTA per tile. Causal, with the longest-first snake order:
+// d = 64 +2-9%, d = 128 -3% (s = 1k) to +3-6% (s >= 8k); dealt round-robin in the q-block
+// order instead, it lost 40% at d = 64 s = 4k (every CTA drew the same q block).
 template <int kHeadDim, typename T, bool kCausal>
 cudaError_t launch_attention_fwd_sm90(const FwdLaunchParams& p, const FwdTensorMaps& maps, cudaStream_t stream) {
   using Cfg = Sm90TileConfig<kHeadDim>;
-  constexpr bool kPersistent = !kCausal;
-  constexpr int kSmem = sm90_smem_bytes<kHeadDim, kPersistent>();
-  auto kernel = attention_fwd_sm90_kernel<kHeadDim, T, kCausal, kPersistent>;
+  constexpr int kSmem = sm90_smem_bytes<kHeadDim>();
+  auto kernel = attention_fwd_sm90_kernel<kHeadDim, T, kCausal>;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
   if (err != cudaSuccess) return err;
   const int64_t tiles = static_cast<int64_t>((p.seqlen_q + Cfg::kBlockM - 1) / Cfg::kBlockM) * p.heads_q * p.batch;
   if (tiles > INT32_MAX) return cudaErrorNotSupported;
-  int grid = static_cast<int>(tiles);
-  if constexpr (kPersistent) grid = static_cast<int>(std::min<int64_t>(tiles, sm90_sm_count()));
+  const int grid = static_cast<int>(std::min<int64_t>(tiles, sm90_sm_count()));
   kernel<<<grid, Cfg::kThreads, kSmem, stream>>>(p, maps);
   return cudaGetLastError();
 }

@@ -24,6 +24,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kh_kernel/args.hpp"
 #include "kh_kernel/norm_args.hpp"
@@ -39,6 +40,9 @@ constexpr int kLanes = 32;
 __device__ __forceinline__ float to_f32(float v) { return v; }
 __device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
 __device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
+// bf16 is the top half of an fp32 (row_norm_kernels.inl converts packed pairs by hand).
+template <typename T>
+constexpr bool kIsBf16 = std::is_same_v<T, __nv_bfloat16>;
 
 template <typename T>
 __device__ __forceinline__ T from_f32(float v);

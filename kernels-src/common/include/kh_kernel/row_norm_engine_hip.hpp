@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kh_kernel/args.hpp"
 #include "kh_kernel/norm_args.hpp"
@@ -48,6 +49,8 @@ struct Bf16 {
 __device__ __forceinline__ float to_f32(float v) { return v; }
 __device__ __forceinline__ float to_f32(_Float16 v) { return static_cast<float>(v); }
 __device__ __forceinline__ float to_f32(Bf16 v) { return __builtin_bit_cast(float, static_cast<uint32_t>(v.bits) << 16); }
+template <typename T>
+constexpr bool kIsBf16 = std::is_same_v<T, Bf16>;
 
 template <typename T>
 __device__ __forceinline__ T from_f32(float v);

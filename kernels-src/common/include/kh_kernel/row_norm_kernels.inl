@@ -2,7 +2,7 @@
 // sm80/sm90a) and the HIP engine (row_norm_engine_hip.hpp, gfx942): the launch arguments,
 // packed accesses, row reductions and both kernels. It is written once against a few
 // primitives each engine defines before including it, so the two cannot drift apart:
-//   T's conversions      to_f32(T), from_f32<T>(float)
+//   T's conversions      to_f32(T), from_f32<T>(float); kIsBf16<T> (bf16 packs convert by hand)
 //   Raw16                a 16-byte word; load16_once / store16_once move one with a hint that
 //                        the caches should not keep it (CUDA ld/st.cs, gfx942 "nt")
 //   kLanes               threads of one lock-step group: a warp (32) or a wavefront (64)
@@ -120,9 +120,32 @@ __device__ __forceinline__ void store_once(E* p, const Pack<E, N>& v) {
   }
 }
 
-// N consecutive elements of a weight/bias vector as fp32; `dflt` when absent. The vectors
-// are read by every row, so they stay in the caches.
+// A pack's N values as floats. A bf16 is the top half of an fp32, so a 32-bit word of two
+// converts with one instruction a value (a shift for the low one, a mask for the high
+// one); value by value, nvcc spends two on the high one (PRMT, then a shift). Plain layer
+// norm, which converts each value of a row three times, is bound by instruction issue at
+// 8192 columns and more (H200, Nsight Compute: 0.74 warp instructions a cycle a scheduler).
 template <typename T, int N>
+__device__ __forceinline__ void unpack(const Pack<T, N>& p, float (&f)[N]) {
+  if constexpr (kIsBf16<T> && N % 2 == 0) {
+    uint32_t w[N / 2];
+    memcpy(w, &p, sizeof(w));
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      const uint32_t lo = w[i] << 16, hi = w[i] & 0xffff0000u;
+      memcpy(&f[2 * i], &lo, 4);
+      memcpy(&f[2 * i + 1], &hi, 4);
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < N; ++e) f[e] = to_f32(p.v[e]);
+  }
+}
+
+// N consecutive elements of a weight/bias vector as fp32; `dflt` when absent. The vectors
+// are read by every row, so they stay in the caches. Called with a constant `kind`, the
+// branches fold away; BY_HAND converts 16-bit parameters with unpack.
+template <typename T, int N, bool BY_HAND = false>
 __device__ __forceinline__ void load_param(const void* p, ParamKind kind, int i, float dflt, float (&f)[N]) {
   if (kind == ParamKind::kF32) {
     const Pack<float, N> v = load_pack<float, N>(static_cast<const float*>(p) + i);
@@ -130,8 +153,12 @@ __device__ __forceinline__ void load_param(const void* p, ParamKind kind, int i,
     for (int e = 0; e < N; ++e) f[e] = v.v[e];
   } else if (kind == ParamKind::kSameAsInput) {
     const Pack<T, N> v = load_pack<T, N>(static_cast<const T*>(p) + i);
+    if constexpr (BY_HAND) {
+      unpack(v, f);
+    } else {
 #pragma unroll
-    for (int e = 0; e < N; ++e) f[e] = to_f32(v.v[e]);
+      for (int e = 0; e < N; ++e) f[e] = to_f32(v.v[e]);
+    }
   } else {
 #pragma unroll
     for (int e = 0; e < N; ++e) f[e] = dflt;
@@ -204,6 +231,29 @@ __device__ __forceinline__ MeanM2 row_merge(MeanM2 s, MeanM2 (*red)[kRedSlots], 
     parity ^= 1;
   }
   return s;
+}
+
+// The plain register kernel's output: this thread's packs of a row, normalised, times the
+// weight, plus the bias, converted with unpack. Called with constant parameter kinds, the
+// kind checks fold away.
+template <typename T, int VEC, int ROW_THREADS, int ITEMS>
+__device__ __forceinline__ void store_normalised(T* orow, const Pack<T, VEC> (&v)[ITEMS], int t, int hv, float shift,
+                                                 float scale, const void* weight, ParamKind weight_kind,
+                                                 const void* bias, ParamKind bias_kind) {
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int j = t + i * ROW_THREADS;
+    if (j < hv) {
+      float f[VEC], wf[VEC], bf[VEC];
+      load_param<T, VEC, true>(weight, weight_kind, j * VEC, 1.f, wf);
+      load_param<T, VEC, true>(bias, bias_kind, j * VEC, 0.f, bf);
+      unpack(v[i], f);
+      Pack<T, VEC> o;
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) o.v[e] = from_f32<T>((f[e] - shift) * scale * wf[e] + bf[e]);
+      store_once<T, VEC>(orow + j * VEC, o);
+    }
+  }
 }
 
 // ---- kernel 1: the row lives in registers --------------------------------------------------
@@ -279,8 +329,15 @@ __global__ void KH_ROW_NORM_LAUNCH_BOUNDS(NT) row_norm_registers(const RowNormAr
 #pragma unroll
       for (int i = 0; i < ITEMS; ++i) {
         if (t + i * ROW_THREADS < hv) {
+          if constexpr (FUSED) {
 #pragma unroll
-          for (int e = 0; e < VEC; ++e) s += to_f32(v[i].v[e]);
+            for (int e = 0; e < VEC; ++e) s += to_f32(v[i].v[e]);
+          } else {
+            float f[VEC];
+            unpack(v[i], f);
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) s += f[e];
+          }
         }
       }
       shift = row_sum<ROW_THREADS>(s, red, parity) * inv_n;
@@ -291,29 +348,54 @@ __global__ void KH_ROW_NORM_LAUNCH_BOUNDS(NT) row_norm_registers(const RowNormAr
 #pragma unroll
       for (int i = 0; i < ITEMS; ++i) {
         if (t + i * ROW_THREADS < hv) {
+          if constexpr (FUSED) {
 #pragma unroll
-          for (int e = 0; e < VEC; ++e) {
-            const float d = to_f32(v[i].v[e]) - shift;
-            q += d * d;
+            for (int e = 0; e < VEC; ++e) {
+              const float d = to_f32(v[i].v[e]) - shift;
+              q += d * d;
+            }
+          } else {
+            float f[VEC];
+            unpack(v[i], f);
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) {
+              const float d = f[e] - shift;
+              q += d * d;
+            }
           }
         }
       }
       scale = rsqrtf(row_sum<ROW_THREADS>(q, red, parity) * inv_n + a.eps);
     }
 
-    // Normalise and store.
+    // Normalise and store. The plain kernels check the weight and bias kinds once a row, not
+    // once a pack: the usual kinds (16-bit parameters like the input) get a copy of the loop
+    // where they are constants (per pack, the checks and the absent-parameter defaults cost
+    // ~2.5 instructions a value at 8 values a pack), and convert with unpack. The fused
+    // kernels keep the per-value conversions and per-pack checks: both changes made them
+    // 5-13% slower on the H200 (their registers, at the 64 cap, were allocated otherwise).
     T* orow = static_cast<T*>(a.out) + row_offset(a.out_rows, row);
+    if constexpr (!FUSED) {
+      constexpr ParamKind kUsualBias = K == NormKind::kLayer ? ParamKind::kSameAsInput : ParamKind::kNone;
+      if (a.weight_kind == ParamKind::kSameAsInput && bias_kind == kUsualBias)
+        store_normalised<T, VEC, ROW_THREADS, ITEMS>(orow, v, t, hv, shift, scale, a.weight, ParamKind::kSameAsInput,
+                                                    a.bias, kUsualBias);
+      else
+        store_normalised<T, VEC, ROW_THREADS, ITEMS>(orow, v, t, hv, shift, scale, a.weight, a.weight_kind, a.bias,
+                                                    bias_kind);
+    } else {
 #pragma unroll
-    for (int i = 0; i < ITEMS; ++i) {
-      const int j = t + i * ROW_THREADS;
-      if (j < hv) {
-        float wf[VEC], bf[VEC];
-        load_param<T, VEC>(a.weight, a.weight_kind, j * VEC, 1.f, wf);
-        load_param<T, VEC>(a.bias, bias_kind, j * VEC, 0.f, bf);
-        Pack<T, VEC> o;
+      for (int i = 0; i < ITEMS; ++i) {
+        const int j = t + i * ROW_THREADS;
+        if (j < hv) {
+          float wf[VEC], bf[VEC];
+          load_param<T, VEC>(a.weight, a.weight_kind, j * VEC, 1.f, wf);
+          load_param<T, VEC>(a.bias, bias_kind, j * VEC, 0.f, bf);
+          Pack<T, VEC> o;
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) o.v[e] = from_f32<T>((to_f32(v[i].v[e]) - shift) * scale * wf[e] + bf[e]);
-        store_once<T, VEC>(orow + j * VEC, o);
+          for (int e = 0; e < VEC; ++e) o.v[e] = from_f32<T>((to_f32(v[i].v[e]) - shift) * scale * wf[e] + bf[e]);
+          store_once<T, VEC>(orow + j * VEC, o);
+        }
       }
     }
     if (has_tail) {

@@ -44,28 +44,6 @@ __device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162flo
 template <typename T>
 constexpr bool kIsBf16 = std::is_same_v<T, __nv_bfloat16>;
 
-// The sum of a warp's 16-bit packs on the tensor cores (sm80+): the 32 lanes' packs of 8
-// values are the A operand (16 x 16) of one mma.m16n8k16 against a B of ones, so each row sum
-// of A lands in the accumulators of the 4 lanes of its quad (rows g and g + 8, twice each).
-// Layer norm's mean pass then costs one instruction a pack instead of 16 (8 conversions and
-// 8 adds). Products with 1 are exact; the sums are fp32.
-constexpr bool kTensorCoreSums = true;
-template <typename T>
-__device__ __forceinline__ void mma_sum16(float (&acc)[4], const uint32_t (&a)[4]) {
-  if constexpr (kIsBf16<T>) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%8}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(0x3f803f80u));  // bf16 1.0 twice
-  } else {
-    static_assert(std::is_same_v<T, __half>, "16-bit types only");
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%8}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(0x3c003c00u));  // fp16 1.0 twice
-  }
-}
-
 template <typename T>
 __device__ __forceinline__ T from_f32(float v);
 template <>

@@ -51,11 +51,6 @@ __device__ __forceinline__ float to_f32(_Float16 v) { return static_cast<float>(
 __device__ __forceinline__ float to_f32(Bf16 v) { return __builtin_bit_cast(float, static_cast<uint32_t>(v.bits) << 16); }
 template <typename T>
 constexpr bool kIsBf16 = std::is_same_v<T, Bf16>;
-// No tensor-core pack sums here (the CUDA engine's mma_sum16): declared for the shared
-// code's discarded branch, never defined or called.
-constexpr bool kTensorCoreSums = false;
-template <typename T>
-__device__ void mma_sum16(float (&acc)[4], const uint32_t (&a)[4]);
 
 template <typename T>
 __device__ __forceinline__ T from_f32(float v);

@@ -326,30 +326,17 @@ __global__ void KH_ROW_NORM_LAUNCH_BOUNDS(NT) row_norm_registers(const RowNormAr
       // from it. (One Chan merge of per-thread mean/M2 saves a barrier but measured 5%
       // slower on the H200: its merge steps are a serial chain of shuffles and divisions.)
       float s = has_tail ? to_f32(vt) : 0.f;
-      if constexpr (!FUSED && kTensorCoreSums && sizeof(T) == 2 && VEC == 8) {
-        // Every lane of the warp runs the mma (a pack past the row end counts as zeros);
-        // a lane's share is a quarter of its two row sums (see mma_sum16).
-        float acc[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-        for (int i = 0; i < ITEMS; ++i) {
-          uint32_t w[4] = {0u, 0u, 0u, 0u};
-          if (t + i * ROW_THREADS < hv) memcpy(w, &v[i], sizeof(w));
-          mma_sum16<T>(acc, w);
-        }
-        s += 0.25f * (acc[0] + acc[2]);
-      } else {
+      for (int i = 0; i < ITEMS; ++i) {
+        if (t + i * ROW_THREADS < hv) {
+          if constexpr (FUSED) {
 #pragma unroll
-        for (int i = 0; i < ITEMS; ++i) {
-          if (t + i * ROW_THREADS < hv) {
-            if constexpr (FUSED) {
+            for (int e = 0; e < VEC; ++e) s += to_f32(v[i].v[e]);
+          } else {
+            float f[VEC];
+            unpack(v[i], f);
 #pragma unroll
-              for (int e = 0; e < VEC; ++e) s += to_f32(v[i].v[e]);
-            } else {
-              float f[VEC];
-              unpack(v[i], f);
-#pragma unroll
-              for (int e = 0; e < VEC; ++e) s += f[e];
-            }
+            for (int e = 0; e < VEC; ++e) s += f[e];
           }
         }
       }

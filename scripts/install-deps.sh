@@ -10,6 +10,7 @@ packages=(
   minisign clang-19 libclang-rt-19-dev
   lld-19 llvm-19 libamdhip64-dev rocm-device-libs
   nginx openssl curl
+  pylint
   "$@"
 )
 

@@ -172,7 +172,7 @@ def run_case(libs, res, kind, fused, dtype, hidden, rows, layout, wdt, params, i
     stream.synchronize()
 
     key = (op, str(dtype).replace("torch.", ""), hidden, rows, layout, wdt,
-           "w" if want_w else "-", ("b" + ("*" if want_b == "other" else "")) if want_b else "-",
+           "w" if w is not None else "-", ("b" + ("*" if params[1] == "other" else "")) if b is not None else "-",
            "inplace" if inplace else "")
     if status != 0:
         res.add(key, False, f"status {status}: {err}")

@@ -376,28 +376,12 @@ TEST_CASE("open_hub") {
 }
 
 TEST_CASE("Cache::default_root follows KH_CACHE, XDG_CACHE_HOME, HOME") {
-  std::string saved[3];
-  const char* names[3] = {"KH_CACHE", "XDG_CACHE_HOME", "HOME"};
-  bool had[3];
-  for (int i = 0; i < 3; ++i) {
-    const char* v = std::getenv(names[i]);
-    had[i] = v != nullptr;
-    if (v) saved[i] = v;
-  }
-  ::setenv("KH_CACHE", "/k", 1);
-  ::setenv("XDG_CACHE_HOME", "/x", 1);
-  ::setenv("HOME", "/h", 1);
+  kh_test::ScopedEnv env{{"KH_CACHE", "/k"}, {"XDG_CACHE_HOME", "/x"}, {"HOME", "/h"}};
   CHECK(Cache::default_root() == "/k");
   ::unsetenv("KH_CACHE");
   CHECK(Cache::default_root() == "/x/kh");
   ::setenv("XDG_CACHE_HOME", "", 1);
   CHECK(Cache::default_root() == "/h/.cache/kh");
-  for (int i = 0; i < 3; ++i) {
-    if (had[i])
-      ::setenv(names[i], saved[i].c_str(), 1);
-    else
-      ::unsetenv(names[i]);
-  }
 }
 
 #ifdef KH_TEST_HOOKS

@@ -28,34 +28,13 @@
 
 using namespace kh::registry;
 using kh_test::NginxServer;
+using kh_test::ScopedEnv;
 using kh_test::TempDir;
 
 namespace {
 
 const char* kRepo = "test-org/http-kernel";
 const char* kVariant = "cpu-x86_64-abi1-x86_64-linux";
-
-// Sets an environment variable for a scope, then restores it.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    const char* old = std::getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      ::setenv(name_, old_.c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
 
 HttpOptions quiet(const std::string& ca = "") {
   HttpOptions o;

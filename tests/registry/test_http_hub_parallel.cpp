@@ -173,11 +173,13 @@ TEST_CASE("a blob with other bytes fails verification inside a batch; KH_PARALLE
       kh_test::expect_status([&] { batch.fetch(s.origin() + "/hub", fast_options()); }, KH_ERROR_VERIFICATION);
   CHECK(msg.find(batch.shas[0]) != std::string::npos);
 
-  ::setenv("KH_PARALLEL_DOWNLOADS", "0", 1);
-  kh_test::expect_status([&] { (void)http_options_from_environment(s.origin() + "/hub"); }, KH_ERROR_INVALID_ARGUMENT);
-  ::setenv("KH_PARALLEL_DOWNLOADS", "8", 1);
+  {
+    kh_test::ScopedEnv zero("KH_PARALLEL_DOWNLOADS", "0");
+    kh_test::expect_status([&] { (void)http_options_from_environment(s.origin() + "/hub"); },
+                           KH_ERROR_INVALID_ARGUMENT);
+  }
+  kh_test::ScopedEnv eight("KH_PARALLEL_DOWNLOADS", "8");
   CHECK(http_options_from_environment(s.origin() + "/hub").max_parallel == 8);
-  ::unsetenv("KH_PARALLEL_DOWNLOADS");
 }
 
 namespace {

@@ -14,6 +14,7 @@
 
 #include "../servers/nginx_fixture.hpp"
 #include "http_test_util.hpp"
+#include "test_util.hpp"
 #include "kh/registry/cache.hpp"
 #include "kh/registry/publish.hpp"
 #include "kh/registry/signed_metadata.hpp"
@@ -21,6 +22,7 @@
 
 using namespace kh::registry;
 using kh_test::NginxServer;
+using kh_test::ScopedEnv;
 using kh_test::TempDir;
 
 namespace {
@@ -28,25 +30,11 @@ namespace {
 const char* kVariant = "cpu-x86_64-abi1-x86_64-linux";
 const char* kToken = "s3cret-publish-token";
 
-// Sets environment variables for a scope, then removes them.
-struct EnvFor {
-  std::vector<std::string> names;
-  EnvFor(std::initializer_list<std::pair<const char*, std::string>> vars) {
-    for (const auto& [n, v] : vars) {
-      ::setenv(n, v.c_str(), 1);
-      names.push_back(n);
-    }
-  }
-  ~EnvFor() {
-    for (const auto& n : names) ::unsetenv(n.c_str());
-  }
-};
-
 // nginx serving www/ with two writable hubs: /basic (basic auth for PUT and DELETE) and
 // /bearer (a bearer token for PUT and DELETE); reading needs nothing. /readonly has no PUT.
 struct World {
   TempDir d;
-  EnvFor publisher_cache{{"KH_CACHE", d / "publisher-cache"}};  // where publish checks the hub's index
+  ScopedEnv publisher_cache{{"KH_CACHE", d / "publisher-cache"}};  // where publish checks the hub's index
   std::string www = d / "www";
   minisign::SecretKey key = minisign::generate_key();
   std::unique_ptr<NginxServer> nginx;
@@ -136,7 +124,7 @@ TEST_CASE("publish over http with basic auth: blobs, then signatures, then the i
   World w;
   const std::string url = w.nginx->http_url("/basic");
   const std::string hub_dir = w.www + "/basic";
-  EnvFor creds{{"KH_PUBLISH_USER", "publisher"}, {"KH_PUBLISH_PASSWORD", "pa55word"}};
+  ScopedEnv creds{{"KH_PUBLISH_USER", "publisher"}, {"KH_PUBLISH_PASSWORD", "pa55word"}};
 
   auto published = publish_to_http_hub(w.dist("org/one", "1.0.0", "lib one 1.0.0"), url, 365, {w.key});
   REQUIRE(published.size() == 1);
@@ -186,7 +174,7 @@ TEST_CASE("publish over https with a bearer token; other bytes for a published b
   World w;
   const std::string url = w.nginx->https_url("/bearer");
   const std::string hub_dir = w.www + "/bearer";
-  EnvFor env{{"KH_CA_BUNDLE", w.nginx->ca_file()}, {"KH_PUBLISH_TOKEN", kToken}};
+  ScopedEnv env{{"KH_CA_BUNDLE", w.nginx->ca_file()}, {"KH_PUBLISH_TOKEN", kToken}};
 
   auto first = publish_to_http_hub(w.dist("org/one", "1.0.0", "original bytes"), url, 365, {w.key});
   const std::string index_before = kh_test::read_text(hub_dir + "/repos/org/one/index.json");
@@ -210,7 +198,7 @@ TEST_CASE("publish over https with a bearer token; other bytes for a published b
 TEST_CASE("publish refusals: no or wrong credentials, a server without PUT; the message says what to do") {
   World w;
   {
-    EnvFor env{{"KH_CA_BUNDLE", w.nginx->ca_file()}, {"KH_PUBLISH_TOKEN", "wrong"}};
+    ScopedEnv env{{"KH_CA_BUNDLE", w.nginx->ca_file()}, {"KH_PUBLISH_TOKEN", "wrong"}};
     std::string msg = kh_test::expect_status(
         [&] { publish_to_http_hub(w.dist("org/one", "1.0.0", "x"), w.nginx->https_url("/bearer"), 365, {w.key}); },
         KH_ERROR_NETWORK);
@@ -220,7 +208,7 @@ TEST_CASE("publish refusals: no or wrong credentials, a server without PUT; the 
     CHECK_FALSE(path_exists(w.www + "/bearer/repos"));
   }
   {
-    EnvFor env{{"KH_PUBLISH_USER", "publisher"}, {"KH_PUBLISH_PASSWORD", "not-it"}};
+    ScopedEnv env{{"KH_PUBLISH_USER", "publisher"}, {"KH_PUBLISH_PASSWORD", "not-it"}};
     kh_test::expect_status(
         [&] { publish_to_http_hub(w.dist("org/one", "1.0.0", "x"), w.nginx->http_url("/basic"), 365, {w.key}); },
         KH_ERROR_NETWORK);
@@ -234,7 +222,7 @@ TEST_CASE("publish refusals: no or wrong credentials, a server without PUT; the 
     CHECK(msg.find("dav_methods") != std::string::npos);
   }
   {
-    EnvFor env{{"KH_PUBLISH_USER", "publisher"}};
+    ScopedEnv env{{"KH_PUBLISH_USER", "publisher"}};
     kh_test::expect_status([&] { publish_to_http_hub(w.dist("org/one", "1.0.0", "x"), w.nginx->http_url("/basic")); },
                            KH_ERROR_INVALID_ARGUMENT);
   }
@@ -244,7 +232,7 @@ TEST_CASE("an http hub's roots are written over PUT: init, rotate, and init refu
   World w;
   const std::string url = w.nginx->https_url("/bearer");
   const std::string hub_dir = w.www + "/bearer";
-  EnvFor env{{"KH_CA_BUNDLE", w.nginx->ca_file()}, {"KH_PUBLISH_TOKEN", kToken}};
+  ScopedEnv env{{"KH_CA_BUNDLE", w.nginx->ca_file()}, {"KH_PUBLISH_TOKEN", kToken}};
   remove_tree(hub_dir + "/root");  // World wrote root 1 on disk; start from none
   RootSpec spec;
   spec.root_keys = {w.key.public_key()};
@@ -273,7 +261,7 @@ TEST_CASE("publish merges only into an index that verifies: unpinned publisher a
   World w;
   const std::string url = w.nginx->http_url("/basic");
   const std::string hub_dir = w.www + "/basic";
-  EnvFor creds{{"KH_PUBLISH_USER", "publisher"}, {"KH_PUBLISH_PASSWORD", "pa55word"}};
+  ScopedEnv creds{{"KH_PUBLISH_USER", "publisher"}, {"KH_PUBLISH_PASSWORD", "pa55word"}};
   publish_to_http_hub(w.dist("org/one", "1.0.0", "v1"), url, 365, {w.key});
   const std::string index = hub_dir + "/repos/org/one/index.json";
 
@@ -288,7 +276,7 @@ TEST_CASE("publish merges only into an index that verifies: unpinned publisher a
   CHECK(kh_test::read_text(index) == doc.dump(2));  // not signed, not replaced
 
   // A publisher that never pinned the hub's root cannot check the index: refused too.
-  EnvFor fresh{{"KH_CACHE", w.d / "unpinned-cache"}};
+  ScopedEnv fresh{{"KH_CACHE", w.d / "unpinned-cache"}};
   msg = kh_test::expect_status([&] { publish_to_http_hub(w.dist("org/one", "1.2.0", "v1.2"), url, 365, {w.key}); },
                                KH_ERROR_SIGNATURE);
   CHECK(msg.find("kernels trust") != std::string::npos);

@@ -9,13 +9,48 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "kh/registry/fs.hpp"
 #include "kh/registry/status_error.hpp"
 
 namespace kh_test {
+
+// Sets environment variables for a scope, then gives each back the value it had (or unsets
+// it), in reverse order, so scopes may nest.
+class ScopedEnv {
+ public:
+  ScopedEnv(std::initializer_list<std::pair<const char*, std::string>> vars) {
+    for (const auto& [name, value] : vars) {
+      const char* old = ::getenv(name);
+      saved_.push_back({name, old != nullptr, old != nullptr ? old : ""});
+      ::setenv(name, value.c_str(), 1);
+    }
+  }
+  ScopedEnv(const char* name, const std::string& value) : ScopedEnv({{name, value}}) {}
+  ~ScopedEnv() {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+      if (it->had)
+        ::setenv(it->name.c_str(), it->value.c_str(), 1);
+      else
+        ::unsetenv(it->name.c_str());
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  struct Saved {
+    std::string name;
+    bool had;
+    std::string value;
+  };
+  std::vector<Saved> saved_;
+};
 
 // A fresh directory under the build tree, removed (read-only trees too) at scope exit.
 class TempDir {

@@ -63,18 +63,22 @@ if [ -z "$kernels" ]; then
 fi
 [ -x "$kernels" ] || { echo "build-matrix: '$kernels' is not an executable kernels tool" >&2; exit 1; }
 
-# Which required program is missing, if any (nvcc counts when CUDACXX or /usr/local/cuda has it).
+# The first required program that is missing, as "program (what to install)"; requires
+# entries are program=Debian package (nvcc counts when CUDACXX or /usr/local/cuda has it).
 missing_tool() {
-  local prog
-  for prog in $1; do
+  local req prog pkg
+  for req in $1; do
+    prog="${req%%=*}" pkg=""
+    [ "$prog" != "$req" ] && pkg="${req#*=}"
     if [ "$prog" = nvcc ]; then
       [ -n "${CUDACXX:-}" ] && [ -x "$CUDACXX" ] && continue
       command -v nvcc >/dev/null && continue
       [ -x /usr/local/cuda/bin/nvcc ] && continue
-    else
-      command -v "$prog" >/dev/null && continue
+      echo "nvcc (the CUDA toolkit: /usr/local/cuda, or set CUDACXX)"
+      return
     fi
-    echo "$prog"
+    command -v "$prog" >/dev/null && continue
+    echo "$prog (apt-get install ${pkg:-$prog})"
     return
   done
 }
@@ -87,7 +91,7 @@ build_target() {
       echo "build-matrix: $t needs $tool, which is not installed (KH_MATRIX_REQUIRE=1)" >&2
       return 1
     fi
-    log "SKIPPED $t: $tool is not installed (see build-matrix/matrix.json for its toolchain)"
+    log "SKIPPED $t: needs $tool; see build-matrix/matrix.json for its toolchain"
     skipped+=("$t")
     return 0
   fi

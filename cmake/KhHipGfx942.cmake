@@ -29,19 +29,19 @@
 # oclc_isa_version_942.bc (one constant, __oclc_ISA_version = 9402) assembled with
 # llvm-as-19, which rocm-device-libs 5.2 lacks. KH_HIP_COMPILER=<path> forces a compiler
 # (a ROCm hipcc or amdclang++, or a clang >= 17 with -DKH_HIP_TOOLCHAIN=clang).
-# Debian packages: clang-19 lld-19 llvm-19 libamdhip64-dev rocm-device-libs.
+# Debian packages: clang-19 lld-19 llvm-19 clang-tools-19 libamdhip64-dev rocm-device-libs.
 include_guard(DIRECTORY)
 
 set(KH_HIP_ARCH gfx942)
 
-# Compiles an empty HIP file for gfx942 with `compiler` and extra flags; sets out_var to TRUE
-# when that works.
+# Compiles a one-kernel HIP file for gfx942 with `compiler` and extra flags, host and device
+# code as a real build does (device link, offload bundle); sets out_var to TRUE when that works.
 function(_kh_hip_try_compiler out_var compiler)
   set(dir "${CMAKE_BINARY_DIR}/CMakeFiles/kh-hip-probe")
   file(MAKE_DIRECTORY "${dir}")
   file(WRITE "${dir}/probe.hip" "#include <hip/hip_runtime.h>\n__global__ void kh_probe(float* p) { p[threadIdx.x] = 1.f; }\n")
   execute_process(
-    COMMAND "${compiler}" -x hip --offload-arch=${KH_HIP_ARCH} ${ARGN} --cuda-device-only
+    COMMAND "${compiler}" -x hip --offload-arch=${KH_HIP_ARCH} ${ARGN}
             -c "${dir}/probe.hip" -o "${dir}/probe.o"
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(rc EQUAL 0)
@@ -112,12 +112,18 @@ if(NOT KH_HIP_TOOLCHAIN STREQUAL "rocm")
                  DOC "clang that compiles HIP for gfx942 (Debian: clang-19)")
   endif()
   if(NOT KH_HIP_COMPILER)
-    message(FATAL_ERROR "kh: KH_TARGET=rocm-gfx942 needs clang-19 (apt-get install clang-19 lld-19 llvm-19 "
-                        "libamdhip64-dev rocm-device-libs) or a ROCm whose hipcc accepts gfx942 (set ROCM_PATH)")
+    message(FATAL_ERROR "kh: KH_TARGET=rocm-gfx942 needs clang-19 (apt-get install clang-19) "
+                        "or a ROCm whose hipcc accepts gfx942 (set ROCM_PATH)")
   endif()
   get_filename_component(_kh_clang_dir "${KH_HIP_COMPILER}" REALPATH)
   get_filename_component(_kh_clang_dir "${_kh_clang_dir}" DIRECTORY)
   find_program(KH_HIP_LLVM_AS NAMES llvm-as-19 llvm-as HINTS "${_kh_clang_dir}" DOC "llvm-as of KH_HIP_COMPILER")
+  # clang runs these two from its own folder while compiling HIP (the device link and the
+  # offload bundle), so they must sit beside it, not merely on PATH.
+  find_program(KH_HIP_LLD NAMES ld.lld HINTS "${_kh_clang_dir}" NO_DEFAULT_PATH
+               DOC "ld.lld beside KH_HIP_COMPILER (Debian: lld-19)")
+  find_program(KH_HIP_OFFLOAD_BUNDLER NAMES clang-offload-bundler HINTS "${_kh_clang_dir}" NO_DEFAULT_PATH
+               DOC "clang-offload-bundler beside KH_HIP_COMPILER (Debian: clang-tools-19)")
   find_path(KH_HIP_INCLUDE_DIR hip/hip_version.h HINTS ENV ROCM_PATH PATH_SUFFIXES include
             DOC "include folder of the HIP headers (Debian: libamdhip64-dev)")
   find_library(KH_HIP_RUNTIME_LIBRARY amdhip64 HINTS ENV ROCM_PATH PATH_SUFFIXES lib
@@ -127,10 +133,16 @@ if(NOT KH_HIP_TOOLCHAIN STREQUAL "rocm")
             PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE} /usr/lib /opt/rocm
             PATH_SUFFIXES amdgcn/bitcode lib/amdgcn/bitcode
             DOC "folder of rocm-device-libs' bitcode (Debian: rocm-device-libs)")
-  foreach(_kh_var KH_HIP_LLVM_AS KH_HIP_INCLUDE_DIR KH_HIP_RUNTIME_LIBRARY KH_HIP_DEVICE_LIB_DIR)
+  # Each piece with the Debian package that provides it, so a missing one is named exactly.
+  foreach(_kh_need "KH_HIP_LLVM_AS=llvm-19" "KH_HIP_LLD=lld-19" "KH_HIP_OFFLOAD_BUNDLER=clang-tools-19"
+                   "KH_HIP_INCLUDE_DIR=libamdhip64-dev" "KH_HIP_RUNTIME_LIBRARY=libamdhip64-dev"
+                   "KH_HIP_DEVICE_LIB_DIR=rocm-device-libs")
+    string(REPLACE "=" ";" _kh_need "${_kh_need}")
+    list(GET _kh_need 0 _kh_var)
+    list(GET _kh_need 1 _kh_pkg)
     if(NOT ${_kh_var})
-      message(FATAL_ERROR "kh: KH_TARGET=rocm-gfx942: ${_kh_var} not found (apt-get install clang-19 lld-19 "
-                          "llvm-19 libamdhip64-dev rocm-device-libs)")
+      message(FATAL_ERROR "kh: KH_TARGET=rocm-gfx942: ${_kh_var} not found (in ${_kh_clang_dir} for the "
+                          "compiler's helpers); install it: apt-get install ${_kh_pkg}")
     endif()
   endforeach()
 

@@ -8,7 +8,7 @@ packages=(
   libcurl4-openssl-dev libarchive-dev libssl-dev libzstd-dev zstd
   nlohmann-json3-dev libcli11-dev doctest-dev libdlpack-dev
   minisign clang-19 libclang-rt-19-dev
-  lld-19 llvm-19 libamdhip64-dev rocm-device-libs
+  lld-19 llvm-19 clang-tools-19 libamdhip64-dev rocm-device-libs
   nginx openssl curl
   pylint
   "$@"

@@ -22,7 +22,8 @@
 #                                   KH_GPU_CHECK=0 skips check_through_kh.py (bench-only runs).
 #   tests/gpu/run.sh --from-build BUILD   the same, with libkh, `kernels` and the CPU kernel
 #                                   libraries of an existing kh build tree (ctest label gpu);
-#                                   prints SKIP and exits 0 where no CUDA GPU or PyTorch is.
+#                                   prints SKIP and exits 77 (ctest: skipped) where no CUDA
+#                                   GPU or PyTorch is.
 #
 # With the device tool: stage here (about 51 MB: 6 CUDA libraries, libkh, `kernels`, and
 # syslib/, this machine's copies of libarchive, libcurl and their dependencies, used there
@@ -188,7 +189,8 @@ if [[ -z "$reason" && -n "$from_build" ]] && grep -qs '^KH_SANITIZE:BOOL=ON' "$f
   reason="a sanitizer build's libkh cannot be loaded into python3 without preloading its runtime"
 fi
 if [[ -n "$reason" ]]; then
-  if [[ -n "$from_build" ]]; then echo "SKIP: $reason; the GPU check runs only where a CUDA GPU and PyTorch are"; exit 0; fi
+  # Exit 77: ctest reports the test as skipped (SKIP_RETURN_CODE), not as passed.
+  if [[ -n "$from_build" ]]; then echo "SKIP: $reason; the GPU check runs only where a CUDA GPU and PyTorch are"; exit 77; fi
   die "$reason"
 fi
 

@@ -44,9 +44,17 @@ readelf="$(llvm_tool llvm-readelf || true)"
 objdump="$(llvm_tool llvm-objdump || true)"
 objcopy="$(llvm_tool llvm-objcopy || true)"
 cxxfilt="$(llvm_tool llvm-cxxfilt || command -v c++filt || true)"
-if [[ -z "$clang" || -z "$bundler" || -z "$readelf" || -z "$objdump" || -z "$objcopy" ]]; then
-  echo "SKIP: clang-19 and the LLVM 19 tools (clang-offload-bundler, llvm-readelf, llvm-objdump, llvm-objcopy)"
-  echo "      are needed: apt-get install clang-19 lld-19 llvm-19 libamdhip64-dev rocm-device-libs"
+# What is missing, each with the Debian package that provides it (none of these is an error:
+# without them the check cannot run, and ctest reports it skipped).
+missing=()
+[[ -n "$clang" ]] || missing+=("clang-19 (clang-19)")
+[[ -n "$bundler" ]] || missing+=("clang-offload-bundler (clang-tools-19)")
+[[ -n "$readelf" ]] || missing+=("llvm-readelf (llvm-19)")
+[[ -n "$objdump" ]] || missing+=("llvm-objdump (llvm-19)")
+[[ -n "$objcopy" ]] || missing+=("llvm-objcopy (llvm-19)")
+if [[ ${#missing[@]} -gt 0 ]]; then
+  pkgs="$(printf '%s\n' "${missing[@]}" | sed 's/.*(\(.*\))/\1/' | sort -u | tr '\n' ' ')"
+  echo "SKIP: missing ${missing[*]}: apt-get install ${pkgs% }"
   exit 77
 fi
 

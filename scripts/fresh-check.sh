@@ -45,7 +45,8 @@ mirror_of_host() {
     [ -f "$f" ] || continue
     awk '/^URIs:/ {u=$2} /^Suites:/ && / bookworm( |$)/ {print u; exit}' "$f"
   done | head -n 1
-  [ -f /etc/apt/sources.list ] && awk '$1 == "deb" && $3 == "bookworm" {print $2; exit}' /etc/apt/sources.list
+  if [ -f /etc/apt/sources.list ]; then awk '$1 == "deb" && $3 == "bookworm" {print $2; exit}' /etc/apt/sources.list; fi
+  return 0
 }
 mirror="${KH_FRESH_MIRROR:-$(mirror_of_host | head -n 1)}"
 [ -n "$mirror" ] || { echo "fresh-check: no Debian bookworm mirror in /etc/apt; set KH_FRESH_MIRROR" >&2; exit 1; }

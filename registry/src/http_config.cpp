@@ -7,6 +7,7 @@
 
 #include "http_url.hpp"
 #include "kh/registry/fs.hpp"
+#include "kh/registry/json_limits.hpp"
 #include "kh/registry/http_options.hpp"
 #include "kh/registry/status_error.hpp"
 
@@ -32,7 +33,9 @@ std::string token_from_config(const std::string& url) {
   if (!path_exists(path)) return "";
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(read_file(path, 1u << 20));
+    const std::string text = read_file(path, 1u << 20);
+    check_json_depth(text, path, KH_ERROR_INVALID_ARGUMENT);
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     fail(KH_ERROR_INVALID_ARGUMENT, "config file " + path + " is not valid JSON (" + e.what() +
                                         "); fix it or remove it");

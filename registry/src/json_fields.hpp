@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kh/registry/json_limits.hpp"
 #include "kh/registry/repo_index.hpp"
 #include "kh/registry/status_error.hpp"
 

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kh/registry/fs.hpp"
+#include "kh/registry/json_limits.hpp"
 #include "kh/registry/package_spec.hpp"
 #include "kh/registry/semver.hpp"
 #include "kh/registry/sha256.hpp"
@@ -36,6 +37,7 @@ std::string string_member(const nlohmann::json& object, const char* key, std::st
 }  // namespace
 
 Lockfile parse_lockfile(std::string_view text, std::string_view source) {
+  check_json_depth(text, source);
   const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) fail(KH_ERROR_BAD_METADATA, std::string(source) + ": not a JSON object");
   Lockfile lock;

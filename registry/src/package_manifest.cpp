@@ -22,6 +22,7 @@ PackageManifest parse_package_manifest(std::string_view json_text, std::string_v
   using json = nlohmann::json;
   FieldReader r(source);
   json doc;
+  check_json_depth(json_text, source);
   try {
     doc = json::parse(json_text.begin(), json_text.end());
   } catch (const json::exception& e) {

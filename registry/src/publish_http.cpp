@@ -17,6 +17,7 @@
 #include "kh/registry/fs.hpp"
 #include "kh/registry/http_options.hpp"
 #include "kh/registry/hub.hpp"
+#include "kh/registry/json_limits.hpp"
 #include "kh/registry/package_manifest.hpp"
 #include "kh/registry/publish.hpp"
 #include "kh/registry/repo_index.hpp"
@@ -114,6 +115,7 @@ std::string merged_catalog(const std::optional<std::string>& remote, const std::
   if (remote) {
     nlohmann::ordered_json doc;
     try {
+      check_json_depth(*remote, "the hub's catalog.json");
       doc = nlohmann::ordered_json::parse(*remote);
     } catch (const nlohmann::json::exception&) {
       fail(KH_ERROR_BAD_METADATA, "the hub's catalog.json is not valid JSON; fix or remove it, then publish again");

@@ -164,6 +164,7 @@ std::string format_rfc3339_utc(int64_t unix_seconds) {
 RepoIndex parse_repo_index(std::string_view json_text, std::string_view source) {
   FieldReader r(source);
   json doc;
+  check_json_depth(json_text, source);
   try {
     doc = json::parse(json_text.begin(), json_text.end());
   } catch (const json::exception& e) {

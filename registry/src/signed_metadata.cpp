@@ -16,6 +16,7 @@
 #include "file_hub_signing.hpp"
 #include "internal.hpp"
 #include "kh/registry/fs.hpp"
+#include "kh/registry/json_limits.hpp"
 #include "kh/registry/status_error.hpp"
 
 namespace kh::registry {
@@ -256,7 +257,9 @@ uint64_t TrustStore::highest_index_version(const std::string& repo) const {
   const std::string path = dir_ + "/" + repo_index_path(repo) + ".state.json";
   if (!path_exists(path)) return 0;
   try {
-    auto doc = nlohmann::json::parse(read_file(path, kMaxStateBytes));
+    const std::string text = read_file(path, kMaxStateBytes);
+    check_json_depth(text, path, KH_ERROR_IO);
+    auto doc = nlohmann::json::parse(text);
     return doc.at("highest_version").get<uint64_t>();
   } catch (const nlohmann::json::exception& e) {
     fail(KH_ERROR_IO, "the rollback state " + path + " is damaged (" + e.what() + "); remove it and run `kernels get` again");

@@ -23,6 +23,7 @@ bool is_key_id(std::string_view s) {
 }
 
 json parse_json(std::string_view text, std::string_view source, kh_status status) {
+  check_json_depth(text, source, status);  // before any recursive step sees the tree
   try {
     return json::parse(text.begin(), text.end());
   } catch (const json::exception& e) {

@@ -1,14 +1,19 @@
 // libFuzzer target: repos/<org>/<name>/index.json parsing, then re-serialisation and a
-// re-parse (what parses must round-trip) and resolution of a request against it.
+// re-parse (what parses must round-trip) and resolution of a request against it. Inputs
+// starting with 'D' are nested deep inside a member first (deep_nesting.hpp).
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
+
+#include "deep_nesting.hpp"
 
 #include "kh/registry/repo_index.hpp"
 #include "kh/registry/status_error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  std::string_view text(reinterpret_cast<const char*>(data), size);
+  const std::string doc = kh_fuzz::maybe_deep(data, size, R"({"schema":1,"repo":"a/b","version":1,"x":)", "}");
+  std::string_view text(doc);
   try {
     kh::registry::RepoIndex index = kh::registry::parse_repo_index(text, "fuzz");
     kh::registry::RepoIndex again =

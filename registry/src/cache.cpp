@@ -225,7 +225,7 @@ std::optional<std::string> Cache::package_dir(const std::string& sha256) const {
   struct stat st;
   if (::lstat(marker.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
   try {
-    if (read_file(marker, 256) != sha256) return std::nullopt;
+    if (read_regular_file(marker, 256) != sha256) return std::nullopt;
   } catch (const StatusError&) {
     return std::nullopt;
   }
@@ -357,7 +357,7 @@ void Cache::store_metadata(const std::string& hub_id, const std::string& relativ
 std::optional<std::string> Cache::load_metadata(const std::string& hub_id, const std::string& relative_path) const {
   std::string path = metadata_file(root_, hub_id, relative_path);
   if (!path_exists(path)) return std::nullopt;
-  return read_file(path, 64u << 20);
+  return read_regular_file(path, 64u << 20);
 }
 
 void Cache::touch_metadata(const std::string& hub_id, const std::string& relative_path) {
@@ -369,7 +369,7 @@ void Cache::touch_metadata(const std::string& hub_id, const std::string& relativ
 std::string Cache::load_metadata_etag(const std::string& hub_id, const std::string& relative_path) const {
   const std::string path = metadata_file(root_, hub_id, relative_path) + ".etag";
   if (!path_exists(path)) return "";
-  return read_file(path, 1024);
+  return read_regular_file(path, 1024);
 }
 
 std::vector<CachedPackage> Cache::list_packages() const {

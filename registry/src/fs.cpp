@@ -12,7 +12,12 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <random>
+#include <string_view>
+#include <thread>
 
 #include "kh/registry/status_error.hpp"
 #include "internal.hpp"
@@ -154,9 +159,63 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
   detail::fsync_directory(dir);
 }
 
+namespace {
+
+const char* file_type_name(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISDIR(mode)) return "a directory";
+  return "not a regular file";
+}
+
+std::string read_all(int fd, const std::string& path, uint64_t max_bytes);
+
+}  // namespace
+
+int open_regular_file(const std::string& path, const std::string& what) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return -1;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    detail::fail_errno("cannot stat " + what, err);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail(KH_ERROR_IO, what + " is " + file_type_name(st.st_mode) +
+                          ", not a regular file; kh reads regular files only (remove or replace it)");
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    const int err = errno;
+    ::close(fd);
+    detail::fail_errno("cannot set up " + what, err);
+  }
+  return fd;
+}
+
+std::string read_regular_file(const std::string& path, uint64_t max_bytes) {
+  const int fd = open_regular_file(path, "'" + path + "'");
+  if (fd < 0) detail::fail_errno("cannot open '" + path + "'", errno);
+  return read_all(fd, path, max_bytes);
+}
+
 std::string read_file(const std::string& path, uint64_t max_bytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) detail::fail_errno("cannot open '" + path + "'", errno);
+  return read_all(fd, path, max_bytes);
+}
+
+namespace {
+
+// Reads fd to its end and closes it.
+std::string read_all(int fd, const std::string& path, uint64_t max_bytes) {
   std::string out;
   char buf[1 << 16];
   for (;;) {
@@ -177,6 +236,8 @@ std::string read_file(const std::string& path, uint64_t max_bytes) {
   ::close(fd);
   return out;
 }
+
+}  // namespace
 
 void make_directories(const std::string& path) {
   if (path.empty()) return;
@@ -228,16 +289,142 @@ std::string temp_sibling(const std::string& path) {
   return p + ".tmp-" + std::to_string(::getpid()) + "-" + detail::random_hex(8);
 }
 
-FileLock::FileLock(const std::string& lock_path) {
+namespace {
+
+// The pid holding a flock on the file open at fd, from /proc/locks (whose FLOCK lines
+// name the device and inode locked); else the pid the holder wrote into the file; else 0.
+long lock_holder(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) == 0) {
+    char id[96];
+    std::snprintf(id, sizeof id, ":%lu", static_cast<unsigned long>(st.st_ino));
+    std::FILE* f = std::fopen("/proc/locks", "re");
+    if (f != nullptr) {
+      char line[256];
+      long found = 0;
+      while (found == 0 && std::fgets(line, sizeof line, f) != nullptr) {
+        // "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"
+        char kind[16], mode[16], rw[16], dev_ino[64];
+        long pid = 0;
+        if (std::sscanf(line, "%*[^:]: %15s %15s %15s %ld %63s", kind, mode, rw, &pid, dev_ino) != 5) continue;
+        if (std::strcmp(kind, "FLOCK") != 0) continue;
+        const char* last = std::strrchr(dev_ino, ':');
+        if (last != nullptr && std::strcmp(last, id) == 0) found = pid;
+      }
+      std::fclose(f);
+      if (found > 0) return found;
+    }
+  }
+  char buf[32] = {};
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  return n > 0 ? std::strtol(buf, nullptr, 10) : 0;
+}
+
+// A process's name and state letter (R, S, D, T, t, Z, ...) from /proc/<pid>/stat;
+// false when it cannot be read.
+bool process_status(long pid, std::string* comm, char* state) {
+  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "re");
+  if (f == nullptr) return false;
+  char buf[512] = {};
+  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  const std::string stat(buf, n);
+  const size_t open = stat.find('('), close = stat.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close < open || close + 2 >= stat.size()) return false;
+  *comm = stat.substr(open + 1, close - open - 1);
+  for (char& c : *comm)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  *state = stat[close + 2];
+  return true;
+}
+
+// Running or waiting on an event (the network, a timer): it can still finish and let go.
+bool process_is_live(long pid) {
+  std::string comm;
+  char state = 0;
+  return pid > 0 && process_status(pid, &comm, &state) && (state == 'R' || state == 'S');
+}
+
+// "process 1234 (kernels, stopped (SIGSTOP))" from /proc, as far as it tells.
+std::string describe_process(long pid) {
+  std::string out = "process " + std::to_string(pid);
+  std::string comm;
+  char state = 0;
+  if (!process_status(pid, &comm, &state)) return out;
+  const char* what = state == 'T' ? ", stopped (SIGSTOP)" : state == 't' ? ", stopped by a debugger"
+                     : state == 'D' ? ", blocked in the kernel (a hung disk or NFS?)" : state == 'Z' ? ", a zombie" : "";
+  return out + " (" + comm + what + ")";
+}
+
+}  // namespace
+
+double lock_timeout_seconds() {
+  const char* v = std::getenv("KH_LOCK_TIMEOUT");
+  if (v == nullptr || *v == '\0') return kDefaultLockTimeoutSeconds;
+  char* end = nullptr;
+  errno = 0;
+  const double s = std::strtod(v, &end);
+  if (errno != 0 || end == v || *end != '\0' || !(s >= 0) || s > 1e9)
+    fail(KH_ERROR_INVALID_ARGUMENT, std::string("KH_LOCK_TIMEOUT='") + v +
+                                        "' must be a number of seconds (0 or more; e.g. 30, the default)");
+  return s;
+}
+
+FileLock::FileLock(const std::string& lock_path) : FileLock(lock_path, lock_timeout_seconds()) {}
+
+FileLock::FileLock(const std::string& lock_path, double timeout_s) {
   make_directories(detail::parent_path(lock_path));
-  fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd_ < 0) detail::fail_errno("cannot open lock file '" + lock_path + "'", errno);
-  while (::flock(fd_, LOCK_EX) != 0) {
-    if (errno == EINTR) continue;
-    int err = errno;
+  auto give_up = [&](const std::string& message, kh_status status) {
     ::close(fd_);
     fd_ = -1;
-    detail::fail_errno("cannot lock '" + lock_path + "'", err);
+    fail(status, message);
+  };
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  const auto deadline = start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(timeout_s));
+  auto pause = std::chrono::milliseconds(5);
+  bool told = false;
+  for (;;) {
+    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) break;
+    const int err = errno;
+    if (err == EINTR) continue;
+    if (err != EWOULDBLOCK) give_up("cannot lock '" + lock_path + "': " + std::strerror(err), KH_ERROR_IO);
+    const auto now = clock::now();
+    if (now >= deadline) {
+      const long pid = lock_holder(fd_);
+      // A holder that is alive (e.g. downloading a large blob for everyone, bounded by its
+      // own transfer deadlines) gets up to kLiveHolderFactor times as long.
+      if (now < deadline + (deadline - start) * (kLiveHolderFactor - 1) && process_is_live(pid)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        continue;
+      }
+      if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) break;  // let go just now (e.g. as it exited)
+      char secs[32];
+      std::snprintf(secs, sizeof secs, "%.1f", std::chrono::duration<double>(now - start).count());
+      give_up("waited " + std::string(secs) + " s for the lock '" + lock_path + "', held by " +
+                  (pid > 0 ? describe_process(pid) : std::string("another process")) +
+                  ". Another kh is using this part of the cache and has not finished. If that process is stopped, "
+                  "resume it (kill -CONT " + (pid > 0 ? std::to_string(pid) : std::string("<pid>")) +
+                  "); if it is hung, end it; then try again. To wait longer, set KH_LOCK_TIMEOUT=<seconds>",
+              KH_ERROR_IO);
+    }
+    const char* progress = std::getenv("KH_PROGRESS");
+    if (!told && now - start >= std::chrono::seconds(1) && (progress == nullptr || std::string_view(progress) != "0")) {
+      told = true;
+      const long pid = lock_holder(fd_);
+      std::fprintf(stderr, "kh: waiting for the lock '%s', held by %s (up to %g s; KH_LOCK_TIMEOUT sets it)\n",
+                   lock_path.c_str(), pid > 0 ? describe_process(pid).c_str() : "another process", timeout_s);
+    }
+    std::this_thread::sleep_for(std::min<clock::duration>(pause, deadline - now + std::chrono::milliseconds(1)));
+    pause = std::min(pause * 2, std::chrono::milliseconds(100));
+  }
+  // Who holds it, for whoever waits next (/proc/locks says it too, where it is mounted).
+  const std::string me = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd_, 0) == 0) {
+    ssize_t ignored = ::pwrite(fd_, me.data(), me.size(), 0);
+    (void)ignored;
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 
+#include "kh/registry/fs.hpp"
 #include "kh/registry/http_options.hpp"
 #include "kh/registry/hub.hpp"
 #include "kh/registry/repo_index.hpp"
@@ -72,17 +73,13 @@ class FileHub final : public Hub {
   }
 
  private:
+  // Never blocks in open(): a FIFO (or device) planted in the hub is refused, not waited on.
   int open_or_not_found(const std::string& path, const std::string& rel) const {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    int fd = open_regular_file(path, "hub " + url_ + ": '" + rel + "'");
     if (fd < 0) {
       if (errno == ENOENT || errno == ENOTDIR)
         fail(KH_ERROR_NOT_FOUND, "hub " + url_ + " has no '" + rel + "'; check the hub URL and the repo name");
       detail::fail_errno("hub " + url_ + ": cannot open '" + rel + "'", errno);
-    }
-    struct stat st;
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd);
-      fail(KH_ERROR_IO, "hub " + url_ + ": '" + rel + "' is not a regular file");
     }
     return fd;
   }

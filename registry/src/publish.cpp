@@ -96,7 +96,7 @@ void write_catalog(const std::string& hub_dir) {
         std::string repo = org + "/" + name;
         std::string path = hub_dir + "/" + repo_index_path(repo);
         if (!is_valid_repo_part(name) || !path_exists(path)) continue;
-        RepoIndex index = parse_repo_index(read_file(path, kIndexMaxBytes), path);
+        RepoIndex index = parse_repo_index(read_regular_file(path, kIndexMaxBytes), path);
         repos.push_back(nlohmann::ordered_json{{"repo", repo}, {"latest", latest_version(index)}});
       }
     }
@@ -197,7 +197,7 @@ std::vector<PublishedVariant> publish_to_file_hub(const std::string& dist_dir, c
       std::string path = hub_dir + "/" + repo_index_path(repo);
       RepoIndex index;
       if (path_exists(path)) {
-        index = parse_repo_index(read_file(path, kIndexMaxBytes), path);
+        index = parse_repo_index(read_regular_file(path, kIndexMaxBytes), path);
         if (index.repo != repo)
           fail(KH_ERROR_BAD_METADATA, "'" + path + "' names repo '" + index.repo + "', not '" + repo + "'; fix the hub first");
       } else {
@@ -272,7 +272,7 @@ std::vector<PublishedVariant> publish_to_file_hub(const std::string& dist_dir, c
     const std::string index_file = hub_dir + "/" + repo_index_path(repo);
     if (!changed[repo]) {
       if (!signing_keys.empty() && !path_exists(index_file + ".minisig"))
-        detail::write_index_signatures(hub_dir, repo, read_file(index_file, kIndexMaxBytes), signing_keys);
+        detail::write_index_signatures(hub_dir, repo, read_regular_file(index_file, kIndexMaxBytes), signing_keys);
       continue;
     }
     index.version += 1;

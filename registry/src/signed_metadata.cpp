@@ -201,7 +201,7 @@ std::optional<RootMetadata> TrustStore::trusted_root() const {
   std::optional<RootMetadata> trusted;
   for (uint64_t v : versions) {
     const std::string path = root_dir + "/" + root_name(v);
-    RootMetadata root = parse_root(read_file(path, kMaxRootBytes), path);
+    RootMetadata root = parse_root(read_regular_file(path, kMaxRootBytes), path);
     if (root.version != v)
       fail(KH_ERROR_SIGNATURE, path + " holds root version " + std::to_string(root.version) + ": the trust state is damaged; run `kernels trust <root.json> --replace`");
     if (trusted) {
@@ -257,7 +257,7 @@ uint64_t TrustStore::highest_index_version(const std::string& repo) const {
   const std::string path = dir_ + "/" + repo_index_path(repo) + ".state.json";
   if (!path_exists(path)) return 0;
   try {
-    const std::string text = read_file(path, kMaxStateBytes);
+    const std::string text = read_regular_file(path, kMaxStateBytes);
     check_json_depth(text, path, KH_ERROR_IO);
     auto doc = nlohmann::json::parse(text);
     return doc.at("highest_version").get<uint64_t>();
@@ -386,7 +386,7 @@ std::optional<RootMetadata> latest_root_in_file_hub(const std::string& hub_dir) 
   std::vector<uint64_t> versions = root_versions_in(hub_dir + "/root");
   if (versions.empty()) return std::nullopt;
   const std::string path = hub_dir + "/root/" + root_name(versions.back());
-  RootMetadata root = parse_root(read_file(path, kMaxRootBytes), path);
+  RootMetadata root = parse_root(read_regular_file(path, kMaxRootBytes), path);
   if (root.version != versions.back())
     fail(KH_ERROR_BAD_METADATA, path + " holds root version " + std::to_string(root.version));
   return root;
@@ -462,7 +462,7 @@ void sign_index_in_file_hub(const std::string& hub_dir, const std::string& repo,
                             const std::vector<minisign::SecretKey>& signers) {
   FileLock lock(hub_dir + "/.kh-publish.lock");
   const std::string path = hub_dir + "/" + repo_index_path(repo);
-  detail::write_index_signatures(hub_dir, repo, read_file(path, kMaxIndexBytes), signers);
+  detail::write_index_signatures(hub_dir, repo, read_regular_file(path, kMaxIndexBytes), signers);
 }
 
 void write_key_pair_files(const std::string& dir, const std::string& stem, const minisign::SecretKey& key,

@@ -275,6 +275,13 @@ std::vector<PublishedVariant> publish_to_file_hub(const std::string& dist_dir, c
         detail::write_index_signatures(hub_dir, repo, read_regular_file(index_file, kIndexMaxBytes), signing_keys);
       continue;
     }
+    if (index.version >= kMaxMetadataVersion)
+      fail(KH_ERROR_BAD_METADATA,
+           "cannot publish " + repo + ": its index is at version " + std::to_string(index.version) +
+               ", the highest kh accepts (2^53 - 1), so it cannot grow again. An index that high was signed with a "
+               "misused key: rotate the index keys with a new root (`kernels trust rotate`), set \"version\" in " +
+               index_file + " back to the last honest version, and publish again (clients reset their rollback "
+               "state when the index keys change)");
     index.version += 1;
     index.expires = format_rfc3339_utc(expires);
     index.expires_unix = expires;

@@ -188,6 +188,10 @@ RepoIndex parse_repo_index(std::string_view json_text, std::string_view source) 
       !is_valid_repo_part(index.repo.substr(slash + 1)))
     r.bad("repo", "'" + index.repo + "' is not a valid '<org>/<name>'");
   index.version = r.unsigned_at(doc, "", "version");
+  if (index.version > kMaxMetadataVersion)
+    r.bad("version", std::to_string(index.version) + " is above the highest version kh accepts (" +
+                         std::to_string(kMaxMetadataVersion) + ", 2^53 - 1); an index this high can only come "
+                         "from a misused signing key");
   index.expires = r.string_at(doc, "", "expires");
   if (!parse_rfc3339_utc(index.expires, &index.expires_unix))
     r.bad("expires", "'" + index.expires + "' is not an RFC 3339 UTC time like 2027-01-01T00:00:00Z");

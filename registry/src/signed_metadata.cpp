@@ -8,10 +8,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <ctime>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "file_hub_signing.hpp"
 #include "internal.hpp"
@@ -55,6 +58,13 @@ std::vector<uint64_t> root_versions_in(const std::string& dir) {
 }
 
 std::string root_name(uint64_t version) { return std::to_string(version) + ".root.json"; }
+
+// The index role's keys (id and key bytes) and threshold: what a rotation changes.
+std::pair<std::map<std::string, std::array<uint8_t, 32>>, uint32_t> index_keys_of(const RootMetadata& root) {
+  std::map<std::string, std::array<uint8_t, 32>> keys;
+  for (const std::string& id : root.index_role.keyids) keys[id] = root.keys.at(id).key;
+  return {keys, root.index_role.threshold};
+}
 
 void check_not_expired(const std::string& what, const std::string& expires, int64_t expires_unix,
                        const TrustOptions& options) {
@@ -246,6 +256,11 @@ RootMetadata TrustStore::update_root(Hub& hub) {
     const std::string source = rel + " from " + hub.url();
     RootMetadata next = parse_root(*text, source);
     verify_root_update(*trusted, next, source);
+    // TUF's fast-forward recovery: versions signed by the old index keys say nothing about
+    // what the new ones sign (a stolen key may have pushed them to the top of their range),
+    // so the rollback state restarts. Dropped before the new root is stored: a crash in
+    // between leaves no rotation that goes unnoticed.
+    if (index_keys_of(next) != index_keys_of(*trusted)) remove_tree(dir_ + "/repos");
     write_file_atomic(dir_ + "/root/" + root_name(next.version), *text);
     trusted = std::move(next);
   }

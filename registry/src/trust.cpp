@@ -95,6 +95,8 @@ RootMetadata parse_root(std::string_view text, std::string_view source) {
   if (r.string_at(s, "signed", "type") != "root") r.bad("signed.type", "expected \"root\"");
   root.version = r.unsigned_at(s, "signed", "version");
   if (root.version < 1) r.bad("signed.version", "must be at least 1");
+  if (root.version > kMaxMetadataVersion)
+    r.bad("signed.version", "above the highest version kh accepts (" + std::to_string(kMaxMetadataVersion) + ")");
   root.expires = r.string_at(s, "signed", "expires");
   if (!parse_rfc3339_utc(root.expires, &root.expires_unix))
     r.bad("signed.expires", "expected an RFC 3339 UTC time such as 2027-01-01T00:00:00Z");

@@ -274,3 +274,85 @@ TEST_CASE("the index signature written by publish verifies with the stock minisi
   kh_test::write_text(w.d / "kh.pub", w.key.public_key().file_text());
   CHECK(std::system(("minisign -Vm " + w.index_file + " -p " + w.d / "kh.pub" + " >/dev/null 2>&1").c_str()) == 0);
 }
+
+namespace {
+// Sets the index's "version" on the hub to v and signs it again with `signer`.
+void set_index_version(World& w, uint64_t v, const minisign::SecretKey& signer) {
+  std::string text = kh_test::read_text(w.index_file);
+  const size_t at = text.find("\"version\":");
+  REQUIRE(at != std::string::npos);
+  const size_t digits = text.find_first_of("0123456789", at);
+  const size_t end = text.find_first_not_of("0123456789", digits);
+  text.replace(digits, end - digits, std::to_string(v));
+  kh_test::write_text(w.index_file, text);
+  sign_index_in_file_hub(w.hub_dir, kRepo, {signer});
+}
+}  // namespace
+
+TEST_CASE("a misused index key cannot pin clients forever (issue 16, item 6)") {
+  World w;
+  w.init_and_pin();
+  w.publish("1.0.0");
+  CHECK(w.fetch().version == 1);
+  TrustStore store(w.cache, w.hub->id());
+
+  // 2^64 - 1, validly signed: refused, and the rollback state does not move.
+  set_index_version(w, UINT64_MAX, w.key);
+  std::string m = expect_status([&] { w.fetch(); }, KH_ERROR_BAD_METADATA);
+  CHECK_MESSAGE(m.find("above the highest version kh accepts (9007199254740991") != std::string::npos, m);
+  CHECK(store.highest_index_version(kRepo) == 1);
+
+  // The top of the accepted range is accepted (the key is valid) ...
+  set_index_version(w, kMaxMetadataVersion, w.key);
+  CHECK(w.fetch().version == kMaxMetadataVersion);
+  CHECK(store.highest_index_version(kRepo) == kMaxMetadataVersion);
+  // ... but publishing on top of it refuses to wrap the counter, and writes nothing.
+  const std::string before = kh_test::read_text(w.index_file);
+  m = expect_status([&] { w.publish("1.1.0"); }, KH_ERROR_BAD_METADATA);
+  CHECK_MESSAGE(m.find("cannot grow again") != std::string::npos, m);
+  CHECK_MESSAGE(m.find("kernels trust rotate") != std::string::npos, m);
+  CHECK(kh_test::read_text(w.index_file) == before);
+
+  SUBCASE("a new root that keeps the index keys keeps the rollback state") {
+    const auto root2 = minisign::generate_key();
+    RootSpec s;
+    s.root_keys = {root2.public_key()};
+    s.index_keys = {w.key.public_key()};
+    s.expires_unix = static_cast<int64_t>(std::time(nullptr)) + 86400;
+    write_next_root_to_file_hub(w.hub_dir, s, {w.key, root2});
+    set_index_version(w, 2, w.key);
+    m = expect_status([&] { w.fetch(); }, KH_ERROR_ROLLBACK);
+    CHECK(store.highest_index_version(kRepo) == kMaxMetadataVersion);
+  }
+  SUBCASE("rotating the index keys resets the rollback state: the honest index is accepted again") {
+    const auto index2 = minisign::generate_key();
+    RootSpec s;
+    s.root_keys = {w.key.public_key()};
+    s.index_keys = {index2.public_key()};
+    s.expires_unix = static_cast<int64_t>(std::time(nullptr)) + 86400;
+    write_next_root_to_file_hub(w.hub_dir, s, {w.key});
+    set_index_version(w, 2, index2);
+    CHECK(w.fetch().version == 2);  // was: "older than version 9007199254740991", forever
+    CHECK(store.highest_index_version(kRepo) == 2);
+    CHECK(w.cached()->version == 2);
+    // Rollback protection holds again under the new keys.
+    set_index_version(w, 1, index2);
+    expect_status([&] { w.fetch(); }, KH_ERROR_ROLLBACK);
+    // And the publisher can go on from the honest version.
+    set_index_version(w, 2, index2);
+    w.publish("1.1.0", 365, {index2});
+    CHECK(w.fetch().version == 3);
+  }
+}
+
+TEST_CASE("a root version above 2^53 - 1 is refused") {
+  const auto k = minisign::generate_key();
+  RootSpec s;
+  s.version = kMaxMetadataVersion + 1;
+  s.root_keys = {k.public_key()};
+  s.index_keys = {k.public_key()};
+  s.expires_unix = static_cast<int64_t>(std::time(nullptr)) + 86400;
+  expect_status([&] { make_root(s, {k}); }, KH_ERROR_BAD_METADATA);
+  s.version = kMaxMetadataVersion;
+  CHECK(parse_root(make_root(s, {k}), "r").version == kMaxMetadataVersion);
+}

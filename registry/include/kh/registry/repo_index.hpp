@@ -28,6 +28,11 @@
 namespace kh::registry {
 
 inline constexpr int kRepoIndexSchema = 1;
+// The highest metadata version (an index's "version", a root's) kh accepts: 2^53 - 1, the
+// largest integer every JSON reader holds exactly. A counter that grows by one per publish
+// never gets near it; one signed near 2^64 (a stolen index key) would leave no room to
+// grow, so it is refused rather than allowed to pin clients forever (docs/trust.md).
+inline constexpr uint64_t kMaxMetadataVersion = (uint64_t{1} << 53) - 1;
 
 struct OpInfo {
   std::string name;

@@ -366,6 +366,12 @@ void Cache::touch_metadata(const std::string& hub_id, const std::string& relativ
     detail::fail_errno("cannot update the time of '" + path + "'", errno);
 }
 
+void Cache::drop_metadata(const std::string& hub_id, const std::string& relative_path) {
+  const std::string path = metadata_file(root_, hub_id, relative_path);
+  for (const std::string& p : {path + ".etag", path})  // the validator first: never one without its copy
+    if (::unlink(p.c_str()) != 0 && errno != ENOENT) detail::fail_errno("cannot remove '" + p + "'", errno);
+}
+
 std::string Cache::load_metadata_etag(const std::string& hub_id, const std::string& relative_path) const {
   const std::string path = metadata_file(root_, hub_id, relative_path) + ".etag";
   if (!path_exists(path)) return "";

@@ -141,10 +141,11 @@ struct IndexFetch {
   std::optional<std::string> cached_minisig, cached_sigs;  // set when not modified
 };
 
+// `conditional` false: the cached copy failed verification; it is never offered again.
 IndexFetch fetch_index_text(Hub& hub, const Cache& cache, const std::string& repo, const std::string& rel,
-                            bool need_signature) {
+                            bool need_signature, bool conditional = true) {
   IndexFetch out;
-  std::string etag = cache.load_metadata_etag(hub.id(), rel);
+  std::string etag = conditional ? cache.load_metadata_etag(hub.id(), rel) : "";
   std::optional<std::string> cached = etag.empty() ? std::nullopt : cache.load_metadata(hub.id(), rel);
   std::optional<std::string> cached_minisig;
   if (cached && need_signature) {
@@ -296,7 +297,17 @@ RepoIndex fetch_verified_index(Hub& hub, Cache& cache, const std::string& repo, 
   if (!store.trusted_root()) {
     if (!options.allow_unsigned) fail_no_pin(hub.url(), cache.root());
     IndexFetch fetched = fetch_index_text(hub, cache, repo, rel, false);
-    RepoIndex index = parse_repo_index(fetched.text, source + " (unsigned)");
+    std::optional<RepoIndex> parsed;
+    try {
+      parsed = parse_repo_index(fetched.text, source + " (unsigned)");
+    } catch (const StatusError&) {
+      if (!fetched.not_modified) throw;
+      // The hub says our copy is current, but our copy is damaged: drop it, fetch afresh.
+      cache.drop_metadata(hub.id(), rel);
+      fetched = fetch_index_text(hub, cache, repo, rel, false, false);
+      parsed = parse_repo_index(fetched.text, source + " (unsigned)");
+    }
+    RepoIndex index = std::move(*parsed);
     check_names_repo(index, repo, source);
     if (fetched.not_modified)
       cache.touch_metadata(hub.id(), rel);
@@ -312,9 +323,12 @@ RepoIndex fetch_verified_index(Hub& hub, Cache& cache, const std::string& repo, 
   std::optional<std::string> sigs;
   bool not_modified = false;
   // Twice at most: a publish between our reads of the index and its signature leaves a
-  // pair that does not match; reading both again gets a consistent one.
+  // pair that does not match; reading both again gets a consistent one. A cached copy the
+  // hub confirmed (304) that does not verify is damaged: it is dropped and the index and
+  // its signatures fetched afresh, unconditionally (once more, not counted as an attempt).
+  bool conditional = true;
   for (int attempt = 0;; ++attempt) {
-    IndexFetch fetched = fetch_index_text(hub, cache, repo, rel, true);
+    IndexFetch fetched = fetch_index_text(hub, cache, repo, rel, true, conditional);
     text = std::move(fetched.text);
     etag = std::move(fetched.etag);
     not_modified = fetched.not_modified;
@@ -330,8 +344,15 @@ RepoIndex fetch_verified_index(Hub& hub, Cache& cache, const std::string& repo, 
       sigs = root.index_role.threshold > 1 ? fetch_optional(hub, rel + ".sigs", kMaxSignatureFileBytes) : std::nullopt;
     try {
       verify_index_signatures(root, text, index_signature_entries(minisig, sigs, rel, " from " + hub.url()), source);
+      if (not_modified) parse_repo_index(text, source);  // parsed again below; a damaged copy fails here
       break;
     } catch (const StatusError& e) {
+      if (not_modified) {
+        cache.drop_metadata(hub.id(), rel);
+        conditional = false;
+        --attempt;
+        continue;
+      }
       if (e.status() != KH_ERROR_SIGNATURE || attempt >= 1) throw;
     }
   }

@@ -70,6 +70,9 @@ class Cache {
   // Restarts the age of stored metadata the hub just confirmed unchanged (HTTP 304)
   // without rewriting it. No error when it is absent.
   void touch_metadata(const std::string& hub_id, const std::string& relative_path);
+  // Forgets stored metadata (and its ETag): a copy that failed verification is never
+  // offered to the hub as current again. No error when it is absent.
+  void drop_metadata(const std::string& hub_id, const std::string& relative_path);
   // The ETag stored with that metadata; empty when none.
   std::string load_metadata_etag(const std::string& hub_id, const std::string& relative_path) const;
 

@@ -1,5 +1,6 @@
 // Where an http(s) hub's options come from: the environment and the config file
 // ($XDG_CONFIG_HOME/kh/config.json); see http_options.hpp.
+#include <cerrno>
 #include <cstdlib>
 #include <string>
 
@@ -59,6 +60,20 @@ std::string token_from_config(const std::string& url) {
   return best_token;
 }
 
+// A positive number (fractions allowed) from the environment, at least `min`; `fallback`
+// when unset. Throws KH_ERROR_INVALID_ARGUMENT naming the variable otherwise.
+double seconds_from_env(const char* name, double fallback, double min) {
+  const std::string v = env_or_empty(name);
+  if (v.empty()) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const double d = std::strtod(v.c_str(), &end);
+  if (errno != 0 || end == v.c_str() || *end != '\0' || !(d >= min) || d > 1e12)
+    fail(KH_ERROR_INVALID_ARGUMENT, std::string(name) + "='" + v + "' must be a number, at least " +
+                                        std::to_string(static_cast<long long>(min)));
+  return d;
+}
+
 }  // namespace
 
 std::string sanitize_url(const std::string& url) {
@@ -82,6 +97,9 @@ HttpOptions http_options_from_environment(const std::string& url) {
   const std::string progress = env_or_empty("KH_PROGRESS");
   if (progress == "0") o.progress = HttpOptions::Progress::Never;
   if (progress == "1") o.progress = HttpOptions::Progress::Always;
+  o.transfer_min_timeout_s = seconds_from_env("KH_TRANSFER_MIN_TIMEOUT", o.transfer_min_timeout_s, 1);
+  o.transfer_min_rate = seconds_from_env("KH_TRANSFER_MIN_RATE", o.transfer_min_rate, 1);
+  o.operation_timeout_s = seconds_from_env("KH_OPERATION_TIMEOUT", o.operation_timeout_s, 0);
   const std::string parallel = env_or_empty("KH_PARALLEL_DOWNLOADS");
   if (!parallel.empty()) {
     char* end = nullptr;

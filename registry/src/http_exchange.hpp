@@ -5,6 +5,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -52,6 +53,7 @@ class Exchange {
     bool accept_encoding = false;   // let the server compress (metadata only)
     uint64_t body_limit = 0;        // abort once more than this many body bytes arrive
     bool with_token = false;
+    long timeout_ms = 0;            // > 0: the whole request's deadline (CURLOPT_TIMEOUT_MS)
   };
 
   Exchange(CURLM* multi, CURL* easy, const Request& req, const std::string& token)
@@ -69,6 +71,9 @@ class Exchange {
     curl_easy_setopt(easy_, CURLOPT_MAXFILESIZE_LARGE,
                      static_cast<curl_off_t>(req.accept_encoding ? 0 : req.body_limit));
     curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, errbuf_);
+    curl_easy_setopt(easy_, CURLOPT_TIMEOUT_MS, req.timeout_ms);
+    timeout_ms_ = req.timeout_ms;
+    started_ = std::chrono::steady_clock::now();
     curl_easy_setopt(easy_, CURLOPT_HEADERDATA, this);
     curl_easy_setopt(easy_, CURLOPT_WRITEDATA, this);
     curl_easy_setopt(easy_, CURLOPT_PRIVATE, this);  // drive_multi() finds the Exchange of a finished handle
@@ -162,13 +167,18 @@ class Exchange {
     if (!paused_ || has_body_bytes()) return;
     paused_ = false;
     CURLcode rc = curl_easy_pause(easy_, CURLPAUSE_CONT);
-    if (rc != CURLE_OK) fail(KH_ERROR_INTERNAL, std::string("libcurl cannot resume a transfer: ") + curl_easy_strerror(rc));
+    // Unpausing hands curl's held chunk to on_body at once; when that crosses the body
+    // limit the transfer ends there, which is the cap's doing, not an error of curl's:
+    // the reader reports the cap (or the size check does).
+    if (rc != CURLE_OK && !over_limit_ && !cut_error_body_)
+      fail(KH_ERROR_INTERNAL, std::string("libcurl cannot resume a transfer: ") + curl_easy_strerror(rc));
   }
   bool has_body_bytes() const { return pos_ < buf_.size(); }
 
   // Called by drive_multi() when libcurl reports this transfer done.
   void on_done(CURLcode result) {
     finished_ = true;
+    elapsed_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_).count();
     result_ = result;
     long status = 0;
     if (curl_easy_getinfo(easy_, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status != 0) response_.status = status;
@@ -198,6 +208,12 @@ class Exchange {
   // CURLE_OK also when only an error page too long to read was cut off.
   CURLcode result() const { return cut_error_body_ && result_ == CURLE_WRITE_ERROR ? CURLE_OK : result_; }
   bool over_limit() const { return over_limit_; }
+  // The request ran into its own deadline (Request::timeout_ms), not a connect or
+  // low-speed timeout.
+  bool hit_deadline() const {
+    return finished_ && result_ == CURLE_OPERATION_TIMEDOUT && timeout_ms_ > 0 && elapsed_ms_ + 250 >= timeout_ms_;
+  }
+  long elapsed_ms() const { return elapsed_ms_; }
   const Response& response() const { return response_; }
   std::string error_detail() const {
     std::string d = errbuf_[0] != '\0' ? std::string(errbuf_) : std::string(curl_easy_strerror(result_));
@@ -234,6 +250,8 @@ class Exchange {
   bool over_limit_ = false;
   bool finished_ = false;
   CURLcode result_ = CURLE_OK;
+  long timeout_ms_ = 0, elapsed_ms_ = 0;
+  std::chrono::steady_clock::time_point started_;
 };
 
 inline bool is_transient(CURLcode rc) {

@@ -78,6 +78,11 @@ class HttpHub final : public Hub {
     std::random_device rd;
     rng_.seed(rd());
     configure(easy_);
+    op_deadline_ = opt_.operation_timeout_s > 0
+                       ? std::chrono::steady_clock::now() +
+                             std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                 std::chrono::duration<double>(opt_.operation_timeout_s))
+                       : std::chrono::steady_clock::time_point::max();
   }
   ~HttpHub() override {
     curl_easy_cleanup(easy_);
@@ -108,6 +113,7 @@ class HttpHub final : public Hub {
       req.accept_encoding = true;
       req.body_limit = max_bytes;
       req.with_token = same_origin(req.url);
+      attempts.arm(req, max_bytes);
       Exchange ex(multi_, easy_, req, opt_.token);
       std::string text;
       char buf[1 << 16];
@@ -119,6 +125,9 @@ class HttpHub final : public Hub {
                                           std::to_string(max_bytes) + " bytes allowed for it");
         text.append(buf, n);
       }
+      if (ex.over_limit())  // whatever curl made of the cut (a write error, a failed unpause)
+        fail(KH_ERROR_BAD_METADATA, "hub " + safe_url() + ": '" + relative_path + "' is larger than the " +
+                                        std::to_string(max_bytes) + " bytes allowed for it");
       const Response& r = ex.response();
       if (ex.result() == CURLE_OK && r.status == 200) {
         MetadataFetch out;
@@ -235,11 +244,42 @@ class HttpHub final : public Hub {
     // The fetch made progress: failures counted so far no longer count.
     void progressed() { failures_ = 0; }
 
+    // Gives a request that may bring up to `may_bring` body bytes its deadline: the
+    // transfer's (from that size and the floor rate), or what is left of the operation's
+    // when that comes first. Throws once the operation's deadline has passed.
+    void arm(Exchange::Request& req, uint64_t may_bring) {
+      const HttpOptions& o = hub_.opt_;
+      transfer_s_ = std::max(o.transfer_min_timeout_s, static_cast<double>(may_bring) / o.transfer_min_rate);
+      may_bring_ = may_bring;
+      double limit_s = transfer_s_;
+      by_operation_ = false;
+      if (hub_.op_deadline_ != std::chrono::steady_clock::time_point::max()) {
+        const double left =
+            std::chrono::duration<double>(hub_.op_deadline_ - std::chrono::steady_clock::now()).count();
+        if (left <= 0) fail_operation_deadline();
+        if (left < limit_s) {
+          limit_s = left;
+          by_operation_ = true;
+        }
+      }
+      req.timeout_ms = std::max(1L, static_cast<long>(limit_s * 1000));
+    }
+
     // Decides what follows a request that did not succeed: returns how long to wait before
     // trying again (url_ may now be a redirect target), or throws.
     std::chrono::milliseconds after_failure(const Exchange& ex, const std::string& rel) {
       const Response& r = ex.response();
       const std::string shown = sanitize_url(url_);
+      if (ex.hit_deadline()) {
+        if (by_operation_) fail_operation_deadline();
+        fail(KH_ERROR_NETWORK,
+             "GET " + shown + ": cut off after " + seconds(ex.elapsed_ms() / 1000.0) +
+                 " s, the deadline of a transfer of up to " + std::to_string(may_bring_) + " bytes (max(" +
+                 seconds(hub_.opt_.transfer_min_timeout_s) + " s, size at " + seconds(hub_.opt_.transfer_min_rate) +
+                 " bytes/s) = " + seconds(transfer_s_) +
+                 " s): the server sends too slowly or has stalled. Try again later; on a slow link, raise "
+                 "KH_TRANSFER_MIN_TIMEOUT (seconds) or lower KH_TRANSFER_MIN_RATE (bytes/s)");
+      }
       if (++requests_ >= kMaxRequestsPerFetch)
         fail(KH_ERROR_NETWORK, "GET " + shown + ": gave up after " + std::to_string(requests_) +
                                    " requests; the hub or the network is unstable: try again later");
@@ -290,13 +330,31 @@ class HttpHub final : public Hub {
                                    " attempts); check the network or try again later");
       url_ = start_;  // a retry starts from the hub again (a redirect target may be what failed)
       hops_ = 0;
-      return hub_.retry_delay(failures_, retry_after_s);
+      const std::chrono::milliseconds delay = hub_.retry_delay(failures_, retry_after_s);
+      if (std::chrono::steady_clock::now() + delay >= hub_.op_deadline_) fail_operation_deadline(why);
+      return delay;
+    }
+
+    [[noreturn]] void fail_operation_deadline(const std::string& last = "") const {
+      fail(KH_ERROR_NETWORK, "GET " + sanitize_url(url_) + ": the operation's deadline of " +
+                                 seconds(hub_.opt_.operation_timeout_s) + " s (KH_OPERATION_TIMEOUT) passed" +
+                                 (last.empty() ? "" : " (last failure: " + last + ")") +
+                                 "; the hub is too slow or not answering. Try again later, or raise KH_OPERATION_TIMEOUT");
+    }
+
+    static std::string seconds(double s) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.4g", s);
+      return buf;
     }
 
    private:
     HttpHub& hub_;
     std::string start_, url_;
     int requests_ = 0, failures_ = 0, hops_ = 0;
+    double transfer_s_ = 0;     // the last request's transfer deadline
+    uint64_t may_bring_ = 0;    // and the size it was derived from
+    bool by_operation_ = false; // the operation's deadline came first for it
   };
 
   // One blob's body, on its own easy handle: one request after another (resuming at the
@@ -365,6 +423,7 @@ class HttpHub final : public Hub {
       // limit until the answer is known; accept_response() tightens it for a 206.
       req.body_limit = size_;
       req.with_token = hub_.same_origin(req.url);
+      attempts_.arm(req, size_);
       ex_ = std::make_unique<Exchange>(hub_.multi_, easy_, req, hub_.opt_.token);
       checked_ = false;
     }
@@ -495,6 +554,7 @@ class HttpHub final : public Hub {
   CURL* easy_ = nullptr;               // metadata requests
   std::vector<CURL*> blob_easies_;     // one per parallel blob transfer, kept for reuse
   std::mt19937 rng_;
+  std::chrono::steady_clock::time_point op_deadline_;  // max(): none
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
@@ -48,6 +49,37 @@ bool HttpConnection::respond(const std::string& status, const std::string& body,
   std::vector<std::string> all = headers;
   all.push_back("Content-Length: " + std::to_string(body.size()));
   return send_head(status, all) && send(body);
+}
+
+bool HttpConnection::drip(const std::string& piece, std::chrono::milliseconds every,
+                          std::chrono::milliseconds max_total) {
+  const auto end = std::chrono::steady_clock::now() + max_total;
+  while (std::chrono::steady_clock::now() < end) {
+    if (stopping() || !send(piece)) return false;
+    pollfd p{fd_, POLLIN, 0};  // readable here means the client closed (or reset) it
+    if (::poll(&p, 1, static_cast<int>(every.count())) > 0) {
+      char c;
+      if (::recv(fd_, &c, 1, MSG_DONTWAIT) <= 0) return false;
+    }
+  }
+  return true;
+}
+
+bool HttpConnection::send_chunk(const std::string& data) {
+  char size[32];
+  std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+  return send(size + data + "\r\n");
+}
+
+void HttpConnection::hold(std::chrono::milliseconds max_total) {
+  const auto end = std::chrono::steady_clock::now() + max_total;
+  while (!stopping() && std::chrono::steady_clock::now() < end) {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, 50) > 0) {
+      char c;
+      if (::recv(fd_, &c, 1, MSG_DONTWAIT) <= 0) return;
+    }
+  }
 }
 
 FaultServer::FaultServer(Handler handler, const std::string& host) : handler_(std::move(handler)), host_(host) {
@@ -110,6 +142,7 @@ void FaultServer::accept_loop() {
 void FaultServer::serve(int fd) {
   timeval tv{5, 0};  // a client that never finishes its request does not hold a thread long
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  // (the send timeout also bounds a handler writing to a client that stopped reading)
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   std::string head;
   char buf[4096];
@@ -148,7 +181,7 @@ void FaultServer::serve(int fd) {
     req.index = static_cast<int>(requests_.size());
     requests_.push_back(req);
   }
-  HttpConnection conn(fd);
+  HttpConnection conn(fd, &stop_);
   try {
     handler_(req, conn);
   } catch (...) {

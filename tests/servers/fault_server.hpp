@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -30,7 +31,7 @@ struct HttpRequest {
 // A connection the handler answers on. Writes never raise SIGPIPE; they report failure.
 class HttpConnection {
  public:
-  explicit HttpConnection(int fd) : fd_(fd) {}
+  explicit HttpConnection(int fd, const std::atomic<bool>* stop = nullptr) : fd_(fd), stop_(stop) {}
   bool send(const std::string& bytes);
   // "HTTP/1.1 <status>\r\n" + each header + "Connection: close\r\n\r\n".
   bool send_head(const std::string& status, const std::vector<std::string>& headers);
@@ -38,8 +39,19 @@ class HttpConnection {
   bool respond(const std::string& status, const std::string& body, const std::vector<std::string>& headers = {});
   int fd() const { return fd_; }
 
+  // Slow servers. Each returns false once the client has gone (or the server is stopping)
+  // and never runs past max_total, so a handler always ends.
+  // Sends `piece` every `every` (a slow drip: 100 bytes every 50 ms is 2 KB/s).
+  bool drip(const std::string& piece, std::chrono::milliseconds every, std::chrono::milliseconds max_total);
+  // One chunk of a "Transfer-Encoding: chunked" body ("" ends the body).
+  bool send_chunk(const std::string& data);
+  // Answers nothing: waits until the client closes the connection.
+  void hold(std::chrono::milliseconds max_total);
+  bool stopping() const { return stop_ != nullptr && stop_->load(); }
+
  private:
   int fd_;
+  const std::atomic<bool>* stop_;
 };
 
 class FaultServer {

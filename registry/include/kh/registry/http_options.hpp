@@ -20,6 +20,17 @@ struct HttpOptions {
   std::string ca_bundle;
 
   long connect_timeout_s = 15;
+
+  // Deadlines (docs/http-hubs.md, "Deadlines"). One request may take at most
+  // max(transfer_min_timeout_s, bytes it may bring / transfer_min_rate) seconds, connect to
+  // last byte, whatever the server does; a server that drips a body above the low-speed
+  // floor is cut off there, and that is final (not retried). KH_TRANSFER_MIN_TIMEOUT,
+  // KH_TRANSFER_MIN_RATE (bytes/s).
+  double transfer_min_timeout_s = 30;
+  double transfer_min_rate = 64 * 1024;
+  // Every request of one Hub (one get or load: metadata, retries, waits, blobs) ends
+  // within operation_timeout_s of opening it; 0: no such limit. KH_OPERATION_TIMEOUT.
+  double operation_timeout_s = 1800;
   // A transfer slower than low_speed_bytes_per_s for low_speed_time_s seconds is dropped
   // (and retried, resuming where it stopped).
   long low_speed_bytes_per_s = 1024;

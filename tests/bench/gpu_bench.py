@@ -21,6 +21,12 @@ between rounds is printed, as the noise floor of the comparison).
              fused_add_rms_norm, layer_norm, fused_add_layer_norm. Baselines: a device copy
              of the same shape (x -> out) and F.rms_norm / F.layer_norm (for the fused ops,
              eager x + residual first). TB/s: each input read once, each output written once.
+  decode     attention_decode_paged (1.1), bf16, GQA 32/8, d 128, one new token per sequence,
+             batch x KV length in {1x4k, 1x32k, 16x4k, 16x32k, 64x8k, 128x4k}, paged with block
+             size 16 (blocks shuffled over the pool) and, on sm90a, 256. Baselines: PyTorch SDPA
+             (enable_gqa) on a contiguous copy of the gathered K and V, and the HBM floor: K + V
+             bytes over the copy bandwidth measured in this run. Cache sets rotated so that
+             small rows are not served from L2.
   ceilings   a 1 GiB device copy and a bf16 8192^3 matmul (the floors in the NOTES files).
 
 Prints one table with each row's target and whether it was met, and writes the figures to
@@ -28,7 +34,7 @@ Prints one table with each row's target and whether it was met, and writes the f
 not an error); 0 with SKIP where no CUDA device or PyTorch is present.
 
   python3 tests/bench/gpu_bench.py --hub file:///path/hub --cache /path/cache [--out DIR]
-      [--only attention|norms] [--reps N] [--quick]
+      [--only attention|norms|decode] [--reps N] [--quick]
 (KH_LIBRARY names libkh.so; tests/gpu/run.sh sets everything up and runs this with --bench.)
 """
 import argparse
@@ -66,6 +72,8 @@ NORM_TARGETS = {  # op -> (min ratio to copy, min ratio to torch)
     "layer_norm": (0.88, 1.40),
 }
 ATTN_STRETCH_TFLOPS = 680.0  # sm90a, d 128, s 8k, non-causal
+DECODE_SHAPES = ((1, 4096), (1, 32768), (16, 4096), (16, 32768), (64, 8192), (128, 4096))  # batch x KV
+DECODE_HQ, DECODE_HKV, DECODE_D = 32, 8, 128
 
 
 # --- timing ---------------------------------------------------------------------------
@@ -237,6 +245,101 @@ def print_attention(rows):
               f"| {r.get('vs_cudnn', float('nan')):.2f}x | {100 * r['spread']:.1f}% | {target} | {met} |")
 
 
+# --- decode (attention_decode_paged) -----------------------------------------------------
+
+def decode_workspace_floats(batch, q_len, hq, hkv, d, max_kv):
+    """The op's workspace rule (docs/ops-attention-decode.md)."""
+    s = max(1, min(64, -(-max_kv // 128), -(-1024 // (batch * hkv))))
+    return batch * q_len * hq * s * (d + 1) if s > 1 else 0
+
+
+def bench_decode(kernels, reps, copy_tbs, failures):
+    rows = []
+    hq, hkv, d = DECODE_HQ, DECODE_HKV, DECODE_D
+    scale = 1.0 / math.sqrt(d)
+    gen = torch.Generator(device="cuda")
+    for b, kv in DECODE_SHAPES:
+        kv_bytes = 2 * b * kv * hkv * d * 2  # K + V, bf16
+        nsets = max(1, min(16, math.ceil(2 * L2_BYTES / kv_bytes)))
+        floor_ms = kv_bytes / (copy_tbs * 1e9)
+        sdpa_ms = None
+        bs16_ms = {}
+        for bs in (16, 256):
+            gen.manual_seed(b * 7 + kv + bs)
+            nblk = kv // bs
+            pool = nsets * b * nblk
+            kc = torch.randn(pool, bs, hkv, d, device="cuda", dtype=torch.bfloat16, generator=gen)
+            vc = torch.randn(pool, bs, hkv, d, device="cuda", dtype=torch.bfloat16, generator=gen)
+            perm = torch.randperm(pool, device="cuda", generator=gen).to(torch.int32).view(nsets, b, nblk)
+            tables = [perm[i].contiguous() for i in range(nsets)]
+            seq = torch.full((b,), kv, device="cuda", dtype=torch.int32)
+            qs = [torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16, generator=gen) for _ in range(nsets)]
+            outs = [torch.empty_like(qs[0]) for _ in range(nsets)]
+            ws = torch.empty(max(1, decode_workspace_floats(b, 1, hq, hkv, d, nblk * bs)), device="cuda",
+                             dtype=torch.float32)
+            if sdpa_ms is None:  # SDPA on contiguous (b, hkv, kv, d) copies of the gathered cache, once per shape
+                dense = []
+                for i in range(nsets):
+                    kd = kc[tables[i].long()].reshape(b, kv, hkv, d).transpose(1, 2).contiguous()
+                    vd = vc[tables[i].long()].reshape(b, kv, hkv, d).transpose(1, 2).contiguous()
+                    dense.append((qs[i].transpose(1, 2), kd, vd))
+                sdpa = [(lambda t=t: F.scaled_dot_product_attention(t[0], t[1], t[2], scale=scale, enable_gqa=True))
+                        for t in dense]
+                ref = sdpa[0]().transpose(1, 2)
+                sdpa_ms = Timing(sdpa, reps).ms
+                del dense, sdpa
+            for target in ("sm90a", "sm80") if bs == 16 else ("sm90a",):
+                op = kernels[target].op("attention_decode_paged")
+                calls = [op.bind(outs[i], None, qs[i], kc, vc, tables[i], seq, ws, scale, -1, 0.0) for i in range(nsets)]
+                outs[0].fill_(float("nan"))
+                calls[0]()
+                err = rel_error(outs[0], ref)
+                name = f"b{b} kv{kv // 1024}k bs{bs}"
+                if not err < 1e-2:
+                    failures.append(f"decode {target} {name}: rel error {err:.2e} against SDPA")
+                    continue
+                t = Timing(calls, reps)
+                row = dict(kind="decode", build=target, name=name, batch=b, kv=kv, block_size=bs, us=t.ms * 1e3,
+                           spread=t.spread, sdpa_us=sdpa_ms * 1e3, vs_sdpa=sdpa_ms / t.ms, floor_us=floor_ms * 1e3,
+                           floor_ratio=floor_ms / t.ms, tbs=kv_bytes / t.ms / 1e9, rel_err_vs_sdpa=err,
+                           cache_sets=nsets)
+                if target == "sm90a" and bs == 16:
+                    bs16_ms[target] = t.ms
+                    if b >= 16:
+                        row["target"] = ">=0.85 floor, >=1.0x SDPA"
+                        row["met"] = row["floor_ratio"] >= 0.85 and row["vs_sdpa"] >= 1.0
+                    elif kv >= 32768:
+                        row["target"] = ">=0.6 floor"
+                        row["met"] = row["floor_ratio"] >= 0.6
+                    else:
+                        row["target"] = "<=0.5x SDPA time"
+                        row["met"] = row["vs_sdpa"] >= 2.0
+                elif target == "sm80" and b >= 16:
+                    row["target"] = ">=0.7 floor"
+                    row["met"] = row["floor_ratio"] >= 0.7
+                elif bs == 256 and "sm90a" in bs16_ms:
+                    row["bs16_vs_bs256"] = bs16_ms["sm90a"] / t.ms
+                    row["target"] = "bs16 within 10% of bs256"
+                    row["met"] = row["bs16_vs_bs256"] <= 1.10
+                rows.append(row)
+            del kc, vc, perm, tables, qs, outs, ws
+            torch.cuda.empty_cache()
+        del ref
+    return rows
+
+
+def print_decode(rows):
+    print("\n| decode bf16 GQA 32/8 d128 | build | us | SDPA us | vs SDPA | floor us | floor/time | TB/s "
+          "| spread | target | met |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        met = "-" if "met" not in r else ("met" if r["met"] else "MISSED")
+        extra = f" (bs16/bs256 {r['bs16_vs_bs256']:.2f})" if "bs16_vs_bs256" in r else ""
+        print(f"| {r['name']} | {r['build']} | {r['us']:.1f} | {r['sdpa_us']:.1f} | {r['vs_sdpa']:.2f}x "
+              f"| {r['floor_us']:.1f} | {r['floor_ratio']:.2f} | {r['tbs']:.2f} | {100 * r['spread']:.1f}% "
+              f"| {r.get('target', '-')}{extra} | {met} |")
+
+
 # --- norms ----------------------------------------------------------------------------
 
 NORM_OPS = ("rms_norm", "fused_add_rms_norm", "layer_norm", "fused_add_layer_norm")
@@ -329,7 +432,7 @@ def main():
     ap.add_argument("--hub", default=os.environ.get("KH_HUB"), help="hub URL (default $KH_HUB)")
     ap.add_argument("--cache", default=os.environ.get("KH_CACHE"), help="cache folder (default $KH_CACHE)")
     ap.add_argument("--out", help="folder for gpu_bench.json")
-    ap.add_argument("--only", choices=("attention", "norms"))
+    ap.add_argument("--only", choices=("attention", "norms", "decode"))
     ap.add_argument("--reps", type=int, default=30, help="timed calls per round (two rounds)")
     ap.add_argument("--quick", action="store_true", help="attention at s 1k and 4k only")
     args = ap.parse_args()
@@ -351,15 +454,18 @@ def main():
     result["ceilings"] = ceilings(args.reps)
     print(f"ceilings: copy {result['ceilings']['copy_tbs']:.2f} TB/s (read + write), "
           f"bf16 matmul 8192^3 {result['ceilings']['matmul_tflops']:.0f} TFLOP/s")
-    attn_rows, norm_rows = [], []
+    attn_rows, norm_rows, decode_rows = [], [], []
     if args.only in (None, "norms"):
         kernels = {pkg: load(pkg, "sm90a", args, variants) for pkg in ("rms-norm", "layer-norm")}
         norm_rows = bench_norms(kernels, args.reps, failures)
     if args.only in (None, "attention"):
         kernels = {t: load("attention", t, args, variants) for t in ("sm90a", "sm80")}
         attn_rows = bench_attention(kernels, max(10, args.reps * 2 // 3), args.quick, failures)
-    result.update(attention=attn_rows, norms=norm_rows, failures=failures)
-    rows = attn_rows + norm_rows
+    if args.only in (None, "decode"):
+        kernels = {t: load("attention", t, args, variants) for t in ("sm90a", "sm80")}
+        decode_rows = bench_decode(kernels, max(20, args.reps), result["ceilings"]["copy_tbs"], failures)
+    result.update(attention=attn_rows, norms=norm_rows, decode=decode_rows, failures=failures)
+    rows = attn_rows + norm_rows + decode_rows
     judged = [r for r in rows if "met" in r] + [dict(met=r["stretch_met"]) for r in rows if "stretch" in r]
     result["targets_met"] = sum(r["met"] for r in judged)
     result["targets_judged"] = len(judged)
@@ -370,6 +476,8 @@ def main():
         print_attention(attn_rows)
     if norm_rows:
         print_norms(norm_rows)
+    if decode_rows:
+        print_decode(decode_rows)
     print(f"\ntargets met: {result['targets_met']} of {result['targets_judged']}; "
           f"validation failures: {len(failures)}; {time.time() - t0:.0f} s")
     for f in failures:

@@ -22,6 +22,11 @@ loader's schema checks run too. Then, per op x target x dtype x shape class:
                  width), strided and 3-d rows, with and without weight/bias, fp32 weights, in place.
   oracle         a subset run on both the GPU build and the kh CPU build: the CPU output
                  within rounding of ref64, the GPU output within the GPU rule of the CPU's.
+  attention_decode_paged (1.1)   tests/gpu/attention/check_decode.py: paged caches with
+                 shuffled blocks and padded block-table rows, lengths 0/1/odd/long (split-KV),
+                 q_len 1-8, GQA/MQA, window, soft-cap, every head dim 32..256 step 8, bf16/fp16,
+                 against float64 with the rule above (PyTorch same-precision error x 2); the CPU
+                 build as oracle; CUDA graph capture + replay bit-identical; bad calls refused.
   bad args       mismatched shapes, wrong dtypes, head_dim 96, non-contiguous last dim, a
                  CPU tensor, an int for a float...: kh.Error with the expected KH_ status and
                  the argument named, and the NaN-poisoned output untouched (no launch).
@@ -32,6 +37,8 @@ loader's schema checks run too. Then, per op x target x dtype x shape class:
 Prints a summary table (op x target x dtype x shape class -> pass/fail, cases, max error,
 worst error/tolerance); with --out DIR also writes DIR/summary.txt and DIR/summary.json.
 Exit status 1 on any failure; 0 with SKIP where no CUDA device or PyTorch is present.
+KH_GPU_CHECK_ONLY=<section>[,<section>...] runs only the sections whose names start with one
+of the given words (e.g. "attention decode,binding"); the loads always run.
 
   python3 tests/gpu/check_through_kh.py --hub file:///path/hub --cache /path/cache [--out DIR] [--quick]
 (KH_LIBRARY names libkh.so; tests/gpu/run.sh sets everything up.)
@@ -59,6 +66,7 @@ except ImportError:
 import kh  # noqa: E402
 # The standalone harnesses' references and tolerance rules, reused as they are.
 from attention_dev_check import make_inputs, reference as attention_reference, sdpa_same_precision  # noqa: E402
+from check_decode import check_decode, check_decode_oracle  # noqa: E402
 from check_norms import SENTINEL, TOL, gaps_intact, make_rows, norm_inputs, reference as norm_reference  # noqa: E402
 
 ORG = "kernels-community"
@@ -714,10 +722,17 @@ def main():
         gen.manual_seed(args.seed)
         for section, fn in (("attention", lambda: check_attention(res, kernels, gen, args.quick)),
                             ("attention vs the CPU oracle", lambda: check_attention_oracle(res, kernels, gen)),
+                            ("attention decode", lambda: check_decode(res, kernels, gen, args.quick, GPU_TARGETS)),
+                            ("attention decode vs the CPU oracle",
+                             lambda: check_decode_oracle(res, kernels, gen, GPU_TARGETS)),
                             ("norms", lambda: check_norms(res, kernels, gen, args.quick)),
                             ("norms vs the CPU oracle", lambda: check_norms_oracle(res, kernels, gen)),
                             ("bad arguments", lambda: check_bad_args(res, kernels)),
                             ("binding", lambda: check_binding(res, kernels, args, variants, gen))):
+            only = [w.strip() for w in os.environ.get("KH_GPU_CHECK_ONLY", "").split(",") if w.strip()]
+            if only and not any(section.startswith(w) for w in only):
+                print(f"({section}: skipped, KH_GPU_CHECK_ONLY)")
+                continue
             t = time.time()
             try:
                 fn()

@@ -16,8 +16,10 @@
 # gfx942. Each kernel is listed with its v_mfma count (llvm-objdump -d --mcpu=gfx942) and the
 # register, spill, scratch and LDS use from its AMDGPU metadata (llvm-readelf --notes): vgpr
 # counts AGPRs too (gfx942 allocates both from one 512-entry file; <= 256 allows 2 waves per
-# SIMD). Every attention kernel must contain v_mfma instructions, bf16 and f16 ones both, and
-# spill nothing; no kernel may use scratch memory (SGPR spills of the norms go to VGPR lanes).
+# SIMD). Every attention_fwd kernel must contain v_mfma instructions, bf16 and f16 ones both, and
+# spill nothing; the attention_decode_paged kernels (memory-bound, on the vector ALUs: no MFMA)
+# must all be there (16 split + 2 combine); no kernel may use scratch memory (SGPR spills of the
+# norms and of the 8-row decode kernels go to VGPR lanes).
 # Exit status: 0 pass, 1 fail, 77 skipped (no clang-19 / LLVM 19 tools: ctest reports a skip).
 set -uo pipefail
 
@@ -123,6 +125,7 @@ kernel_table() {
 
 libs=(attention rms_norm layer_norm)
 total_mfma=0
+decode_kernels=0
 for pkg in "${libs[@]}"; do
   lib="$(find "$dir" -name "libkh_${pkg}_hip.so" -type f | head -n1)"
   if [[ -z "$lib" ]]; then
@@ -156,7 +159,9 @@ for pkg in "${libs[@]}"; do
       printf '  %4s %4s %4s %5s %5s %7s %6s  %s\n' "$mfma" "$vgpr" "$agpr" "$vspill" "$sspill" "$scratch" "$lds" "$pretty"
       # VGPR spills go to scratch memory; SGPR spills go to VGPR lanes (no memory traffic).
       [[ "$vspill" == 0 && "$scratch" == 0 ]] || fail "$pkg: $pretty spills to scratch ($vspill VGPRs, $scratch bytes)"
-      if [[ "$pkg" == attention ]]; then
+      if [[ "$pkg" == attention && "$pretty" == *decode_* ]]; then
+        decode_kernels=$((decode_kernels + 1))
+      elif [[ "$pkg" == attention ]]; then
         [[ "$mfma" -gt 0 ]] || fail "attention: $pretty has no v_mfma instruction"
         [[ "$sspill" == 0 ]] || fail "attention: $pretty spills $sspill SGPRs"
         total_mfma=$((total_mfma + mfma))
@@ -169,7 +174,10 @@ for pkg in "${libs[@]}"; do
   [[ $kernels -gt 0 ]] || fail "$pkg: no kernels in its code objects"
   if [[ "$pkg" == attention ]]; then
     # 2 head dims x 2 dtypes x causal or not; bf16 and f16 MFMAs both present.
-    [[ $kernels -eq 8 ]] || fail "attention: $kernels kernels, expected 8 (hd 64/128 x bf16/fp16 x causal/not)"
+    [[ $((kernels - decode_kernels)) -eq 8 ]] ||
+      fail "attention: $((kernels - decode_kernels)) attention_fwd kernels, expected 8 (hd 64/128 x bf16/fp16 x causal/not)"
+    [[ $decode_kernels -eq 18 ]] ||
+      fail "attention: $decode_kernels decode kernels, expected 18 (bf16/fp16 x lane groups 4/8/16/32 x 4/8 rows, 2 combine)"
     mnemonics="$(for co in "${cos[@]}"; do "$objdump" -d --mcpu=gfx942 "$co"; done |
                  grep -o 'v_mfma_[a-z0-9_]*' | sort | uniq -c | sed 's/^ */    /')"
     echo "  v_mfma instructions by kind (all attention kernels, $total_mfma in all):"

@@ -12,6 +12,8 @@
 #include <cstdlib>
 
 #include "attention_args.hpp"
+#include "attention_decode_args.hpp"
+#include "attention_decode_launch.hpp"
 #include "attention_fwd_sm80.hpp"
 #if defined(KH_ATTENTION_SM90A)
 #include "attention_fwd_sm90.hpp"
@@ -108,6 +110,16 @@ kh_status launch(const OpContext& c, const AttentionParams& a) {
   return KH_OK;
 }
 
+bool decode_params_aligned(const DecodeParams& p) {
+  auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
+  auto rows_aligned = [](int64_t a, int64_t b, int64_t c) { return a % 8 == 0 && b % 8 == 0 && c % 8 == 0; };
+  return aligned(p.q) && aligned(p.k) && aligned(p.v) && aligned(p.out) && aligned(p.workspace) &&
+         rows_aligned(p.q_batch_stride, p.q_row_stride, p.q_head_stride) &&
+         rows_aligned(p.k_block_stride, p.k_row_stride, p.k_head_stride) &&
+         rows_aligned(p.v_block_stride, p.v_row_stride, p.v_head_stride) &&
+         rows_aligned(p.o_batch_stride, p.o_row_stride, p.o_head_stride);
+}
+
 }  // namespace
 
 kh_status attention_fwd_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
@@ -117,6 +129,41 @@ kh_status attention_fwd_invoke(const kh_value* args, uint32_t nargs, const kh_ca
     KH_KERNEL_TRY(parse_attention_fwd_args(args, nargs, ctx, &p));
     if (p.empty()) return KH_OK;
     return launch(c, p);
+  });
+}
+
+}  // namespace kh_attention
+
+namespace kh_attention {
+
+kh_status attention_decode_paged_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
+  const OpContext c{"attention_decode_paged", ctx, KH_DEVICE_TYPE};
+  return kh_kernels::guarded(c, [&]() -> kh_status {
+    DecodeParams p;
+    KH_KERNEL_TRY(parse_attention_decode_args(args, nargs, ctx, &p));
+    if (p.empty()) return KH_OK;
+    if (!decode_params_aligned(p))
+      return op_error(c, KH_ERROR_UNSUPPORTED,
+                      "q, k_cache, v_cache, out and workspace need 16-byte aligned data pointers, and q, out and "
+                      "cache strides that are multiples of 8 elements (the kernel reads 16-byte chunks)");
+    const int64_t row_tiles = (static_cast<int64_t>(p.q_len) * (p.heads_q / p.heads_kv) + 3) / 4;
+    if (p.batch > 65535 || p.heads_kv * row_tiles > 65535)
+      return op_error(c, KH_ERROR_UNSUPPORTED,
+                      "shape too large for the CUDA kernel: batch %d and heads_kv x ceil(q_len x group / 4) %lld "
+                      "must be <= 65535",
+                      p.batch, (long long)(p.heads_kv * row_tiles));
+    const int device_id = p.device_id;
+    const ScopedDevice device(device_id);
+    if (device.status() != cudaSuccess)
+      return op_error(c, KH_ERROR_DEVICE, "cannot make CUDA device %d current: %s", device_id,
+                      cudaGetErrorString(device.status()));
+    const cudaStream_t stream = static_cast<cudaStream_t>(c.ctx ? c.ctx->stream : nullptr);
+    const decode::DecodePlan plan = decode::plan_decode(p, device_id);
+    const cudaError_t err = decode::launch_decode(p, plan, stream);
+    if (err != cudaSuccess)
+      return op_error(c, KH_ERROR_DEVICE, "kernel launch failed on CUDA device %d: %s (%s)", device_id,
+                      cudaGetErrorName(err), cudaGetErrorString(err));
+    return KH_OK;
   });
 }
 

@@ -10,5 +10,7 @@
 namespace kh_attention {
 
 kh_status attention_fwd_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx);
+// attention_decode_paged (1.1.0): decode over a paged KV cache; parse_attention_decode_args() first.
+kh_status attention_decode_paged_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx);
 
 }  // namespace kh_attention

@@ -2,6 +2,7 @@
 // the library's one export, kh_kernel_negotiate. Shared by every backend; the name, version,
 // variant and device type come from the build (kh_add_kernel_library).
 #include "attention_args.hpp"
+#include "attention_decode_args.hpp"
 #include "attention_ops.hpp"
 #include "kh/kernel_abi.h"
 #include "kh_kernel/negotiate.hpp"
@@ -16,10 +17,25 @@ constexpr kh_arg_constraint kScalar = {sizeof(kh_arg_constraint), 0, -1, -1};
 constexpr kh_arg_constraint kAttentionFwdConstraints[kAttentionFwdNumArgs] = {
     kQkvo, kLseConstraint, kQkvo, kQkvo, kQkvo, kScalar, kScalar};
 
+constexpr kh_arg_constraint kBlockTable = {sizeof(kh_arg_constraint), KH_DTYPE_I32, 2, 2};
+constexpr kh_arg_constraint kSeqLens = {sizeof(kh_arg_constraint), KH_DTYPE_I32, 1, 1};
+constexpr kh_arg_constraint kWorkspace = {sizeof(kh_arg_constraint), KH_DTYPE_F32, 1, 1};
+constexpr kh_arg_constraint kAttentionDecodeConstraints[kAttentionDecodeNumArgs] = {
+    kQkvo, kLseConstraint, kQkvo, kQkvo, kQkvo, kBlockTable, kSeqLens, kWorkspace, kScalar, kScalar, kScalar};
+
+// attention_decode_paged's workspace: float32, at least
+//   max_splits > 1 ? batch * q_len * heads_q * max_splits * (head_dim + 1) : 0 elements, with
+//   max_splits = max(1, min(64, ceil(max_kv / 128), ceil(1024 / (batch * heads_kv)))) and
+//   max_kv = block_table.shape[1] * k_cache.shape[1] (attention_decode_params.hpp, the docs).
 const kh_op_desc kOps[] = {
     {sizeof(kh_op_desc), 0, "attention_fwd",
      "attention_fwd(Tensor(a!) out, Tensor(b!)? lse, Tensor q, Tensor k, Tensor v, float scale, bool causal) -> ()",
      &attention_fwd_invoke, kAttentionFwdConstraints},
+    {sizeof(kh_op_desc), 0, "attention_decode_paged",
+     "attention_decode_paged(Tensor(a!) out, Tensor(b!)? lse, Tensor q, Tensor k_cache, Tensor v_cache, "
+     "Tensor block_table, Tensor seq_lens, Tensor(c!) workspace, float scale, int window_left=-1, "
+     "float softcap=0.0) -> ()",
+     &attention_decode_paged_invoke, kAttentionDecodeConstraints},
 };
 
 const kh_module_desc kModule = {sizeof(kh_module_desc), KH_ABI_VERSION, KH_PACKAGE_NAME, KH_PACKAGE_VERSION,

@@ -1,0 +1,88 @@
+// attention_decode.cuh: the CUDA spelling of the decode kernels' platform hooks, the shared
+// kernel bodies (../src/attention_decode_kernel.inl) and their launchers. Included by one
+// translation unit per (dtype, lane-group width): attention_decode_<dtype>_tpr<N>.cu.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "attention_decode.hpp"
+
+#define KH_DEC_DEV __device__ __forceinline__
+// 4 CTAs an SM for 4 rows (caps registers at 128: 160 unbounded), 2 for 8 rows.
+#define KH_DEC_SPLIT_BOUNDS(ROWS) __launch_bounds__(kThreads, (ROWS) <= 4 ? 4 : 2)
+
+namespace kh_attention {
+namespace decode {
+
+KH_DEC_DEV float kh_dec_shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+
+// 2^x by MUFU.EX2; ex2.approx(-inf) = +0, which the online softmax relies on.
+KH_DEC_DEV float kh_dec_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// K and V are read once per call: keep them out of L1.
+KH_DEC_DEV uint4 kh_dec_ld16(const void* ptr) {
+  uint4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(ptr));
+  return r;
+}
+
+KH_DEC_DEV float2 kh_dec_f16x2_to_float2(uint32_t bits) {
+  __half2 h;
+  *reinterpret_cast<uint32_t*>(&h) = bits;
+  return __half22float2(h);
+}
+
+KH_DEC_DEV uint16_t kh_dec_float_to_f16(float f) { return __half_as_ushort(__float2half_rn(f)); }
+
+}  // namespace decode
+}  // namespace kh_attention
+
+#include "attention_decode_kernel.inl"
+
+namespace kh_attention {
+namespace decode {
+
+template <typename Tag, int TPR>
+cudaError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int num_splits, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(num_splits), static_cast<unsigned>(p.heads_kv * row_tiles),
+                  static_cast<unsigned>(p.batch));
+  if (rows == 4)
+    decode_split_kernel<Tag, TPR, 4><<<grid, kThreads, 0, stream>>>(p, row_tiles, num_splits);
+  else
+    decode_split_kernel<Tag, TPR, 8><<<grid, kThreads, 0, stream>>>(p, row_tiles, num_splits);
+  return cudaGetLastError();
+}
+
+template <typename Tag, int TPR>
+int decode_split_occupancy(int rows) {
+  int blocks = 0;
+  const cudaError_t err =
+      rows == 4 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, decode_split_kernel<Tag, TPR, 4>, kThreads, 0)
+                : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, decode_split_kernel<Tag, TPR, 8>, kThreads, 0);
+  return err == cudaSuccess && blocks > 0 ? blocks : 1;
+}
+
+// The launch/combine translation unit declares the instantiations extern: each split kernel
+// is compiled once, in its own translation unit.
+#define KH_DECODE_EXTERN(Tag, TPR)                                                                           \
+  extern template cudaError_t run_decode_split<Tag, TPR>(const DecodeParams&, int, int, int, cudaStream_t); \
+  extern template int decode_split_occupancy<Tag, TPR>(int);
+#define KH_DECODE_EXTERN_ALL(Tag) \
+  KH_DECODE_EXTERN(Tag, 4) KH_DECODE_EXTERN(Tag, 8) KH_DECODE_EXTERN(Tag, 16) KH_DECODE_EXTERN(Tag, 32)
+
+#define KH_DECODE_INSTANTIATE(Tag, TPR)                                                                   \
+  template cudaError_t run_decode_split<Tag, TPR>(const DecodeParams&, int, int, int, cudaStream_t); \
+  template int decode_split_occupancy<Tag, TPR>(int);
+
+}  // namespace decode
+}  // namespace kh_attention

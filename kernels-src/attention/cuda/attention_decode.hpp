@@ -1,0 +1,28 @@
+// attention_decode.hpp: the CUDA decode kernels' launchers, one explicit instantiation per
+// (dtype, lane-group width TPR) in attention_decode_<dtype>_tpr<N>.cu; attention_decode_cuda.cu
+// picks one per call and launches the combine step.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "attention_decode_params.hpp"
+
+namespace kh_attention {
+namespace decode {
+
+struct Bf16Tag;
+struct F16Tag;
+
+// The split kernel over grid (num_splits, heads_kv * row_tiles, batch); rows: 4 or 8 query rows a CTA.
+template <typename Tag, int TPR>
+cudaError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int num_splits, cudaStream_t stream);
+
+// CTAs of the split kernel one SM holds at once.
+template <typename Tag, int TPR>
+int decode_split_occupancy(int rows);
+
+// Merges the splits' partials in the workspace into out and lse.
+cudaError_t run_decode_combine(const DecodeParams& p, int num_splits, cudaStream_t stream);
+
+}  // namespace decode
+}  // namespace kh_attention

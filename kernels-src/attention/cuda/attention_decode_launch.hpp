@@ -1,0 +1,24 @@
+// attention_decode_launch.hpp: how attention_cuda.cu's op entry runs attention_decode_paged:
+// plan (lane-group width, rows a CTA, row tiles, splits) from the shapes and the device, then
+// launch (split kernel, and the combine kernel when split).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "attention_decode_params.hpp"
+
+namespace kh_attention {
+namespace decode {
+
+struct DecodePlan {
+  int tpr = 16;       // threads per key: next power of two >= head_dim / 8
+  int rows = 4;       // query rows a CTA (4 or 8)
+  int row_tiles = 1;  // CTAs per kv head: ceil(q_len * group / rows)
+  int splits = 1;     // key splits per sequence, <= p.max_splits() (the workspace rule)
+};
+
+DecodePlan plan_decode(const DecodeParams& p, int device);
+cudaError_t launch_decode(const DecodeParams& p, const DecodePlan& plan, cudaStream_t stream);
+
+}  // namespace decode
+}  // namespace kh_attention

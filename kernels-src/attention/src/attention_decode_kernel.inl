@@ -1,0 +1,381 @@
+// attention_decode_kernel.inl: the paged-KV decode kernels of attention_decode_paged, written
+// once for CUDA (cuda/attention_decode.cuh) and HIP (hip/attention_decode_hip.hpp). The
+// including header defines, before including this file:
+//   KH_DEC_DEV                          __device__ __forceinline__ (or the HIP spelling)
+//   float kh_dec_shfl_xor(float, int)   butterfly exchange among the lanes of a warp/wavefront
+//   float kh_dec_exp2(float)            2^x (approximate is fine: |err| ~ 2 ulp)
+//   uint4 kh_dec_ld16(const void*)      16-byte global load of streamed data (K, V)
+//   float2 kh_dec_f16x2_to_float2(uint32_t)  two fp16 (low first) to float
+//   uint16_t kh_dec_float_to_f16(float)      round to nearest even
+//   KH_DEC_SPLIT_BOUNDS(ROWS)           the split kernel's __launch_bounds__ (kThreads threads)
+//
+// Design (memory-bound; see cuda/NOTES.md "decode"):
+//  - split kernel: one CTA of kThreads threads per (split, kv head x row tile, sequence). The
+//    CTA reads the K/V rows of its key range once for all rows of its tile (ROWS query rows:
+//    the q heads of one kv head's group times q_len). A "lane group" of TPR threads owns one
+//    key at a time, each thread 8 elements of the head dim (one 16-byte load); the CTA's
+//    kThreads / TPR lane groups walk interleaved keys, kUnroll keys each per step, all loads
+//    of a step issued before any use and the block ids of the next step prefetched. Scores
+//    are reduced within the lane group by shuffles; each lane group keeps its own online
+//    softmax state (max, sum, accumulator), merged through shared memory at the end.
+//  - one split: the CTA writes out and lse. Several: it writes its normalised partial output
+//    and its log2-sum-exp to the workspace, and the combine kernel merges the splits.
+// Head dims: TPR = next power of two >= head_dim / 8 (4, 8, 16, 32); lanes past head_dim / 8
+// load nothing and add zeros, so every multiple of 8 from 32 to 256 runs on 4 TPR variants
+// (64, 128, 256 use every lane).
+
+namespace kh_attention {
+namespace decode {
+
+constexpr int kThreads = 128;
+constexpr int kUnroll = 4;
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+struct Bf16Tag {};
+struct F16Tag {};
+
+KH_DEC_DEV void unpack8(uint4 raw, float f[8], Bf16Tag) {
+  const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    f[2 * i] = __uint_as_float(w[i] << 16);
+    f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+  }
+}
+
+KH_DEC_DEV void unpack8(uint4 raw, float f[8], F16Tag) {
+  const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 t = kh_dec_f16x2_to_float2(w[i]);
+    f[2 * i] = t.x;
+    f[2 * i + 1] = t.y;
+  }
+}
+
+KH_DEC_DEV uint32_t to_bits(float f, Bf16Tag) {
+  const uint32_t u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0u;  // NaN stays NaN
+  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;        // round to nearest even
+}
+
+KH_DEC_DEV uint32_t to_bits(float f, F16Tag) { return kh_dec_float_to_f16(f); }
+
+template <typename Tag>
+KH_DEC_DEV uint4 pack8(const float f[8]) {
+  uint32_t w[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) w[i] = to_bits(f[2 * i], Tag{}) | (to_bits(f[2 * i + 1], Tag{}) << 16);
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+template <typename Tag>
+KH_DEC_DEV uint16_t to_bits16(float f) {
+  return static_cast<uint16_t>(to_bits(f, Tag{}));
+}
+
+// Where a CTA's rows and keys are. Rows of a tile: local index r in [0, nrows) is query row
+// idx = r0 + r of the kv head's q_len x group rows, idx -> (token i = idx / group, q head
+// kv_head * group + idx % group).
+struct Tile {
+  int b, kv_head, r0, nrows, group, len;
+  int key_beg, key_end;  // this split's keys [key_beg, key_end)
+};
+
+KH_DEC_DEV Tile make_tile(const DecodeParams& p, int rows, int row_tiles, int num_splits) {
+  Tile t;
+  t.b = blockIdx.z;
+  t.kv_head = blockIdx.y / row_tiles;
+  const int rt = blockIdx.y - t.kv_head * row_tiles;
+  t.group = p.heads_q / p.heads_kv;
+  const int total_rows = p.q_len * t.group;
+  t.r0 = rt * rows;
+  t.nrows = min(rows, total_rows - t.r0);
+  int len = p.seq_lens[static_cast<int64_t>(t.b) * p.seq_lens_stride];
+  const int max_kv = p.max_blocks_per_seq << p.block_shift;
+  len = len < 0 ? 0 : (len > max_kv ? max_kv : len);
+  t.len = len;
+  // Keys any row of the tile sees: up to the newest row's position, down to the oldest
+  // row's window start.
+  const int i_first = t.r0 / t.group, i_last = (t.r0 + t.nrows - 1) / t.group;
+  int hi = len - p.q_len + i_last + 1;  // exclusive
+  hi = hi < 0 ? 0 : hi;
+  int lo = 0;
+  if (p.window_left >= 0) {
+    const long long w = static_cast<long long>(len) - p.q_len + i_first - p.window_left;
+    lo = w < 0 ? 0 : static_cast<int>(w);
+  }
+  const int n = hi > lo ? hi - lo : 0;
+  const int chunk = (n + num_splits - 1) / num_splits;
+  const int s = blockIdx.x;
+  const long long beg = static_cast<long long>(lo) + static_cast<long long>(s) * chunk;
+  t.key_beg = beg > hi ? hi : static_cast<int>(beg);
+  t.key_end = t.key_beg + chunk > hi ? hi : t.key_beg + chunk;
+  return t;
+}
+
+// Shared memory of the end-of-CTA merge: every lane group's state.
+template <int TPR, int ROWS>
+struct MergeSmem {
+  static constexpr int kGroups = kThreads / TPR;
+  float acc[kGroups][ROWS][TPR * 8];
+  float m[kGroups][ROWS];
+  float l[kGroups][ROWS];
+  float scale[kGroups][ROWS];  // exp2(m_g - M) / L
+  float lse2[ROWS];            // M + log2(L), -inf when no key
+};
+
+template <typename Tag, int TPR, int ROWS>
+__global__ void KH_DEC_SPLIT_BOUNDS(ROWS) decode_split_kernel(const DecodeParams p, const int row_tiles,
+                                                                const int num_splits) {
+  static_assert(kThreads % TPR == 0 && TPR <= 32, "a lane group lies within one warp");
+  constexpr int kGroups = kThreads / TPR;
+  constexpr int kStep = kGroups * kUnroll;  // keys per CTA step
+  __shared__ MergeSmem<TPR, ROWS> sm;
+
+  const Tile t = make_tile(p, ROWS, row_tiles, num_splits);
+  const int tid = threadIdx.x;
+  const int grp = tid / TPR;
+  const int lane = tid - grp * TPR;
+  const int e0 = lane * 8;
+  const bool lane_on = e0 < p.head_dim;
+  const bool softcap = p.softcap > 0.f;
+  // Scores in log2 units: log2(e) folded into q's scale, or applied after the soft-cap.
+  const float q_scale = softcap ? p.scale : p.scale * kLog2e;
+  const float cap_log2 = p.softcap * kLog2e, inv_cap = softcap ? 1.f / p.softcap : 0.f;
+
+  // This thread's 8 elements of each row's q (pre-scaled) and each row's key limits.
+  float q[ROWS][8];
+  int pos[ROWS], low[ROWS];
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) {
+    const int idx = t.r0 + (r < t.nrows ? r : 0);
+    const int i = idx / t.group, h = t.kv_head * t.group + (idx - i * t.group);
+    pos[r] = r < t.nrows ? t.len - p.q_len + i : -1;  // row r sees keys <= pos[r] ...
+    low[r] = p.window_left >= 0 ? pos[r] - p.window_left : 0;  // ... and >= low[r]
+    if (lane_on && r < t.nrows) {
+      const uint4 raw = *reinterpret_cast<const uint4*>(
+          static_cast<const uint16_t*>(p.q) + static_cast<int64_t>(t.b) * p.q_batch_stride +
+          static_cast<int64_t>(i) * p.q_row_stride + static_cast<int64_t>(h) * p.q_head_stride + e0);
+      unpack8(raw, q[r], Tag{});
+#pragma unroll
+      for (int e = 0; e < 8; ++e) q[r][e] *= q_scale;
+    } else {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) q[r][e] = 0.f;
+    }
+  }
+
+  float m[ROWS], l[ROWS], acc[ROWS][8];
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) {
+    m[r] = -INFINITY;
+    l[r] = 0.f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[r][e] = 0.f;
+  }
+
+  const int32_t* table = p.block_table + static_cast<int64_t>(t.b) * p.bt_batch_stride;
+  const uint16_t* kbase = static_cast<const uint16_t*>(p.k) + static_cast<int64_t>(t.kv_head) * p.k_head_stride + e0;
+  const uint16_t* vbase = static_cast<const uint16_t*>(p.v) + static_cast<int64_t>(t.kv_head) * p.v_head_stride + e0;
+  const int bmask = p.block_size - 1;
+
+  // Block ids of this thread's keys in the first step.
+  int blk[kUnroll];
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const int key = t.key_beg + u * kGroups + grp;
+    blk[u] = key < t.key_end ? table[key >> p.block_shift] : 0;
+  }
+
+  for (int base = t.key_beg; base < t.key_end; base += kStep) {
+    uint4 kraw[kUnroll], vraw[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int key = base + u * kGroups + grp;
+      if (lane_on && key < t.key_end) {
+        const int64_t off = static_cast<int64_t>(key & bmask);
+        kraw[u] = kh_dec_ld16(kbase + static_cast<int64_t>(blk[u]) * p.k_block_stride + off * p.k_row_stride);
+        vraw[u] = kh_dec_ld16(vbase + static_cast<int64_t>(blk[u]) * p.v_block_stride + off * p.v_row_stride);
+      } else {
+        kraw[u] = make_uint4(0u, 0u, 0u, 0u);
+        vraw[u] = make_uint4(0u, 0u, 0u, 0u);
+      }
+    }
+    // The next step's block ids, while this step's K and V are in flight.
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int key = base + kStep + u * kGroups + grp;
+      blk[u] = key < t.key_end ? table[key >> p.block_shift] : 0;
+    }
+
+    float s[kUnroll][ROWS];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      float kf[8];
+      unpack8(kraw[u], kf, Tag{});
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r) {
+        float dot = 0.f;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) dot = fmaf(q[r][e], kf[e], dot);
+        s[u][r] = dot;
+      }
+    }
+#pragma unroll
+    for (int off = TPR / 2; off >= 1; off /= 2) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) s[u][r] += kh_dec_shfl_xor(s[u][r], off);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int key = base + u * kGroups + grp;
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r) {
+        float x = s[u][r];
+        if (softcap) x = cap_log2 * tanhf(x * inv_cap);
+        const bool seen = key < t.key_end && key <= pos[r] && key >= low[r];
+        s[u][r] = seen ? x : -INFINITY;
+      }
+    }
+
+    // Online softmax: per row, the new max, the correction of the old state, then the
+    // weights (in s); V is unpacked one key at a time (8 registers, not 8 x kUnroll).
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+      float mx = m[r];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) mx = fmaxf(mx, s[u][r]);
+      // A row that has seen nothing yet keeps m = -inf; its weights are exp2(-inf) = 0.
+      const float corr = mx == -INFINITY ? 1.f : kh_dec_exp2(m[r] - mx);
+      const float mref = mx == -INFINITY ? 0.f : mx;
+      m[r] = mx;
+      float sum = 0.f;
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        s[u][r] = kh_dec_exp2(s[u][r] - mref);
+        sum += s[u][r];
+      }
+      l[r] = l[r] * corr + sum;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[r][e] *= corr;
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      float vf[8];
+      unpack8(vraw[u], vf, Tag{});
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[r][e] = fmaf(s[u][r], vf[e], acc[r][e]);
+    }
+  }
+
+  // Merge the lane groups' states.
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) sm.acc[grp][r][e0 + e] = acc[r][e];
+    if (lane == 0) {
+      sm.m[grp][r] = m[r];
+      sm.l[grp][r] = l[r];
+    }
+  }
+  __syncthreads();
+  if (tid < t.nrows) {
+    const int r = tid;
+    float mx = -INFINITY;
+    for (int g = 0; g < kGroups; ++g) mx = fmaxf(mx, sm.m[g][r]);
+    float sum = 0.f;
+    if (mx != -INFINITY)
+      for (int g = 0; g < kGroups; ++g) sum += sm.l[g][r] * kh_dec_exp2(sm.m[g][r] - mx);
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    for (int g = 0; g < kGroups; ++g) sm.scale[g][r] = sum > 0.f ? kh_dec_exp2(sm.m[g][r] - mx) * inv : 0.f;
+    sm.lse2[r] = sum > 0.f ? mx + log2f(sum) : -INFINITY;
+  }
+  __syncthreads();
+
+  const int chunks = p.head_dim / 8;
+  const bool single = num_splits == 1;
+  const int64_t total_rows = static_cast<int64_t>(p.batch) * p.q_len * p.heads_q;
+  for (int c = tid; c < t.nrows * chunks; c += kThreads) {
+    const int r = c / chunks, ce = (c - r * chunks) * 8;
+    float o[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) o[e] = 0.f;
+    for (int g = 0; g < kGroups; ++g) {
+      const float f = sm.scale[g][r];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) o[e] = fmaf(f, sm.acc[g][r][ce + e], o[e]);
+    }
+    const int idx = t.r0 + r;
+    const int i = idx / t.group, h = t.kv_head * t.group + (idx - i * t.group);
+    if (single) {
+      uint16_t* orow = static_cast<uint16_t*>(p.out) + static_cast<int64_t>(t.b) * p.o_batch_stride +
+                       static_cast<int64_t>(i) * p.o_row_stride + static_cast<int64_t>(h) * p.o_head_stride;
+      *reinterpret_cast<uint4*>(orow + ce) = pack8<Tag>(o);
+    } else {
+      const int64_t row = (static_cast<int64_t>(t.b) * p.q_len + i) * p.heads_q + h;
+      float* dst = p.workspace + (row * num_splits + blockIdx.x) * p.head_dim + ce;
+      *reinterpret_cast<float4*>(dst) = make_float4(o[0], o[1], o[2], o[3]);
+      *reinterpret_cast<float4*>(dst + 4) = make_float4(o[4], o[5], o[6], o[7]);
+      if (ce == 0) p.workspace[total_rows * num_splits * p.head_dim + row * num_splits + blockIdx.x] = sm.lse2[r];
+    }
+    if (single && ce == 0 && p.lse != nullptr)
+      p.lse[(static_cast<int64_t>(t.b) * p.heads_q + h) * p.q_len + i] =
+          sm.lse2[r] == -INFINITY ? -INFINITY : sm.lse2[r] * kLn2;
+  }
+}
+
+// Merges num_splits partials per row: one warp (32 lanes; on a 64-wide wavefront, half) per
+// query row, kCombineRows rows per CTA.
+constexpr int kCombineRows = 4;
+constexpr int kCombineThreads = 32 * kCombineRows;
+
+template <typename Tag>
+__global__ void __launch_bounds__(kCombineThreads) decode_combine_kernel(const DecodeParams p, const int num_splits) {
+  __shared__ float weight[kCombineRows][kDecodeMaxSplits];
+  __shared__ float lse2[kCombineRows];
+  const int w = threadIdx.x / 32, lane = threadIdx.x - w * 32;
+  const int64_t total_rows = static_cast<int64_t>(p.batch) * p.q_len * p.heads_q;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kCombineRows + w;
+  const bool on = row < total_rows;
+  const float* part_lse = p.workspace + total_rows * num_splits * p.head_dim;
+  if (on) {
+    float a = lane < num_splits ? part_lse[row * num_splits + lane] : -INFINITY;
+    float b = lane + 32 < num_splits ? part_lse[row * num_splits + lane + 32] : -INFINITY;
+    float mx = fmaxf(a, b);
+    // Max and sum over the 32 lanes of this row (xor offsets < 32 stay inside the half
+    // wavefront on a 64-wide machine too).
+#pragma unroll
+    for (int off = 16; off >= 1; off /= 2) mx = fmaxf(mx, kh_dec_shfl_xor(mx, off));
+    const float wa = mx == -INFINITY ? 0.f : kh_dec_exp2(a - mx), wb = mx == -INFINITY ? 0.f : kh_dec_exp2(b - mx);
+    float sum = wa + wb;
+#pragma unroll
+    for (int off = 16; off >= 1; off /= 2) sum += kh_dec_shfl_xor(sum, off);
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    weight[w][lane] = wa * inv;
+    weight[w][lane + 32] = wb * inv;
+    if (lane == 0) lse2[w] = sum > 0.f ? mx + log2f(sum) : -INFINITY;
+  }
+  __syncthreads();
+  if (!on) return;
+  const int64_t b = row / (static_cast<int64_t>(p.q_len) * p.heads_q);
+  const int i = static_cast<int>((row / p.heads_q) % p.q_len), h = static_cast<int>(row % p.heads_q);
+  uint16_t* orow = static_cast<uint16_t*>(p.out) + b * p.o_batch_stride + static_cast<int64_t>(i) * p.o_row_stride +
+                   static_cast<int64_t>(h) * p.o_head_stride;
+  const float* part = p.workspace + row * num_splits * p.head_dim;
+  for (int e = lane; e < p.head_dim; e += 32) {
+    float o = 0.f;
+    for (int s = 0; s < num_splits; ++s) o = fmaf(weight[w][s], part[static_cast<int64_t>(s) * p.head_dim + e], o);
+    orow[e] = to_bits16<Tag>(o);
+  }
+  if (lane == 0 && p.lse != nullptr)
+    p.lse[(b * p.heads_q + h) * p.q_len + i] = lse2[w] == -INFINITY ? -INFINITY : lse2[w] * kLn2;
+}
+
+}  // namespace decode
+}  // namespace kh_attention

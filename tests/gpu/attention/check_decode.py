@@ -1,0 +1,348 @@
+"""check_decode.py: attention_decode_paged (kernels-community/attention 1.1) on the GPU, called
+from check_through_kh.py with the builds it loaded through kh.load_kernel().
+
+Per target (sm90a, sm80) x dtype x shape class: out and lse poisoned with NaN, random inputs,
+a paged cache whose blocks are shuffled over a larger pool, block-table rows padded (a strided
+view), lengths 0, 1, off multiples of the block size and longer than one split:
+  max|out - ref64| <= 2 * max|torch - ref64| + 1e-5 over rows that see a key, where ref64 is a
+  float64 computation on the same rounded inputs and torch PyTorch at the same precision
+  (SDPA with a bottom-right/window mask on the gathered keys; with a soft-cap, matmul ->
+  cap * tanh -> float32 softmax -> matmul in the dtype); lse within 1e-3 of ref64's; rows
+  that see no key exactly 0 with lse -inf.
+Also: the CPU build against ref64 and the GPU builds against the CPU build; every head dim
+32..256 in steps of 8; CUDA graph capture then replay, bit-identical to the eager call, and a
+replay after seq_lens and q changed in place (the graph reads them on the device); bad calls
+refused with the argument named and the output untouched.
+"""
+import math
+
+import torch
+import torch.nn.functional as F
+
+import kh
+
+DT_NAMES = {torch.float16: "f16", torch.bfloat16: "bf16"}
+
+
+def workspace_floats(batch, q_len, hq, hkv, d, max_kv):
+    """The op's workspace rule (docs/ops-attention-decode.md), float32 elements."""
+    by_len = -(-max_kv // 128)
+    by_fill = -(-1024 // (batch * hkv)) if batch * hkv > 0 else 1
+    s = max(1, min(64, by_len, by_fill))
+    return batch * q_len * hq * s * (d + 1) if s > 1 else 0
+
+
+def make_paged(b, q_len, hq, hkv, d, bs, lens, dtype, gen, max_blocks=None, spare=3, dev="cuda"):
+    """q, k_cache, v_cache, block_table (a padded-row view), seq_lens, out (poisoned), lse."""
+    lens = [lens[i % len(lens)] for i in range(b)]
+    need = max(1, max(-(-n // bs) for n in lens)) if lens else 1
+    mb = max_blocks or need
+    nblocks = b * mb + spare
+    q = torch.randn(b, q_len, hq, d, device=dev, generator=gen).to(dtype)
+    kc = torch.randn(nblocks, bs, hkv, d, device=dev, generator=gen).to(dtype)
+    vc = torch.randn(nblocks, bs, hkv, d, device=dev, generator=gen).to(dtype)
+    perm = torch.randperm(nblocks, device=dev, generator=gen)[: b * mb].to(torch.int32)
+    table_buf = torch.full((b, mb + 5), -1, device=dev, dtype=torch.int32)
+    table = table_buf[:, 2:2 + mb]
+    table.copy_(perm.view(b, mb))
+    seq = torch.tensor(lens, device=dev, dtype=torch.int32)
+    out = torch.full((b, q_len, hq, d), float("nan"), device=dev, dtype=dtype)
+    lse = torch.full((b, hq, q_len), float("nan"), device=dev, dtype=torch.float32)
+    ws = torch.full((max(1, workspace_floats(b, q_len, hq, hkv, d, mb * bs)),), float("nan"), device=dev,
+                    dtype=torch.float32)
+    return q, kc, vc, table, seq, out, lse, ws
+
+
+def gather(cache, table_row, n):
+    """The first n keys of one sequence as a dense (n, heads, d) tensor."""
+    bs = cache.shape[1]
+    j = torch.arange(n, device=cache.device)
+    return cache[table_row[j // bs].long(), j % bs]
+
+
+def visible_mask(n, q_len, window, device):
+    """(q_len, n) bool: query i (key position n - q_len + i) sees key j."""
+    i = torch.arange(q_len, device=device).view(-1, 1)
+    j = torch.arange(n, device=device).view(1, -1)
+    pos = n - q_len + i
+    m = j <= pos
+    if window >= 0:
+        m &= j >= pos - window
+    return m
+
+
+def decode_reference(q, kc, vc, table, seq, scale, window, softcap, same_precision=False):
+    """float64 (or, same_precision, PyTorch in q's dtype) out (b, q_len, hq, d) and lse (b, hq, q_len)."""
+    b, q_len, hq, d = q.shape
+    hkv = kc.shape[2]
+    out = torch.zeros(b, q_len, hq, d, device=q.device, dtype=torch.float64)
+    lse = torch.full((b, hq, q_len), -math.inf, device=q.device, dtype=torch.float64)
+    for s in range(b):
+        n = int(seq[s])
+        if n == 0:
+            continue
+        k = gather(kc, table[s], n).transpose(0, 1)  # (hkv, n, d)
+        v = gather(vc, table[s], n).transpose(0, 1)
+        mask = visible_mask(n, q_len, window, q.device)  # (q_len, n)
+        rows = mask.any(-1)
+        qs = q[s].transpose(0, 1)  # (hq, q_len, d)
+        if same_precision:
+            if softcap == 0:
+                o = F.scaled_dot_product_attention(qs.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), attn_mask=mask,
+                                                   scale=scale, enable_gqa=hkv != hq)[0]
+            else:
+                kk = k.repeat_interleave(hq // hkv, dim=0)
+                vv = v.repeat_interleave(hq // hkv, dim=0)
+                sc = torch.matmul(qs, kk.transpose(-1, -2)) * scale
+                sc = softcap * torch.tanh(sc / softcap)
+                p = torch.softmax(sc.float().masked_fill(~mask, -math.inf), dim=-1).to(q.dtype)
+                o = torch.matmul(p, vv)
+            o = torch.nan_to_num(o.double(), nan=0.0)
+            out[s] = o.transpose(0, 1)
+            continue
+        kk = k.double().repeat_interleave(hq // hkv, dim=0)
+        vv = v.double().repeat_interleave(hq // hkv, dim=0)
+        sc = torch.matmul(qs.double(), kk.transpose(-1, -2)) * scale
+        if softcap > 0:
+            sc = softcap * torch.tanh(sc / softcap)
+        sc = sc.masked_fill(~mask, -math.inf)
+        l = torch.logsumexp(sc, dim=-1)  # (hq, q_len)
+        p = torch.exp(sc - l.unsqueeze(-1).masked_fill(torch.isinf(l).unsqueeze(-1), 0))
+        p = torch.nan_to_num(p, nan=0.0)
+        o = torch.matmul(p, vv)  # (hq, q_len, d)
+        o[:, ~rows] = 0
+        out[s] = o.transpose(0, 1)
+        lse[s] = l
+    return out, lse
+
+
+def errors(out, lse, ref_o, ref_lse, check_lse=True):
+    """(max abs err over rows that see a key, lse err, problems)."""
+    o = out.double()
+    seen = torch.isfinite(ref_lse).transpose(1, 2).unsqueeze(-1)  # (b, q_len, hq, 1)
+    problems = []
+    if bool(torch.isnan(o).any()):
+        problems.append("NaN (unwritten) outputs")
+    err = (o - ref_o).abs().masked_fill(~seen, 0).max().item() if o.numel() else 0.0
+    masked = o.masked_select(~seen.expand_as(o))
+    if masked.numel() and not bool((masked == 0).all()):
+        problems.append("rows that see no key are not exactly 0")
+    lse_err = 0.0
+    if check_lse:
+        inf_ref = torch.isinf(ref_lse)
+        if bool(torch.isnan(lse).any()):
+            problems.append("NaN lse")
+        if not (bool((torch.isinf(lse) == inf_ref).all()) and bool((lse[inf_ref] < 0).all())):
+            problems.append("lse -inf mismatch")
+        fin = ~inf_ref
+        lse_err = (lse.double()[fin] - ref_lse[fin]).abs().max().item() if bool(fin.any()) else 0.0
+        if lse_err > 1e-3:
+            problems.append(f"lse err {lse_err:.1e} > 1e-3")
+    return err, lse_err, problems
+
+
+def call(op, out, lse, q, kc, vc, table, seq, ws, scale, window, softcap, stream=None):
+    out.fill_(float("nan"))
+    if lse is not None:
+        lse.fill_(float("nan"))
+    op(out, lse, q, kc, vc, table, seq, ws, scale, window, softcap, stream=stream)
+
+
+# (class, b, q_len, hq, hkv, d, block_size, lens, window, softcap)
+CASES = [
+    ("len 0/1/odd", 4, 1, 8, 2, 128, 16, [0, 1, 17, 1000], -1, 0.0),
+    ("long (split)", 1, 1, 32, 8, 128, 16, [20000], -1, 0.0),
+    ("many seqs (no split)", 96, 1, 8, 8, 64, 32, [700, 1, 0, 129, 64], -1, 0.0),
+    ("mqa", 3, 1, 16, 1, 64, 32, [5, 300, 4096], -1, 0.0),
+    ("q_len 5", 4, 5, 8, 2, 128, 16, [3, 5, 64, 2000], -1, 0.0),
+    ("q_len 8 gqa 8", 2, 8, 32, 4, 128, 16, [8, 5000], -1, 0.0),
+    ("window", 3, 2, 8, 2, 128, 64, [100, 3000, 10], 256, 0.0),
+    ("softcap", 2, 1, 8, 8, 256, 256, [1500, 33], -1, 30.0),
+    ("softcap+window q_len 5", 2, 5, 4, 2, 96, 16, [700, 4], 64, 20.0),
+]
+
+
+def check_decode(res, kernels, gen, quick, targets):
+    for target in targets:
+        op = kernels[("attention", target)].op("attention_decode_paged")
+        for dtype in (torch.bfloat16, torch.float16):
+            for (cls, b, q_len, hq, hkv, d, bs, lens, window, softcap) in CASES:
+                run_case(res, op, target, dtype, cls, b, q_len, hq, hkv, d, bs, lens, window, softcap, gen)
+            dims = (32, 80, 104, 136, 192, 256) if quick else range(32, 257, 8)
+            for d in dims:
+                run_case(res, op, target, dtype, "head dims", 2, 2, 4, 2, d, 16, [300, 1], -1, 0.0, gen)
+        check_graph(res, op, target, gen)
+        check_bad_args(res, op, target)
+
+
+def run_case(res, op, target, dtype, cls, b, q_len, hq, hkv, d, bs, lens, window, softcap, gen):
+    name = f"b{b} q{q_len} h{hq}/{hkv} d{d} bs{bs} lens{lens[:4]} w{window} cap{softcap:g}"
+    scale = 1.0 / math.sqrt(d)
+    try:
+        q, kc, vc, table, seq, out, lse, ws = make_paged(b, q_len, hq, hkv, d, bs, lens, dtype, gen)
+        call(op, out, lse, q, kc, vc, table, seq, ws, scale, window, softcap)
+        torch.cuda.synchronize()
+        ref_o, ref_lse = decode_reference(q, kc, vc, table, seq, scale, window, softcap)
+        tp_o, _ = decode_reference(q, kc, vc, table, seq, scale, window, softcap, same_precision=True)
+        seen = torch.isfinite(ref_lse).transpose(1, 2).unsqueeze(-1)
+        torch_err = (tp_o - ref_o).abs().masked_fill(~seen, 0).max().item()
+        err, lse_err, problems = errors(out, lse, ref_o, ref_lse)
+        tol = 2.0 * torch_err + 1e-5
+        if err > tol:
+            problems.append(f"err {err:.2e} > tol {tol:.2e}")
+        res.add("attention_decode_paged", target, DT_NAMES[dtype], cls, name, not problems, err, tol,
+                "; ".join(problems) or f"torch {torch_err:.2e} lse_err {lse_err:.1e}")
+    except kh.Error as e:
+        res.add("attention_decode_paged", target, DT_NAMES[dtype], cls, name, False, detail=str(e))
+
+
+def check_decode_oracle(res, kernels, gen, targets):
+    """The CPU build against ref64, the GPU builds against the CPU build."""
+    cpu_op = kernels[("attention", "cpu")].op("attention_decode_paged")
+    shapes = [("oracle gqa q5 window", 2, 5, 8, 2, 128, 16, [37, 300], 50, 0.0),
+              ("oracle mqa softcap", 2, 1, 4, 1, 80, 32, [0, 333], -1, 10.0),
+              ("oracle split", 1, 1, 8, 2, 64, 16, [3000], -1, 0.0)]
+    for dtype in (torch.bfloat16, torch.float16):
+        for (cls, b, q_len, hq, hkv, d, bs, lens, window, softcap) in shapes:
+            name = f"b{b} q{q_len} h{hq}/{hkv} d{d} lens{lens} w{window} cap{softcap:g}"
+            scale = 1.0 / math.sqrt(d)
+            q, kc, vc, table, seq, out, lse, ws = make_paged(b, q_len, hq, hkv, d, bs, lens, dtype, gen)
+            ref_o, ref_lse = decode_reference(q, kc, vc, table, seq, scale, window, softcap)
+            cpu = [t.cpu() for t in (q, kc, vc, table, seq, out, lse, ws)]
+            try:
+                call(cpu_op, cpu[5], cpu[6], *cpu[:5], cpu[7], scale, window, softcap)
+            except kh.Error as e:
+                res.add("attention_decode_paged", "cpu", DT_NAMES[dtype], cls, name, False, detail=str(e))
+                continue
+            oc, lc = cpu[5], cpu[6]
+            rtol = 2.0 ** -7 if dtype == torch.bfloat16 else 2.0 ** -10
+            err_c, lse_err_c, problems = errors(oc, lc, ref_o.cpu(), ref_lse.cpu())
+            if not bool(((oc.double() - ref_o.cpu()).abs() <= rtol * ref_o.cpu().abs() + 1e-6).all()):
+                problems.append("CPU oracle is not within one rounding of ref64")
+            res.add("attention_decode_paged", "cpu", DT_NAMES[dtype], cls, name, not problems, err_c, None,
+                    "; ".join(problems) or f"lse_err {lse_err_c:.1e}")
+            tp_o, _ = decode_reference(q, kc, vc, table, seq, scale, window, softcap, same_precision=True)
+            seen = torch.isfinite(ref_lse).transpose(1, 2).unsqueeze(-1)
+            torch_err = (tp_o - ref_o).abs().masked_fill(~seen, 0).max().item()
+            for target in targets:
+                op = kernels[("attention", target)].op("attention_decode_paged")
+                try:
+                    call(op, out, lse, q, kc, vc, table, seq, ws, scale, window, softcap)
+                    torch.cuda.synchronize()
+                except kh.Error as e:
+                    res.add("attention_decode_paged", f"{target} vs cpu", DT_NAMES[dtype], cls, name, False,
+                            detail=str(e))
+                    continue
+                err, lse_err, problems = errors(out.cpu(), lse.cpu(), oc.double(), lc.double())
+                tol = 2.0 * torch_err + err_c + 1e-5
+                if err > tol:
+                    problems.append(f"|gpu - cpu| {err:.2e} > {tol:.2e}")
+                res.add("attention_decode_paged", f"{target} vs cpu", DT_NAMES[dtype], cls, name, not problems, err,
+                        tol, "; ".join(problems) or f"lse |gpu - cpu| {lse_err:.1e}")
+
+
+def check_graph(res, op, target, gen):
+    """Capture one call in a CUDA graph: replay == eager bit for bit; after seq_lens and q change in
+    place, a replay computes the new call (nothing was read on the host at capture)."""
+    for cls, b, lens in (("graph split", 1, [9000]), ("graph no split", 128, [900, 1, 0, 333])):
+        name = f"b{b} lens{lens}"
+        try:
+            dtype, hq, hkv, d, bs = torch.bfloat16, 32, 8, 128, 16
+            q, kc, vc, table, seq, out, lse, ws = make_paged(b, 1, hq, hkv, d, bs, lens, dtype, gen,
+                                                             max_blocks=-(-max(lens) // bs) + 2)
+            scale = 1.0 / math.sqrt(d)
+            call(op, out, lse, q, kc, vc, table, seq, ws, scale, -1, 0.0)
+            torch.cuda.synchronize()
+            eager_o, eager_l = out.clone(), lse.clone()
+            out.fill_(float("nan"))
+            lse.fill_(float("nan"))
+            g = torch.cuda.CUDAGraph()
+            s = torch.cuda.Stream()
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                with torch.cuda.graph(g, stream=s):
+                    op(out, lse, q, kc, vc, table, seq, ws, scale, -1, 0.0, stream=s)
+            torch.cuda.current_stream().wait_stream(s)
+            torch.cuda.synchronize()
+            captured_untouched = bool(torch.isnan(out.float()).all())
+            g.replay()
+            torch.cuda.synchronize()
+            same = torch.equal(out, eager_o) and torch.equal(lse, eager_l)
+            out.fill_(float("nan"))
+            g.replay()
+            torch.cuda.synchronize()
+            same2 = torch.equal(out, eager_o)
+            # New lengths (one longer, within the table) and new q, in place; replay again.
+            new_lens = [min(n + 17, table.shape[1] * bs) for n in (lens * b)[:b]]
+            seq.copy_(torch.tensor(new_lens, device="cuda", dtype=torch.int32))
+            q.copy_(torch.randn(q.shape, device="cuda", generator=gen).to(dtype))
+            g.replay()
+            torch.cuda.synchronize()
+            ref_o, ref_lse = decode_reference(q, kc, vc, table, seq, scale, -1, 0.0)
+            tp_o, _ = decode_reference(q, kc, vc, table, seq, scale, -1, 0.0, same_precision=True)
+            seen = torch.isfinite(ref_lse).transpose(1, 2).unsqueeze(-1)
+            tol = 2.0 * (tp_o - ref_o).abs().masked_fill(~seen, 0).max().item() + 1e-5
+            err, lse_err, problems = errors(out, lse, ref_o, ref_lse)
+            if not captured_untouched:
+                problems.append("capture ran the kernel")
+            if not (same and same2):
+                problems.append("replay is not bit-identical to the eager call")
+            if err > tol:
+                problems.append(f"replay with new lengths: err {err:.2e} > tol {tol:.2e}")
+            res.add("attention_decode_paged", target, "bf16", cls, name, not problems, err, tol,
+                    "; ".join(problems) or "replay bit-identical; new lengths honoured")
+        except (kh.Error, RuntimeError) as e:
+            res.add("attention_decode_paged", target, "bf16", cls, name, False, detail=f"{type(e).__name__}: {e}")
+
+
+def expect_error(res, target, case, fn, poisoned, status, arg):
+    try:
+        fn()
+    except kh.Error as e:
+        problems = []
+        if e.status != status:
+            problems.append(f"status {e.status_name}, expected {kh.Error(status, '').status_name}")
+        if arg and f"'{arg}'" not in e.message:
+            problems.append(f"message does not name '{arg}'")
+        torch.cuda.synchronize()
+        if not bool(torch.isnan(poisoned.float()).all()):
+            problems.append("the output was written (a kernel ran)")
+        res.add("attention_decode_paged", target, "-", "bad args", case, not problems,
+                detail="; ".join(problems) or str(e))
+        return
+    except Exception as e:  # noqa: BLE001 - any other failure is a finding
+        res.add("attention_decode_paged", target, "-", "bad args", case, False, detail=f"{type(e).__name__}: {e}")
+        return
+    res.add("attention_decode_paged", target, "-", "bad args", case, False, detail="accepted; expected kh.Error")
+
+
+def check_bad_args(res, op, target):
+    INV, UNS = kh.KH_ERROR_INVALID_ARGUMENT, kh.KH_ERROR_UNSUPPORTED
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(7)
+    b, hq, hkv, d, bs = 1, 8, 2, 128, 16
+    q, kc, vc, table, seq, out, lse, ws = make_paged(b, 1, hq, hkv, d, bs, [4000], torch.bfloat16, gen)
+    assert ws.numel() > 1
+    args = lambda **kw: [kw.get(n, v) for n, v in (("out", out), ("lse", lse), ("q", q), ("k", kc), ("v", vc),
+                                                     ("t", table), ("s", seq), ("w", ws), ("scale", 0.1),
+                                                     ("win", -1), ("cap", 0.0))]
+    expect_error(res, target, "workspace missing", lambda: op(*args(w=None)), out, INV, "workspace")
+    expect_error(res, target, "workspace one float short", lambda: op(*args(w=ws[:-1])), out, INV, "workspace")
+    expect_error(res, target, "workspace bf16", lambda: op(*args(w=ws.to(torch.bfloat16))), out, INV, "workspace")
+    expect_error(res, target, "block_table int64", lambda: op(*args(t=table.long())), out, INV, "block_table")
+    expect_error(res, target, "block_table of another batch", lambda: op(*args(t=torch.zeros(2, table.shape[1],
+                 device="cuda", dtype=torch.int32))), out, INV, "block_table")
+    expect_error(res, target, "seq_lens of another size", lambda: op(*args(s=torch.zeros(3, device="cuda",
+                 dtype=torch.int32))), out, INV, "seq_lens")
+    expect_error(res, target, "block size 24", lambda: op(*args(k=kc[:, :12].repeat(1, 2, 1, 1),
+                                                                 v=vc[:, :12].repeat(1, 2, 1, 1))), out, INV, "k_cache")
+    expect_error(res, target, "v_cache fp16", lambda: op(*args(v=vc.half())), out, INV, "v_cache")
+    expect_error(res, target, "v_cache on the CPU", lambda: op(*args(v=vc.cpu())), out, INV, "v_cache")
+    q36 = torch.randn(b, 1, hq, 36, device="cuda").to(torch.bfloat16)
+    k36 = torch.randn(kc.shape[0], bs, hkv, 36, device="cuda").to(torch.bfloat16)
+    o36 = torch.full((b, 1, hq, 36), float("nan"), device="cuda", dtype=torch.bfloat16)
+    expect_error(res, target, "head_dim 36", lambda: op(*args(out=o36, q=q36, k=k36, v=k36)), o36, UNS, "q")
+    expect_error(res, target, "window_left -2", lambda: op(*args(win=-2)), out, INV, "window_left")
+    expect_error(res, target, "softcap -1", lambda: op(*args(cap=-1.0)), out, INV, "softcap")
+    expect_error(res, target, "lse of the wrong shape", lambda: op(*args(lse=lse.transpose(1, 2).contiguous())), out,
+                 INV, "lse")

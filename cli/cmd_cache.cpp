@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "human_size.hpp"
 #include "kh/registry/cache_maintenance.hpp"
 #include "kh/registry/status_error.hpp"
 
@@ -11,7 +12,8 @@ namespace {
 
 void print_report(const char* verb, const registry::GarbageReport& report) {
   for (const auto& path : report.removed) std::printf("removed %s\n", path.c_str());
-  std::printf("%s: %zu entries, %.1f MiB freed\n", verb, report.removed.size(), double(report.bytes) / (1 << 20));
+  std::printf("%s: %s removed, %s freed\n", verb, count_of(report.removed.size(), "entry", "entries").c_str(),
+              human_size(report.bytes).c_str());
 }
 
 }  // namespace
@@ -46,7 +48,7 @@ void add_cache_command(CLI::App& app) {
                     c.problem.c_str(), args->remove_damaged ? " (removed)" : "");
       }
     }
-    std::printf("%zu packages checked, %zu damaged\n", checks.size(), damaged);
+    std::printf("%s checked, %zu damaged\n", count_of(checks.size(), "package").c_str(), damaged);
     if (damaged > 0 && !args->remove_damaged)
       fail(KH_ERROR_VERIFICATION, "the cache holds damaged packages; run `kernels cache verify --remove-damaged`");
   });

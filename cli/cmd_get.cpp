@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "common_options.hpp"
 #include "explain.hpp"
+#include "human_size.hpp"
 #include "kh/registry/lockfile.hpp"
 #include "kh/registry/package_spec.hpp"
 #include "package_fetch.hpp"
@@ -84,18 +85,19 @@ void add_get_command(CLI::App& app) {
     for (const loader::FetchedPackage& p : loader::fetch_packages(requests, options)) {
       if (args->json) {
         fetched.push_back({{"repo", p.repo}, {"version", p.version}, {"variant", p.variant}, {"sha256", p.sha256},
-                           {"path", p.dir}, {"library", p.library_path}, {"hub", p.hub_url}});
+                           {"path", p.dir}, {"library", p.library_path}, {"hub", p.hub_url},
+                           {"downloaded", p.downloaded}, {"download_bytes", p.download_bytes}});
       } else {
-        std::printf("%s %s\n  variant: %s\n  sha256:  %s\n  path:    %s\n", p.repo.c_str(), p.version.c_str(),
-                    p.variant.c_str(), p.sha256.c_str(), p.dir.c_str());
+        const std::string how = p.downloaded ? "downloaded (" + human_size(p.download_bytes) + ")" : "already in the cache";
+        std::printf("%s %s  %s\n  variant: %s\n  sha256:  %s\n  path:    %s\n", p.repo.c_str(), p.version.c_str(),
+                    how.c_str(), p.variant.c_str(), p.sha256.c_str(), p.dir.c_str());
       }
     }
     if (args->json) {
-      // One object for one build (the common case), else {"packages": [...]}.
-      const bool one = fetched.size() == 1 && !args->all_targets;
-      nlohmann::json out = one ? fetched.front() : nlohmann::json{{"packages", fetched}};
-      if (!explanations.empty()) out["explain"] = explanations.size() == 1 ? explanations.front() : explanations;
-      std::printf("%s\n", out.dump().c_str());
+      // One shape whatever the number of specs (docs/cli.md, "JSON output").
+      nlohmann::json out{{"packages", fetched}};
+      if (!explanations.empty()) out["explain"] = explanations;
+      std::printf("%s\n", out.dump(2).c_str());
     }
   });
 }

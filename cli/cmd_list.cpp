@@ -17,7 +17,7 @@ void add_list_command(CLI::App& app) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("list", "List the kernel packages in the cache");
   cmd->add_option("--cache", args->cache_root, "Cache directory (default: $KH_CACHE, else $XDG_CACHE_HOME/kh)");
-  cmd->add_flag("--json", args->json, "Print the result as a JSON array");
+  cmd->add_flag("--json", args->json, "Print {\"cache\": DIR, \"packages\": [...]}");
   cmd->callback([args]() {
     registry::Cache cache(args->cache_root.empty() ? registry::Cache::default_root() : args->cache_root);
     const auto packages = cache.list_packages();
@@ -26,7 +26,7 @@ void add_list_command(CLI::App& app) {
       for (const auto& p : packages)
         out.push_back({{"repo", p.manifest.name}, {"version", p.manifest.version}, {"variant", p.manifest.variant},
                        {"sha256", p.sha256}, {"path", p.dir}});
-      std::printf("%s\n", out.dump(2).c_str());
+      std::printf("%s\n", nlohmann::json{{"cache", cache.root()}, {"packages", out}}.dump(2).c_str());
       return;
     }
     if (packages.empty()) {

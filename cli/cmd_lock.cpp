@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "human_size.hpp"
 #include "common_options.hpp"
 #include "kh/registry/fs.hpp"
 #include "kh/registry/lockfile.hpp"
@@ -38,7 +39,8 @@ void add_lock_command(CLI::App& app) {
       locked.version = registry::to_string(release.version);
       locked.hub = options.hub_url;
       for (const auto& v : release.variants) locked.variants[v.key] = v.sha256;
-      std::printf("locked %s %s (%zu builds)\n", spec.repo().c_str(), locked.version.c_str(), locked.variants.size());
+      std::printf("locked %s %s (%s)\n", spec.repo().c_str(), locked.version.c_str(),
+                  count_of(locked.variants.size(), "build").c_str());
       lock.packages[spec.repo()] = std::move(locked);
     }
     registry::write_file_atomic(args->out, registry::serialize_lockfile(lock));

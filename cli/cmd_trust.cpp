@@ -11,6 +11,7 @@
 #include "kh/registry/cache.hpp"
 #include "kh/registry/fs.hpp"
 #include "kh/registry/hub.hpp"
+#include "kh/registry/hub_directory.hpp"
 #include "kh/registry/publish.hpp"
 #include "kh/registry/signed_metadata.hpp"
 #include "kh/registry/status_error.hpp"
@@ -121,6 +122,8 @@ void add_trust_command(CLI::App& app) {
     if (o.hub_url.empty())
       fail(KH_ERROR_INVALID_ARGUMENT, "kernels trust: which hub is this root for? pass --hub URL or set KH_HUB");
     auto hub = registry::open_hub(o.hub_url);
+    // Pinning a root for a URL where no hub is would only fail later, as a trust error.
+    if (!o.offline) registry::require_kh_hub(*hub);
     registry::Cache cache(o.cache_root);
     registry::TrustStore store(cache, hub->id());
     const registry::RootMetadata root =

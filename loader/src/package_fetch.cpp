@@ -225,7 +225,11 @@ std::vector<FetchedPackage> carry_out(const std::vector<Plan>& plans, registry::
       }
     std::unique_ptr<registry::Hub> hub = registry::open_hub(hub_url);
     const std::vector<std::string> dirs = cache.ensure_packages(*hub, batch);
-    for (size_t k = 0; k < which.size(); ++k) out[which[k]] = finish(plans[which[k]], dirs[k]);
+    for (size_t k = 0; k < which.size(); ++k) {
+      out[which[k]] = finish(plans[which[k]], dirs[k]);
+      out[which[k]].downloaded = true;
+      out[which[k]].download_bytes = plans[which[k]].variant.size;
+    }
   }
   for (size_t i = 0; i < plans.size(); ++i)
     if (plans[i].ready) out[i] = *plans[i].ready;

@@ -32,6 +32,8 @@ struct FetchedPackage {
   std::string library_path;  // dir + "/" + manifest.library
   std::string library_sha256;
   registry::PackageManifest manifest;
+  bool downloaded = false;  // fetched from the hub by this call (else it was in the cache already)
+  uint64_t download_bytes = 0;  // the archive's size, when downloaded
 };
 
 // Applies the environment (KH_HUB, KH_TARGET, KH_OFFLINE, KH_LOCKFILE, KH_CACHE) to unset options.

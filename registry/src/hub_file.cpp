@@ -94,8 +94,14 @@ std::unique_ptr<Hub> open_hub(const std::string& url) {
   constexpr std::string_view kFile = "file://";
   if (url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0)
     return open_http_hub(url, http_options_from_environment(url));
-  if (url.compare(0, kFile.size(), kFile) != 0)
-    fail(KH_ERROR_INVALID_ARGUMENT, "hub URL '" + url + "': unsupported scheme; use file:///absolute/path");
+  if (url.compare(0, kFile.size(), kFile) != 0) {
+    const size_t colon = url.find("://");
+    const std::string scheme = colon == std::string::npos ? "" : url.substr(0, colon);
+    fail(KH_ERROR_INVALID_ARGUMENT,
+         "hub URL '" + url + "': " + (scheme.empty() ? "no scheme" : "kh cannot read " + scheme + ":// hubs") +
+             "; kh reads file:///absolute/path, http://host/path and https://host/path hubs" +
+             (colon == std::string::npos && !url.empty() && url[0] == '/' ? " (did you mean file://" + url + "?)" : ""));
+  }
   std::string path = url.substr(kFile.size());
   if (path.rfind("localhost/", 0) == 0) path = path.substr(9);
   if (path.empty() || path[0] != '/')

@@ -21,6 +21,13 @@ PackageSpec parse_package_spec(std::string_view spec) {
   };
   std::string_view repo = spec, req;
   size_t at = spec.find('@');
+  // Other tools' separators ("org/name:1", "org/name==1"): say what kh takes instead.
+  for (std::string_view sep : {"==", ":", "#"}) {
+    const size_t pos = spec.find(sep);
+    if (at == std::string_view::npos && pos != std::string_view::npos && spec.find('/') < pos)
+      bad("kh puts '@' before the version: did you mean '" + std::string(spec.substr(0, pos)) + "@" +
+          std::string(spec.substr(pos + sep.size())) + "'?");
+  }
   if (at != std::string_view::npos) {
     repo = spec.substr(0, at);
     req = spec.substr(at + 1);
@@ -29,7 +36,12 @@ PackageSpec parse_package_spec(std::string_view spec) {
   size_t slash = repo.find('/');
   if (slash == std::string_view::npos) bad("it has no '/' between org and name");
   std::string_view org = repo.substr(0, slash), name = repo.substr(slash + 1);
-  const char* rule = " must be non-empty lowercase [a-z0-9._-], not start with '.' and not contain '..'";
+  std::string rule = " must be non-empty lowercase [a-z0-9._-], not start with '.' and not contain '..'";
+  std::string lower(repo);
+  for (char& c : lower) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+  if (lower != repo && is_valid_repo_part(std::string_view(lower).substr(0, slash)) &&
+      is_valid_repo_part(std::string_view(lower).substr(slash + 1)))
+    rule += " (did you mean '" + lower + "'?)";
   if (!is_valid_repo_part(org)) bad("the org '" + std::string(org) + "'" + rule);
   if (!is_valid_repo_part(name)) bad("the name '" + std::string(name) + "'" + rule);
 

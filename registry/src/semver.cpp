@@ -76,11 +76,103 @@ bool same_core(const Version& a, const Version& b) {
 
 constexpr const char* kAcceptedForms =
     "accepted forms: 'latest', '1' (newest 1.x), '1.2' (newest 1.2.x), '^1.2.0', '~1.2.3', "
-    "'=1.2.3' or '1.2.3' (exactly that version), 'sha256:<64 lowercase hex digits>'";
+    "'=1.2.3' or '1.2.3' (exactly that version), comparisons joined by commas such as '>=1.2,<2', "
+    "'sha256:<64 lowercase hex digits>'";
 
 [[noreturn]] void bad_request(std::string_view text, const std::string& why) {
   fail(KH_ERROR_INVALID_ARGUMENT,
        "invalid version request '" + std::string(text) + "': " + why + "; " + kAcceptedForms);
+}
+
+
+std::string_view trim_spaces(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
+}
+
+using Bound = VersionRequest::Bound;
+
+// "1", "1.2" or a full version after a comparison operator; parts = 1, 2 or 3.
+bool parse_bound_version(std::string_view text, Version* v, int* parts);
+
+// One comparator of a range ("<=1.2", ">1.2.3", "=1.4") as the bounds it means, with partial
+// versions widened the way Cargo does.
+void append_bounds(std::string_view whole, std::string_view c, std::vector<Bound>* out) {
+  using Op = Bound::Op;
+  std::string_view op_text;
+  for (std::string_view o : {">=", "<=", ">", "<", "=", "^", "~"})
+    if (c.substr(0, o.size()) == o) {
+      op_text = o;
+      break;
+    }
+  Version v;
+  int parts = 0;
+  if (!parse_bound_version(trim_spaces(c.substr(op_text.size())), &v, &parts))
+    bad_request(whole, "'" + std::string(c) + "' must compare with a version such as 1, 1.2 or 1.2.3");
+  // The first version past v's given parts: 1 -> 2.0.0, 1.2 -> 1.3.0.
+  auto past = [&](int given) {
+    Version n;
+    n.major = v.major + (given == 1);
+    n.minor = given >= 2 ? v.minor + (given == 2) : 0;
+    n.patch = given == 3 ? v.patch + 1 : 0;
+    return n;
+  };
+  if (op_text.empty()) op_text = "^";  // a bare version in a list is a caret requirement (Cargo)
+  if (op_text == "^") {
+    // The left-most non-zero part of those given stays the same.
+    const int keep = v.major != 0 || parts == 1 ? 1 : (v.minor != 0 || parts == 2 ? 2 : 3);
+    out->push_back({Op::Ge, v});
+    out->push_back({Op::Lt, past(keep)});
+  } else if (op_text == "~") {
+    out->push_back({Op::Ge, v});
+    out->push_back({Op::Lt, past(parts == 1 ? 1 : 2)});
+  } else if (parts == 3) {
+    const Op op = op_text == ">=" ? Op::Ge : op_text == ">" ? Op::Gt : op_text == "<=" ? Op::Le
+                                          : op_text == "<"  ? Op::Lt : Op::Eq;
+    out->push_back({op, v});
+  } else if (op_text == ">=") {
+    out->push_back({Op::Ge, v});
+  } else if (op_text == ">") {
+    out->push_back({Op::Ge, past(parts)});
+  } else if (op_text == "<") {
+    out->push_back({Op::Lt, v});
+  } else if (op_text == "<=") {
+    out->push_back({Op::Lt, past(parts)});
+  } else {  // "=1.2": any 1.2.x
+    out->push_back({Op::Ge, v});
+    out->push_back({Op::Lt, past(parts)});
+  }
+}
+
+bool parse_bound_version(std::string_view text, Version* v, int* parts) {
+  if (std::optional<Version> full = parse_version(text)) {
+    *v = *full;
+    *parts = 3;
+    return true;
+  }
+  std::vector<std::string_view> p = split_dots(text);
+  if (p.size() > 2) return false;
+  uint64_t nums[2] = {0, 0};
+  for (size_t i = 0; i < p.size(); ++i)
+    if (!parse_numeric(p[i], &nums[i]) || nums[i] == UINT64_MAX) return false;
+  *v = Version{};
+  v->major = nums[0];
+  v->minor = nums[1];
+  *parts = static_cast<int>(p.size());
+  return true;
+}
+
+bool bound_holds(const Bound& b, const Version& v) {
+  const int c = compare_versions(v, b.version);
+  switch (b.op) {
+    case Bound::Op::Ge: return c >= 0;
+    case Bound::Op::Gt: return c > 0;
+    case Bound::Op::Le: return c <= 0;
+    case Bound::Op::Lt: return c < 0;
+    case Bound::Op::Eq: return c == 0;
+  }
+  return false;
 }
 
 }  // namespace
@@ -139,6 +231,15 @@ bool VersionRequest::matches(const Version& v) const {
       return compare_versions(v, version) == 0;
     case Kind::Latest:
       return v.prerelease.empty();
+    case Kind::Range: {
+      // A prerelease matches only where a bound names a prerelease of the same 1.2.3 (npm, Cargo).
+      bool prerelease_named = v.prerelease.empty();
+      for (const Bound& b : bounds) {
+        if (!bound_holds(b, v)) return false;
+        if (!b.version.prerelease.empty() && same_core(b.version, v)) prerelease_named = true;
+      }
+      return prerelease_named;
+    }
     case Kind::Partial:
       if (!v.prerelease.empty() || v.major != version.major) return false;
       return partial_parts < 2 || v.minor == version.minor;
@@ -167,6 +268,23 @@ VersionRequest parse_version_request(std::string_view text) {
     if (!is_sha256_hex(hex)) bad_request(text, "a digest needs exactly 64 lowercase hex digits after 'sha256:'");
     r.kind = VersionRequest::Kind::Digest;
     r.sha256 = std::string(hex);
+    return r;
+  }
+
+  // Comparisons (Cargo): ">=1.2", "<2", ">=1.2, <1.5", "=1.4" (any 1.4.x).
+  const bool comparison = text[0] == '<' || text[0] == '>' || text.find(',') != std::string_view::npos ||
+                          (text[0] == '=' && !parse_version(text.substr(1)));
+  if (comparison) {
+    r.kind = VersionRequest::Kind::Range;
+    size_t start = 0;
+    for (;;) {
+      const size_t comma = text.find(',', start);
+      const std::string_view c = trim_spaces(text.substr(start, comma == std::string_view::npos ? comma : comma - start));
+      if (c.empty()) bad_request(text, "an empty comparison between commas");
+      append_bounds(text, c, &r.bounds);
+      if (comma == std::string_view::npos) break;
+      start = comma + 1;
+    }
     return r;
   }
 

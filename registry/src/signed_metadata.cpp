@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <map>
@@ -19,6 +20,7 @@
 #include "file_hub_signing.hpp"
 #include "internal.hpp"
 #include "kh/registry/fs.hpp"
+#include "kh/registry/hub_directory.hpp"
 #include "kh/registry/json_limits.hpp"
 #include "kh/registry/status_error.hpp"
 
@@ -76,10 +78,28 @@ void check_not_expired(const std::string& what, const std::string& expires, int6
 
 [[noreturn]] void fail_no_pin(const std::string& hub_url, const std::string& cache_root) {
   fail(KH_ERROR_SIGNATURE,
+  // For a hub on this filesystem the root is right there: name the exact command.
+  std::string root_file = "<root.json>";
+  std::string where = "Get the hub's root.json from its operator over a channel you trust and run";
+  constexpr std::string_view kFile = "file://";
+  if (hub_url.compare(0, kFile.size(), kFile) == 0) {
+    const std::string dir = hub_url.substr(kFile.size()) + "/root";
+    const std::vector<uint64_t> versions = root_versions_in(dir);
+    if (!versions.empty()) {
+      root_file = dir + "/" + root_name(versions.front());
+      where = "If you trust this hub's own copy of its first root, run";
+    }
+  }
        "hub " + hub_url + " has no pinned root of trust in the cache " + cache_root +
-           ", so its metadata cannot be verified. Get the hub's root.json from its operator over a channel you "
-           "trust and run `kernels trust <root.json> --hub " + hub_url +
-           "`; to use an unsigned hub anyway (local development, tests) set KH_ALLOW_UNSIGNED=1");
+           ", so its metadata cannot be verified. " + where + "\n  kernels trust " + root_file + " --hub " + hub_url +
+           "\n(to use an unsigned hub anyway, for local development and tests, set KH_ALLOW_UNSIGNED=1)");
+}
+
+// KH_ALLOW_UNSIGNED turns verification off; say so every time it is relied on, so that a
+// setting left over from development never goes unnoticed.
+void warn_unsigned(const std::string& source) {
+  std::fprintf(stderr, "kh: warning: KH_ALLOW_UNSIGNED=1: using %s without verifying it (no root of trust is pinned "
+               "for its hub)\n", source.c_str());
 }
 
 void check_names_repo(const RepoIndex& index, const std::string& repo, const std::string& source) {
@@ -166,9 +186,7 @@ IndexFetch fetch_index_text(Hub& hub, const Cache& cache, const std::string& rep
     }
     return out;
   } catch (const StatusError& e) {
-    if (e.status() == KH_ERROR_NOT_FOUND)
-      fail(KH_ERROR_NOT_FOUND, "hub " + hub.url() + " has no repo " + repo + " (no " + rel +
-                                   "); check the name with `kernels info`");
+    if (e.status() == KH_ERROR_NOT_FOUND) fail_repo_not_found(hub, repo, rel);
     throw;
   }
 }
@@ -249,7 +267,10 @@ RootMetadata TrustStore::pin_root(std::string_view root_text, std::string_view s
 RootMetadata TrustStore::update_root(Hub& hub) {
   FileLock lock(dir_ + "/.lock");
   std::optional<RootMetadata> trusted = trusted_root();
-  if (!trusted) fail_no_pin(hub.url(), dir_);
+  if (!trusted) {
+    require_kh_hub(hub);  // a wrong URL is a wrong URL, not a trust problem
+    fail_no_pin(hub.url(), dir_);
+  }
   for (uint64_t step = 0; step < kMaxRootUpdates; ++step) {
     const std::string rel = "root/" + root_name(trusted->version + 1);
     std::optional<std::string> text = fetch_optional(hub, rel, kMaxRootBytes);
@@ -295,7 +316,10 @@ RepoIndex fetch_verified_index(Hub& hub, Cache& cache, const std::string& repo, 
   const std::string rel = repo_index_path(repo);
   const std::string source = rel + " from " + hub.url();
   if (!store.trusted_root()) {
-    if (!options.allow_unsigned) fail_no_pin(hub.url(), cache.root());
+    if (!options.allow_unsigned) {
+      require_kh_hub(hub);  // a wrong URL is a wrong URL, not a trust problem
+      fail_no_pin(hub.url(), cache.root());
+    }
     IndexFetch fetched = fetch_index_text(hub, cache, repo, rel, false);
     std::optional<RepoIndex> parsed;
     try {
@@ -310,6 +334,7 @@ RepoIndex fetch_verified_index(Hub& hub, Cache& cache, const std::string& repo, 
     RepoIndex index = std::move(*parsed);
     check_names_repo(index, repo, source);
     if (fetched.not_modified)
+    warn_unsigned(source);
       cache.touch_metadata(hub.id(), rel);
     else
       cache.store_metadata(hub.id(), rel, fetched.text, fetched.etag);
@@ -397,6 +422,7 @@ std::optional<RepoIndex> load_verified_cached_index(const Cache& cache, const st
       RepoIndex index = parse_repo_index(*text, source + " (unsigned)");
       check_names_repo(index, repo, source);
       return index;
+      warn_unsigned(source);
     }
     try {
       std::optional<std::string> minisig = cache.load_metadata(hub_id, rel + ".minisig");

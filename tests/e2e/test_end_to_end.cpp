@@ -87,7 +87,11 @@ TEST_CASE("publish, get, load and call the reference rms_norm") {
 
   auto get = ws.kernels(std::string("get ") + kSpec + " --hub '" + ws.hub_url() + "' --json");
   REQUIRE_MESSAGE(get.exit_code == 0, get.output);
-  const auto got = nlohmann::json::parse(get.output);
+  // One JSON shape for any number of specs: {"packages": [...]}.
+  REQUIRE(nlohmann::json::parse(get.output)["packages"].size() == 1);
+  const auto got = nlohmann::json::parse(get.output)["packages"][0];
+  CHECK(got["downloaded"] == true);
+  CHECK(got["download_bytes"].get<uint64_t>() > 0);
   CHECK(got["repo"] == "kernels-community/rms-norm");
   CHECK(got["version"] == "1.0.0");
   CHECK(got["variant"] == "cpu-x86_64-abi1-x86_64-linux");
@@ -97,7 +101,7 @@ TEST_CASE("publish, get, load and call the reference rms_norm") {
 
   auto list = ws.kernels("list --json");
   REQUIRE_MESSAGE(list.exit_code == 0, list.output);
-  CHECK(nlohmann::json::parse(list.output).size() == 1);
+  CHECK(nlohmann::json::parse(list.output)["packages"].size() == 1);
 
   // Several specs in one get: all resolved first, then fetched together; one bad spec
   // fails the command before anything is fetched.
@@ -108,6 +112,9 @@ TEST_CASE("publish, get, load and call the reference rms_norm") {
   REQUIRE(both.size() == 2);
   CHECK(both[0]["path"] == got["path"]);
   CHECK(both[1]["path"] == got["path"]);
+  CHECK(both[0]["downloaded"] == false);  // in the cache since the first get
+  auto again = ws.kernels(std::string("get ") + kSpec + " --hub '" + ws.hub_url() + "'");
+  CHECK(again.output.find("already in the cache") != std::string::npos);
   auto bad = ws.kernels(std::string("get ") + kSpec + " kernels-community/no-such-kernel@1 --hub '" + ws.hub_url() + "'");
   CHECK(bad.exit_code != 0);
   CHECK(bad.output.find("no-such-kernel") != std::string::npos);
@@ -386,11 +393,11 @@ TEST_CASE("kernels cache verify, gc and clean") {
   ws.publish_reference();
   auto get = ws.kernels(std::string("get ") + kSpec + " --hub '" + ws.hub_url() + "' --json");
   REQUIRE_MESSAGE(get.exit_code == 0, get.output);
-  const auto got = nlohmann::json::parse(get.output);
+  const auto got = nlohmann::json::parse(get.output)["packages"][0];
 
   auto verify = ws.kernels("cache verify");
   CHECK_MESSAGE(verify.exit_code == 0, verify.output);
-  CHECK(verify.output.find("1 packages checked, 0 damaged") != std::string::npos);
+  CHECK(verify.output.find("1 package checked, 0 damaged") != std::string::npos);
 
   SUBCASE("a damaged package is reported, then removed on request") {
     const fs::path lib = got["library"].get<std::string>();
@@ -402,7 +409,7 @@ TEST_CASE("kernels cache verify, gc and clean") {
     CHECK(damaged.output.find("DAMAGED") != std::string::npos);
     auto removed = ws.kernels("cache verify --remove-damaged");
     CHECK_MESSAGE(removed.exit_code == 0, removed.output);
-    CHECK(nlohmann::json::parse(ws.kernels("list --json").output).empty());
+    CHECK(nlohmann::json::parse(ws.kernels("list --json").output)["packages"].empty());
   }
   SUBCASE("gc removes stale work files and incomplete trees, keeps the rest") {
     const fs::path stale = ws.cache / "tmp" / "stale-download";
@@ -416,12 +423,12 @@ TEST_CASE("kernels cache verify, gc and clean") {
     CHECK_FALSE(fs::exists(stale));
     CHECK(fs::exists(ws.cache / "tmp" / "fresh-download"));
     CHECK_FALSE(fs::exists(incomplete));
-    CHECK(nlohmann::json::parse(ws.kernels("list --json").output).size() == 1);
+    CHECK(nlohmann::json::parse(ws.kernels("list --json").output)["packages"].size() == 1);
   }
   SUBCASE("clean empties the cache") {
     auto clean = ws.kernels("cache clean");
     CHECK_MESSAGE(clean.exit_code == 0, clean.output);
-    CHECK(nlohmann::json::parse(ws.kernels("list --json").output).empty());
+    CHECK(nlohmann::json::parse(ws.kernels("list --json").output)["packages"].empty());
     CHECK(ws.trusted_cache_entries() == 0);
   }
 }
@@ -449,4 +456,71 @@ TEST_CASE("one process loads several packages, and the same one twice") {
   CHECK(std::string(kh_kernel_name(layer)) == "kernels-community/layer-norm");
   kh_kernel_release(after);
   kh_kernel_release(layer);
+}
+
+TEST_CASE("the first hour: wrong names, wrong hubs and the trust step say what to do") {
+  Workspace ws("e2e-first-hour");
+  ws.publish_reference();
+  const std::string hub = " --hub '" + ws.hub_url() + "'";
+
+  SUBCASE("version and mistyped verbs") {
+    auto version = ws.kernels("--version");
+    CHECK(version.exit_code == 0);
+    CHECK(version.output.find("kernels (kh) ") != std::string::npos);
+    auto typo = ws.kernels("gett " + std::string(kSpec));
+    CHECK(typo.exit_code != 0);
+    CHECK(typo.output.find("unknown command 'gett'; did you mean 'get'?") != std::string::npos);
+  }
+  SUBCASE("common options before or after the verb") {
+    auto before = ws.kernels("--json" + hub + " get " + std::string(kSpec));
+    REQUIRE_MESSAGE(before.exit_code == 0, before.output);
+    CHECK(nlohmann::json::parse(before.output)["packages"][0]["repo"] == "kernels-community/rms-norm");
+    auto joined = ws.kernels("--hub='" + ws.hub_url() + "' info kernels-community/rms-norm");
+    CHECK_MESSAGE(joined.exit_code == 0, joined.output);
+  }
+  SUBCASE("a mistyped package: did you mean, and search") {
+    auto typo = ws.kernels("get kernels-community/rms-nrom@1" + hub);
+    CHECK(typo.exit_code != 0);
+    CHECK(typo.output.find("did you mean kernels-community/rms-norm?") != std::string::npos);
+    auto search = ws.kernels("search norm" + hub);
+    CHECK(search.exit_code == 0);
+    CHECK(search.output.find("kernels-community/rms-norm  1.0.0") != std::string::npos);
+    auto colon = ws.kernels("get kernels-community/rms-norm:1" + hub);
+    CHECK(colon.output.find("did you mean 'kernels-community/rms-norm@1'?") != std::string::npos);
+    auto range = ws.kernels("get 'kernels-community/rms-norm@>=1.0,<2'" + hub);
+    CHECK_MESSAGE(range.exit_code == 0, range.output);
+  }
+  SUBCASE("no hub at the URL: said so, for get and for trust") {
+    const std::string nowhere = " --hub 'file://" + (ws.root / "no-hub-here").string() + "'";
+    auto get = ws.kernels("get " + std::string(kSpec) + nowhere);
+    CHECK(get.exit_code != 0);
+    CHECK(get.output.find("no kh hub at file://") != std::string::npos);
+    CHECK(get.output.find("root of trust") == std::string::npos);
+    auto trust = ws.kernels("trust '" + (ws.hub / "root/1.root.json").string() + "'" + nowhere);
+    CHECK(trust.exit_code != 0);
+    CHECK(trust.output.find("no kh hub at file://") != std::string::npos);
+    auto ftp = ws.kernels("get " + std::string(kSpec) + " --hub ftp://example.org/hub");
+    CHECK(ftp.output.find("kh reads file:///absolute/path, http://host/path and https://host/path hubs") !=
+          std::string::npos);
+  }
+  SUBCASE("an unpinned hub: the exact command to run, which then works") {
+    const std::string other_cache = (ws.root / "fresh-cache").string();
+    auto unpinned = kh::test::run_command("KH_CACHE='" + other_cache + "' '" KH_KERNELS_EXE "' get " + kSpec + hub);
+    CHECK(unpinned.exit_code != 0);
+    const std::string command = "kernels trust " + (ws.hub / "root/1.root.json").string() + " --hub " + ws.hub_url();
+    REQUIRE_MESSAGE(unpinned.output.find(command) != std::string::npos, unpinned.output);
+    auto pin = kh::test::run_command("KH_CACHE='" + other_cache + "' '" KH_KERNELS_EXE "'" + command.substr(7));
+    CHECK_MESSAGE(pin.exit_code == 0, pin.output);
+    auto get = kh::test::run_command("KH_CACHE='" + other_cache + "' '" KH_KERNELS_EXE "' get " + kSpec + hub);
+    CHECK_MESSAGE(get.exit_code == 0, get.output);
+    CHECK(get.output.find("downloaded (") != std::string::npos);
+  }
+  SUBCASE("KH_ALLOW_UNSIGNED warns every time it is relied on") {
+    const std::string other_cache = (ws.root / "unsigned-cache").string();
+    for (int i = 0; i < 2; ++i) {
+      auto get = kh::test::run_command("KH_ALLOW_UNSIGNED=1 KH_CACHE='" + other_cache + "' '" KH_KERNELS_EXE "' get " + kSpec + hub);
+      CHECK_MESSAGE(get.exit_code == 0, get.output);
+      CHECK(get.output.find("warning: KH_ALLOW_UNSIGNED=1") != std::string::npos);
+    }
+  }
 }

@@ -35,6 +35,23 @@ TEST_CASE("invalid specs are refused, naming the spec") {
   }
 }
 
+TEST_CASE("mistakes from other tools get the spelling kh takes") {
+  struct Row {
+    const char* spec;
+    const char* suggestion;
+  };
+  const Row rows[] = {{"org/name:1", "did you mean 'org/name@1'?"},
+                      {"org/name==1.2.3", "did you mean 'org/name@1.2.3'?"},
+                      {"org/name#^1.2.0", "did you mean 'org/name@^1.2.0'?"},
+                      {"Kernels-Community/RMS-Norm@1", "did you mean 'kernels-community/rms-norm'?"}};
+  for (const Row& row : rows) {
+    CAPTURE(row.spec);
+    std::string msg = kh_test::expect_status([&] { parse_package_spec(row.spec); }, KH_ERROR_INVALID_ARGUMENT);
+    CHECK(msg.find(row.suggestion) != std::string::npos);
+  }
+  CHECK(parse_package_spec("org/name@>=1.2,<2").request.kind == VersionRequest::Kind::Range);
+}
+
 TEST_CASE("is_valid_repo_part") {
   CHECK(is_valid_repo_part("rms-norm"));
   CHECK(is_valid_repo_part("a"));

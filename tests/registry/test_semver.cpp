@@ -97,7 +97,8 @@ TEST_CASE("version requests: every kind parses") {
 }
 
 TEST_CASE("version requests: garbage is refused, naming the text and the accepted forms") {
-  for (const char* s : {"x", "1.", ".1", "01", "1.2.3.4", "^1", "^1.2", "~", "=", "=1", ">=1.0.0", "1.x", "sha256:",
+  for (const char* s : {"x", "1.", ".1", "01", "1.2.3.4", "^1", "^1.2", "~", "=", ">=", ">=x", "<1.2.3.4", ">=1.2,",
+                        ",<2", ">=1,,<2", ">=1 <2", "1.x", "!1", "sha256:",
                         "sha256:abc", "latest1", "sha256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
                         " 1", "*"}) {
     CAPTURE(s);
@@ -129,8 +130,42 @@ TEST_CASE("version requests: matching") {
       {"^1.2.3-rc.2", "1.2.3-rc.1", false}, {"~1.2.3-beta", "1.2.3-rc", true}, {"~1.2.3", "1.2.4-rc.1", false},
   };
   for (const Row& row : rows) {
-    CAPTURE(row.request);
-    CAPTURE(row.version);
+    const std::string request = row.request, version = row.version;
+    CAPTURE(request);
+    CAPTURE(version);
+    CHECK(parse_version_request(row.request).matches(V(row.version)) == row.match);
+  }
+}
+
+TEST_CASE("version requests: comparisons joined by commas work like Cargo's") {
+  CHECK(parse_version_request(">=1.2,<2").kind == Kind::Range);
+  CHECK(parse_version_request("=1.2").kind == Kind::Range);  // any 1.2.x; "=1.2.3" stays Exact
+  CHECK(parse_version_request("=1.2.3").kind == Kind::Exact);
+  CHECK_FALSE(parse_version_request(">=1.2,<2").pins_exactly());
+  struct Row {
+    const char* request;
+    const char* version;
+    bool match;
+  };
+  const Row rows[] = {
+      {">=1.2,<2", "1.2.0", true},      {">=1.2,<2", "1.9.9", true},      {">=1.2,<2", "1.1.9", false},
+      {">=1.2,<2", "2.0.0", false},     {">=1.2, <2", "1.5.0", true},     {" >= 1.2 , < 2 ", "1.5.0", true},
+      {">1.2", "1.2.9", false},         {">1.2", "1.3.0", true},          {">1", "1.9.0", false},
+      {">1", "2.0.0", true},            {"<=1.2", "1.2.9", true},         {"<=1.2", "1.3.0", false},
+      {"<=1", "1.9.9", true},           {"<=1", "2.0.0", false},          {">1.2.3", "1.2.3", false},
+      {">1.2.3", "1.2.4", true},        {"<=1.2.3", "1.2.3", true},       {"<1.2.3", "1.2.3", false},
+      {"=1.2", "1.2.7", true},          {"=1.2", "1.3.0", false},         {"<2", "1.0.0", true},
+      {">=1.2,<1.5,<1.4", "1.4.0", false}, {">=1.2, ^1.3", "1.3.5", true}, {">=1.2, ^1.3", "1.2.5", false},
+      {"^0.2, >=0.2.5", "0.2.6", true},  {"^0.2, >=0.2.5", "0.3.0", false}, {"~1.2, >=1.0", "1.2.9", true},
+      {"~1.2, >=1.0", "1.3.0", false},   {">=1.0, 2", "2.4.0", true},    {">=1.0, 1", "1.4.0", true},
+      // prereleases only where a bound names one of the same x.y.z
+      {">=1.2,<2", "1.5.0-rc.1", false}, {">=1.5.0-rc.1,<2", "1.5.0-rc.2", true},
+      {">=1.5.0-rc.1,<2", "1.6.0-rc.1", false},
+  };
+  for (const Row& row : rows) {
+    const std::string request = row.request, version = row.version;
+    CAPTURE(request);
+    CAPTURE(version);
     CHECK(parse_version_request(row.request).matches(V(row.version)) == row.match);
   }
 }

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kh::registry {
 
@@ -29,11 +30,20 @@ struct VersionRequest {
     Tilde,     // "@~1.2.3": >=1.2.3, <1.3.0
     Exact,     // "@=1.2.3" or "@1.2.3": that version only; may be yanked or a prerelease
     Digest,    // "@sha256:<64 hex>": the build whose blob has that digest
+    Range,     // "@>=1.2,<2": every comparator holds (Cargo's comparison requirements)
+  };
+  // One bound of a Range, its partial versions already widened as Cargo does them
+  // (">1.2" is ">=1.3.0", "<=1" is "<2.0.0").
+  struct Bound {
+    enum class Op { Ge, Gt, Le, Lt, Eq };
+    Op op = Op::Ge;
+    Version version;
   };
   Kind kind = Kind::Latest;
   Version version;         // lower bound / exact version; for Partial the given parts
   int partial_parts = 0;   // Partial: 1 ("@1") or 2 ("@1.2")
   std::string sha256;      // Digest: the lowercase hex digest
+  std::vector<Bound> bounds;  // Range: all must hold
   std::string text;        // as the user wrote it, for messages ("latest" when absent)
 
   // Does this request accept v? Digest requests accept no version by number.

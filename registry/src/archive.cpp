@@ -16,6 +16,7 @@
 
 #include "kh/registry/fs.hpp"
 #include "kh/registry/package_manifest.hpp"
+#include "kh/registry/printable.hpp"
 #include "kh/registry/status_error.hpp"
 #include "internal.hpp"
 
@@ -53,7 +54,7 @@ const char* errstr(archive* a) {
 
 [[noreturn]] void bad_archive(const std::string& archive_path, const std::string& entry, const std::string& what) {
   std::string where = "archive '" + archive_path + "'";
-  if (!entry.empty()) where += ": entry '" + entry + "'";
+  if (!entry.empty()) where += ": entry '" + printable(entry) + "'";
   fail(KH_ERROR_BAD_ARCHIVE, where + ": " + what +
                                  "; the archive is corrupt or unsafe: delete it and fetch or rebuild it");
 }

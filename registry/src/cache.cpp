@@ -15,6 +15,7 @@
 
 #include "kh/registry/archive.hpp"
 #include "kh/registry/fs.hpp"
+#include "kh/registry/printable.hpp"
 #include "kh/registry/sha256.hpp"
 #include "kh/registry/status_error.hpp"
 #include "internal.hpp"
@@ -163,7 +164,7 @@ std::string install_locked(const std::string& root, const std::string& sha, cons
   PackageManifest m = parse_package_manifest(read_file(manifest_path, kManifestMaxBytes),
                                              std::string("sha256:") + sha + "/" + kManifestName);
   auto mismatch = [&](const char* field, const std::string& got, const std::string& expected) {
-    fail(KH_ERROR_VERIFICATION, std::string("the package's manifest names ") + field + " '" + got + "' but the index says '" +
+    fail(KH_ERROR_VERIFICATION, std::string("the package's manifest names ") + field + " '" + printable(got) + "' but the index says '" +
                                     expected + "'; the hub's index and blob disagree: report it to the hub's owner");
   };
   if (m.name != want.repo) mismatch("repo", m.name, want.repo);

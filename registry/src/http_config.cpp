@@ -9,6 +9,7 @@
 #include "http_url.hpp"
 #include "kh/registry/fs.hpp"
 #include "kh/registry/json_limits.hpp"
+#include "kh/registry/printable.hpp"
 #include "kh/registry/http_options.hpp"
 #include "kh/registry/status_error.hpp"
 
@@ -86,7 +87,7 @@ std::string sanitize_url(const std::string& url) {
     s.erase(host_start, at + 1 - host_start);
   size_t q = s.find_first_of("?#");
   if (q != std::string::npos) s = s.substr(0, q) + (s[q] == '?' ? "?..." : "");
-  return s;
+  return printable(s);  // a URL may come from a server (Location): no control bytes reach a terminal
 }
 
 HttpOptions http_options_from_environment(const std::string& url) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "http_url.hpp"
+#include "kh/registry/printable.hpp"
 #include "kh/registry/status_error.hpp"
 
 namespace kh::registry::detail {
@@ -217,7 +218,7 @@ class Exchange {
   const Response& response() const { return response_; }
   std::string error_detail() const {
     std::string d = errbuf_[0] != '\0' ? std::string(errbuf_) : std::string(curl_easy_strerror(result_));
-    return trim(d);
+    return printable(trim(d));  // may quote a server (a reason, a header)
   }
   std::string redirect_url() const {
     char* u = nullptr;

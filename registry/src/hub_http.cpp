@@ -22,6 +22,7 @@
 
 #include "kh/registry/fs.hpp"
 #include "kh/registry/http_options.hpp"
+#include "kh/registry/printable.hpp"
 #include "kh/registry/hub.hpp"
 #include "kh/registry/repo_index.hpp"
 #include "kh/registry/sha256.hpp"
@@ -454,7 +455,7 @@ class HttpHub final : public Hub {
         ex_.reset();
         if (++bad_ranges_ > 2)
           fail(KH_ERROR_NETWORK, "GET " + sanitize_url(attempts_.current_url()) +
-                                     ": the server answers Range requests with the wrong part ('" + cr +
+                                     ": the server answers Range requests with the wrong part ('" + printable(cr) +
                                      "'); report it to the hub's owner");
         restart();
         return false;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kh/registry/json_limits.hpp"
+#include "kh/registry/printable.hpp"
 #include "kh/registry/repo_index.hpp"
 #include "kh/registry/status_error.hpp"
 
@@ -23,8 +24,9 @@ class FieldReader {
  public:
   explicit FieldReader(std::string_view source) : source_(source) {}
 
+  // path and what may quote the metadata (keys, names): escaped here, once for all.
   [[noreturn]] void bad(const std::string& path, const std::string& what) const {
-    fail(KH_ERROR_BAD_METADATA, std::string(source_) + ": field '" + path + "': " + what +
+    fail(KH_ERROR_BAD_METADATA, std::string(source_) + ": field '" + printable(path) + "': " + printable(what, 4096) +
                                     "; the hub's metadata is malformed: ask its publisher to republish it");
   }
 

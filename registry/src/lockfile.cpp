@@ -5,6 +5,7 @@
 
 #include "kh/registry/fs.hpp"
 #include "kh/registry/json_limits.hpp"
+#include "kh/registry/printable.hpp"
 #include "kh/registry/package_spec.hpp"
 #include "kh/registry/semver.hpp"
 #include "kh/registry/sha256.hpp"
@@ -16,7 +17,7 @@ namespace {
 constexpr uint64_t kMaxLockfileBytes = 16u << 20;
 
 [[noreturn]] void bad(std::string_view source, const std::string& field, const std::string& what) {
-  fail(KH_ERROR_BAD_METADATA, std::string(source) + ": field '" + field + "': " + what +
+  fail(KH_ERROR_BAD_METADATA, std::string(source) + ": field '" + printable(field) + "': " + printable(what, 4096) +
                                   "; fix the file or regenerate it with `kernels lock`");
 }
 

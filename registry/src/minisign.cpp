@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "crypto.hpp"
+#include "kh/registry/printable.hpp"
 #include "kh/registry/status_error.hpp"
 
 namespace kh::registry::minisign {
@@ -23,7 +24,7 @@ constexpr size_t kSignatureBytes = 2 + 8 + 64;
 constexpr size_t kSecretKeyBytes = 2 + 2 + 2 + 32 + 8 + 8 + 8 + 64 + 32;
 
 [[noreturn]] void bad(std::string_view source, const std::string& what) {
-  fail(KH_ERROR_SIGNATURE, std::string(source) + ": " + what);
+  fail(KH_ERROR_SIGNATURE, std::string(source) + ": " + printable(what, 4096));
 }
 
 // The file's lines without their '\n' (and a '\r' before it); trailing empty lines dropped.

@@ -26,7 +26,7 @@ PackageManifest parse_package_manifest(std::string_view json_text, std::string_v
   try {
     doc = json::parse(json_text.begin(), json_text.end());
   } catch (const json::exception& e) {
-    fail(KH_ERROR_BAD_METADATA, std::string(source) + ": not valid JSON (" + e.what() + "); repack the package");
+    fail(KH_ERROR_BAD_METADATA, std::string(source) + ": not valid JSON (" + printable(e.what()) + "); repack the package");
   }
   if (!doc.is_object()) fail(KH_ERROR_BAD_METADATA, std::string(source) + ": expected a JSON object at the top level");
 
@@ -117,7 +117,7 @@ std::string hash_regular_file(const std::string& path) {
 void verify_tree_against_manifest(const std::string& dir, const PackageManifest& manifest) {
   auto bad = [&](const std::string& file, const std::string& what) {
     fail(KH_ERROR_VERIFICATION, "package " + manifest.name + "@" + manifest.version + " (" + manifest.variant +
-                                    ") in '" + dir + "': file '" + file + "': " + what +
+                                    ") in '" + dir + "': file '" + printable(file) + "': " + what +
                                     "; the package does not match its manifest: delete it and fetch it again");
   };
   std::map<std::string, const ManifestFile*> expected;

@@ -168,7 +168,7 @@ RepoIndex parse_repo_index(std::string_view json_text, std::string_view source) 
   try {
     doc = json::parse(json_text.begin(), json_text.end());
   } catch (const json::exception& e) {
-    fail(KH_ERROR_BAD_METADATA, std::string(source) + ": not valid JSON (" + e.what() +
+    fail(KH_ERROR_BAD_METADATA, std::string(source) + ": not valid JSON (" + printable(e.what()) +
                                     "); the hub's index is corrupt: ask its publisher to republish it");
   }
   if (!doc.is_object()) fail(KH_ERROR_BAD_METADATA, std::string(source) + ": expected a JSON object at the top level");

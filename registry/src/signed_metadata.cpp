@@ -22,6 +22,7 @@
 #include "kh/registry/fs.hpp"
 #include "kh/registry/hub_directory.hpp"
 #include "kh/registry/json_limits.hpp"
+#include "kh/registry/printable.hpp"
 #include "kh/registry/status_error.hpp"
 
 namespace kh::registry {
@@ -104,7 +105,7 @@ void warn_unsigned(const std::string& source) {
 
 void check_names_repo(const RepoIndex& index, const std::string& repo, const std::string& source) {
   if (index.repo != repo)
-    fail(KH_ERROR_SIGNATURE, source + " describes repo '" + index.repo + "', not '" + repo +
+    fail(KH_ERROR_SIGNATURE, source + " describes repo '" + printable(index.repo) + "', not '" + repo +
                                  "': the hub served another repo's index in its place");
 }
 

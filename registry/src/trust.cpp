@@ -27,7 +27,7 @@ json parse_json(std::string_view text, std::string_view source, kh_status status
   try {
     return json::parse(text.begin(), text.end());
   } catch (const json::exception& e) {
-    fail(status, std::string(source) + ": not valid JSON (" + e.what() + ")");
+    fail(status, std::string(source) + ": not valid JSON (" + printable(e.what()) + ")");
   }
 }
 
@@ -139,7 +139,7 @@ void verify_threshold(const std::map<std::string, minisign::PublicKey>& keys, co
       minisign::Signature sig = minisign::parse_signature(e.sig, label);
       const std::string id = sig.key_id_hex();
       if (!e.keyid.empty() && e.keyid != id)
-        fail(KH_ERROR_SIGNATURE, label + ": listed as by key " + e.keyid + " but made by key " + id);
+        fail(KH_ERROR_SIGNATURE, label + ": listed as by key " + printable(e.keyid) + " but made by key " + id);
       if (std::find(role.keyids.begin(), role.keyids.end(), id) == role.keyids.end())
         fail(KH_ERROR_SIGNATURE, label + ": made by key " + id + ", which is not a key of the " + role_name + " role");
       minisign::verify(keys.at(id), sig, message, label);

@@ -78,7 +78,6 @@ void check_not_expired(const std::string& what, const std::string& expires, int6
 }
 
 [[noreturn]] void fail_no_pin(const std::string& hub_url, const std::string& cache_root) {
-  fail(KH_ERROR_SIGNATURE,
   // For a hub on this filesystem the root is right there: name the exact command.
   std::string root_file = "<root.json>";
   std::string where = "Get the hub's root.json from its operator over a channel you trust and run";
@@ -91,6 +90,7 @@ void check_not_expired(const std::string& what, const std::string& expires, int6
       where = "If you trust this hub's own copy of its first root, run";
     }
   }
+  fail(KH_ERROR_SIGNATURE,
        "hub " + hub_url + " has no pinned root of trust in the cache " + cache_root +
            ", so its metadata cannot be verified. " + where + "\n  kernels trust " + root_file + " --hub " + hub_url +
            "\n(to use an unsigned hub anyway, for local development and tests, set KH_ALLOW_UNSIGNED=1)");
@@ -334,8 +334,8 @@ RepoIndex fetch_verified_index(Hub& hub, Cache& cache, const std::string& repo, 
     }
     RepoIndex index = std::move(*parsed);
     check_names_repo(index, repo, source);
-    if (fetched.not_modified)
     warn_unsigned(source);
+    if (fetched.not_modified)
       cache.touch_metadata(hub.id(), rel);
     else
       cache.store_metadata(hub.id(), rel, fetched.text, fetched.etag);
@@ -422,8 +422,8 @@ std::optional<RepoIndex> load_verified_cached_index(const Cache& cache, const st
     if (!root) {
       RepoIndex index = parse_repo_index(*text, source + " (unsigned)");
       check_names_repo(index, repo, source);
-      return index;
       warn_unsigned(source);
+      return index;
     }
     try {
       std::optional<std::string> minisig = cache.load_metadata(hub_id, rel + ".minisig");

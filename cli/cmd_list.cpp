@@ -20,12 +20,12 @@ void add_list_command(CLI::App& app) {
   cmd->add_flag("--json", args->json, "Print {\"cache\": DIR, \"packages\": [...]}");
   cmd->callback([args]() {
     registry::Cache cache(args->cache_root.empty() ? registry::Cache::default_root() : args->cache_root);
-    const auto packages = cache.list_packages();
+    const auto packages = cache.list_packages(/*include_damaged=*/true);
     if (args->json) {
       nlohmann::json out = nlohmann::json::array();
       for (const auto& p : packages)
         out.push_back({{"repo", p.manifest.name}, {"version", p.manifest.version}, {"variant", p.manifest.variant},
-                       {"sha256", p.sha256}, {"path", p.dir}});
+                       {"sha256", p.sha256}, {"path", p.dir}, {"damaged", p.damaged}});
       std::printf("%s\n", nlohmann::json{{"cache", cache.root()}, {"packages", out}}.dump(2).c_str());
       return;
     }
@@ -33,9 +33,13 @@ void add_list_command(CLI::App& app) {
       std::printf("No packages in %s\n", cache.root().c_str());
       return;
     }
-    for (const auto& p : packages)
+    for (const auto& p : packages) {
       std::printf("%s %s  %s  %s\n", p.manifest.name.c_str(), p.manifest.version.c_str(), p.manifest.variant.c_str(),
                   p.dir.c_str());
+      if (p.damaged)  // the tree no longer matches its manifest; get/load fetch it again
+        std::printf("  DAMAGED: %s\n  `kernels get %s@=%s` installs it again\n", p.problem.c_str(),
+                    p.manifest.name.c_str(), p.manifest.version.c_str());
+    }
   });
 }
 

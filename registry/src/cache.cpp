@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <map>
@@ -73,6 +74,30 @@ void write_marker(const std::string& dir, const std::string& sha) {
   }
   ::close(fd);
   detail::fsync_directory(dir);
+}
+
+// One line per regular file below dir (marker and stamps excepted), sorted by path:
+// "<size> <mtime ns> <ctime ns> <inode> <path>".
+std::string tree_stamps(const std::string& dir) {
+  std::string out;
+  for (const detail::TreeEntry& e : detail::list_tree(dir)) {
+    if (e.type != detail::TreeEntry::Type::File || e.path == kCompleteMarker || e.path == kStampsName) continue;
+    struct stat st {};
+    if (::lstat((dir + "/" + e.path).c_str(), &st) != 0) detail::fail_errno("cannot stat '" + dir + "/" + e.path + "'", errno);
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%llu %lld.%09ld %lld.%09ld %llu ", static_cast<unsigned long long>(st.st_size),
+                  static_cast<long long>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec, static_cast<long long>(st.st_ctim.tv_sec),
+                  st.st_ctim.tv_nsec, static_cast<unsigned long long>(st.st_ino));
+    out += buf + e.path + "\n";
+  }
+  return out;
+}
+
+// Writes dir's stamps file (read-only, like the tree).
+void write_stamps(const std::string& dir) {
+  const std::string path = dir + "/" + kStampsName;
+  write_file_atomic(path, tree_stamps(dir));
+  if (::chmod(path.c_str(), 0444) != 0) detail::fail_errno("cannot make '" + path + "' read-only", errno);
 }
 
 // Does `blob` hold exactly sha256/size? (A blob in the cache is re-hashed before reuse.)
@@ -154,9 +179,10 @@ std::string install_locked(const std::string& root, const std::string& sha, cons
   work.path = tmp_root + "/" + sha + ".pkg-" + std::to_string(::getpid()) + "-" + detail::random_hex(6);
   if (::mkdir(work.path.c_str(), 0755) != 0) detail::fail_errno("cannot create '" + work.path + "'", errno);
   extract_package_archive(source_blob, work.path);
-  if (path_exists(work.path + "/" + kCompleteMarker))
-    fail(KH_ERROR_BAD_ARCHIVE, "archive sha256:" + sha + " holds a file named '" + kCompleteMarker +
-                                   "', which kh reserves; the package is unsafe: report it to the hub's owner");
+  for (const char* reserved : {kCompleteMarker, kStampsName})
+    if (path_exists(work.path + "/" + reserved))
+      fail(KH_ERROR_BAD_ARCHIVE, "archive sha256:" + sha + " holds a file named '" + reserved +
+                                     "', which kh reserves; the package is unsafe: report it to the hub's owner");
   std::string manifest_path = work.path + "/" + kManifestName;
   if (!path_exists(manifest_path))
     fail(KH_ERROR_BAD_ARCHIVE, "archive sha256:" + sha + " has no " + kManifestName +
@@ -182,6 +208,7 @@ std::string install_locked(const std::string& root, const std::string& sha, cons
   }
 
   make_read_only_below(work.path);
+  write_stamps(work.path);  // after the chmods (they change ctime), before the marker
   KH_TEST_HOOK("before-marker");
   write_marker(work.path, sha);
   make_directories(root + "/pkgs");
@@ -219,18 +246,65 @@ std::string Cache::default_root() {
   fail(KH_ERROR_IO, "cannot find a cache directory: none of KH_CACHE, XDG_CACHE_HOME, HOME is set; set KH_CACHE");
 }
 
-std::optional<std::string> Cache::package_dir(const std::string& sha256) const {
-  if (!is_sha256_hex(sha256)) return std::nullopt;
-  std::string dir = pkg_dir(root_, sha256);
+namespace {
+
+// The complete tree of sha256 (its marker names it), or "".
+std::string complete_tree(const std::string& root, const std::string& sha256) {
+  if (!is_sha256_hex(sha256)) return "";
+  std::string dir = pkg_dir(root, sha256);
   std::string marker = dir + "/" + kCompleteMarker;
   struct stat st;
-  if (::lstat(marker.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  if (::lstat(marker.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
   try {
-    if (read_regular_file(marker, 256) != sha256) return std::nullopt;
+    if (read_regular_file(marker, 256) != sha256) return "";
   } catch (const StatusError&) {
-    return std::nullopt;
+    return "";
   }
   return dir;
+}
+
+// "" when the complete tree at dir is intact, else what is wrong with it. Cheap when the
+// stamps match; else the whole tree is hashed against its manifest.
+std::string tree_problem(const std::string& dir) {
+  const std::string stamps_path = dir + "/" + kStampsName;
+  std::string recorded;
+  try {
+    recorded = path_exists(stamps_path) ? read_regular_file(stamps_path, 16u << 20) : "";
+    if (!recorded.empty() && tree_stamps(dir) == recorded) return "";
+  } catch (const StatusError&) {  // a file that cannot be stat'ed: the full check says what
+  }
+  try {
+    const std::string manifest_path = dir + "/" + kManifestName;
+    if (!path_exists(manifest_path)) return std::string(kManifestName) + " is missing";
+    verify_tree_against_manifest(dir, parse_package_manifest(read_regular_file(manifest_path, kManifestMaxBytes),
+                                                             manifest_path));
+  } catch (const StatusError& e) {
+    return e.what();
+  }
+  // Intact, but no longer as recorded (a copied cache, a touched file, an older kh):
+  // record it again so the next check is cheap. Best effort, and no lock (the caller may
+  // hold this blob's): a read-only cache cannot, and two processes write the same bytes.
+  if (::chmod(dir.c_str(), 0755) == 0) {
+    try {
+      write_stamps(dir);
+    } catch (const StatusError&) {
+    }
+    ::chmod(dir.c_str(), 0555);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::optional<std::string> Cache::package_dir(const std::string& sha256) const {
+  const std::string dir = complete_tree(root_, sha256);
+  if (dir.empty() || !tree_problem(dir).empty()) return std::nullopt;
+  return dir;
+}
+
+std::string Cache::package_problem(const std::string& sha256) const {
+  const std::string dir = complete_tree(root_, sha256);
+  return dir.empty() ? "" : tree_problem(dir);
 }
 
 std::string Cache::ensure_package(Hub& hub, const std::string& repo, const Release& release,
@@ -379,7 +453,7 @@ std::string Cache::load_metadata_etag(const std::string& hub_id, const std::stri
   return read_regular_file(path, 1024);
 }
 
-std::vector<CachedPackage> Cache::list_packages() const {
+std::vector<CachedPackage> Cache::list_packages(bool include_damaged) const {
   std::vector<CachedPackage> out;
   std::string pkgs = root_ + "/pkgs";
   if (!path_exists(pkgs)) return out;
@@ -389,15 +463,17 @@ std::vector<CachedPackage> Cache::list_packages() const {
   };
   std::vector<Listed> listed;
   for (const std::string& name : detail::list_names(pkgs)) {
-    std::optional<std::string> dir = package_dir(name);
-    if (!dir) continue;  // incomplete or foreign: not a package
+    const std::string dir = complete_tree(root_, name);
+    if (dir.empty()) continue;  // incomplete or foreign: not a package
+    const std::string problem = tree_problem(dir);
+    if (!problem.empty() && !include_damaged) continue;  // ensure_package replaces it
     try {
-      PackageManifest m = parse_package_manifest(read_file(*dir + "/" + kManifestName, kManifestMaxBytes),
-                                                 *dir + "/" + kManifestName);
+      PackageManifest m = parse_package_manifest(read_regular_file(dir + "/" + kManifestName, kManifestMaxBytes),
+                                                 dir + "/" + kManifestName);
       std::optional<Version> v = parse_version(m.version);
-      listed.push_back({CachedPackage{name, *dir, std::move(m)}, v});
+      listed.push_back({CachedPackage{name, dir, std::move(m), !problem.empty(), problem}, v});
     } catch (const StatusError&) {
-      continue;  // a damaged tree is not listed; ensure_package replaces it
+      continue;  // not even its manifest reads: nothing to list it by
     }
   }
   std::sort(listed.begin(), listed.end(), [](const Listed& a, const Listed& b) {

@@ -126,7 +126,7 @@ void verify_tree_against_manifest(const std::string& dir, const PackageManifest&
   for (detail::TreeEntry& e : detail::list_tree(dir)) {
     if (e.type == detail::TreeEntry::Type::Directory) continue;
     if (e.type != detail::TreeEntry::Type::File) bad(e.path, "not a regular file or directory");
-    if (e.path == kManifestName || e.path == kCompleteMarker) continue;
+    if (e.path == kManifestName || e.path == kCompleteMarker || e.path == kStampsName) continue;
     if (expected.find(e.path) == expected.end()) bad(e.path, "not listed in the manifest");
     found[e.path] = e;
   }

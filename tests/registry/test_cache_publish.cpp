@@ -415,3 +415,56 @@ TEST_CASE("a crash at any point leaves nothing that is later trusted") {
   }
 }
 #endif
+
+TEST_CASE("a damaged or missing cached library is noticed, listed as damaged, and installed again (issue 16, item 8)") {
+  World w;
+  auto hub = open_hub("file://" + w.hub_dir);
+  Published p = resolve(*hub, "1");
+  Cache cache(w.cache_dir);
+  const std::string dir = cache.ensure_package(*hub, kRepo, *p.release, *p.variant);
+  const std::string lib = dir + "/" + cache.list_packages().at(0).manifest.library;
+  REQUIRE(kh_test::read_text(lib) == w.library);
+  CHECK(path_exists(dir + "/" + kStampsName));
+  // Without the hub's blob, a repair can only come from the cached blob.
+  SUBCASE("the library changed in place (one byte)") {
+    ::chmod(dir.c_str(), 0755);
+    flip_byte(lib, 100);
+  }
+  SUBCASE("the library deleted") {
+    ::chmod(dir.c_str(), 0755);
+    REQUIRE(::unlink(lib.c_str()) == 0);
+  }
+  CHECK_FALSE(cache.package_dir(p.variant->sha256));
+  CHECK(cache.list_packages().empty());
+  std::vector<CachedPackage> all = cache.list_packages(true);
+  REQUIRE(all.size() == 1);
+  CHECK(all[0].damaged);
+  CHECK_MESSAGE(all[0].problem.find("libkh_fake.so") != std::string::npos, all[0].problem);
+  CHECK(cache.package_problem(p.variant->sha256) == all[0].problem);
+
+  // get/load (ensure_package) installs it again, here from the intact cached blob.
+  REQUIRE(::unlink(w.blob_on_hub().c_str()) == 0);
+  CHECK(cache.ensure_package(*hub, kRepo, *p.release, *p.variant) == dir);
+  CHECK(kh_test::read_text(lib) == w.library);
+  CHECK(cache.package_dir(p.variant->sha256));
+  CHECK_FALSE(cache.list_packages(true).at(0).damaged);
+}
+
+TEST_CASE("an intact tree whose files were touched or copied is re-checked once, then cheap again") {
+  World w;
+  auto hub = open_hub("file://" + w.hub_dir);
+  Published p = resolve(*hub, "1");
+  Cache cache(w.cache_dir);
+  const std::string dir = cache.ensure_package(*hub, kRepo, *p.release, *p.variant);
+  const std::string stamps = kh_test::read_text(dir + "/" + kStampsName);
+  const std::string lib = dir + "/" + cache.list_packages().at(0).manifest.library;
+  // Same bytes, new identity (as a copy of the cache would have).
+  ::chmod(dir.c_str(), 0755);
+  const std::string copy = dir + "/lib.copy";
+  kh_test::write_text(copy, w.library, 0444);
+  REQUIRE(::rename(copy.c_str(), lib.c_str()) == 0);
+  ::chmod(dir.c_str(), 0555);
+  CHECK(cache.package_dir(p.variant->sha256) == dir);  // hashed: intact
+  CHECK(kh_test::read_text(dir + "/" + kStampsName) != stamps);  // and recorded again
+  CHECK(cache.package_problem(p.variant->sha256).empty());
+}

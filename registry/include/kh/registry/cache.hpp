@@ -19,11 +19,19 @@
 namespace kh::registry {
 
 inline constexpr const char* kCompleteMarker = ".kh-complete";
+// Beside the marker: each file's identity when it was installed ("<size> <mtime ns>
+// <ctime ns> <inode> <path>" per line), so that a changed or missing file is noticed with
+// one lstat per file; only then is the tree hashed against its manifest.
+inline constexpr const char* kStampsName = ".kh-stamps";
 
 struct CachedPackage {
   std::string sha256;
   std::string dir;
   PackageManifest manifest;
+  // The tree no longer matches its manifest (a file changed or is missing): it is not
+  // used, and the next get or load fetches it again. `problem` says what is wrong.
+  bool damaged = false;
+  std::string problem;
 };
 
 class Cache {
@@ -33,8 +41,14 @@ class Cache {
   static std::string default_root();
   const std::string& root() const { return root_; }
 
-  // The unpacked tree of blob sha256 if it is complete, else nullopt.
+  // The unpacked tree of blob sha256 if it is complete and intact, else nullopt. Intact:
+  // every file has the identity recorded at install (kStampsName); when one differs or is
+  // missing, the tree is hashed against its manifest, and a tree that fails is damaged
+  // (nullopt: ensure_package installs it again, from the cached blob if that is intact).
+  // A tree that passes gets its identities recorded again (a copied cache, a touched file).
   std::optional<std::string> package_dir(const std::string& sha256) const;
+  // Why the complete tree of sha256 is damaged; "" when it is intact or not there.
+  std::string package_problem(const std::string& sha256) const;
 
   // Makes the package of `variant` present: reuses a complete tree; else fetches the blob
   // from hub (verified while streaming), extracts it under tmp/, checks the in-archive
@@ -76,8 +90,9 @@ class Cache {
   // The ETag stored with that metadata; empty when none.
   std::string load_metadata_etag(const std::string& hub_id, const std::string& relative_path) const;
 
-  // Every complete package, sorted by name then version.
-  std::vector<CachedPackage> list_packages() const;
+  // Every complete, intact package, sorted by name then version; with include_damaged,
+  // damaged ones too (CachedPackage::damaged), e.g. for `kernels list` to mark them.
+  std::vector<CachedPackage> list_packages(bool include_damaged = false) const;
 
  private:
   std::string root_;

@@ -48,41 +48,55 @@ KH_DEC_DEV uint16_t kh_dec_float_to_f16(float f) { return __half_as_ushort(__flo
 }  // namespace kh_attention
 
 #include "attention_decode_kernel.inl"
+#include "attention_decode_mma.cuh"
 
 namespace kh_attention {
 namespace decode {
 
+// simt: the all-CUDA-core kernel (attention_decode_kernel.inl) instead of the tensor-core one.
 template <typename Tag, int TPR>
-cudaError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int num_splits, cudaStream_t stream) {
+cudaError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int num_splits, bool simt,
+                             cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(num_splits), static_cast<unsigned>(p.heads_kv * row_tiles),
                   static_cast<unsigned>(p.batch));
-  if (rows == 4)
-    decode_split_kernel<Tag, TPR, 4><<<grid, kThreads, 0, stream>>>(p, row_tiles, num_splits);
-  else
-    decode_split_kernel<Tag, TPR, 8><<<grid, kThreads, 0, stream>>>(p, row_tiles, num_splits);
+  if (simt) {
+    if (rows == 4)
+      decode_split_kernel<Tag, TPR, 4><<<grid, kThreads, 0, stream>>>(p, row_tiles, num_splits);
+    else
+      decode_split_kernel<Tag, TPR, 8><<<grid, kThreads, 0, stream>>>(p, row_tiles, num_splits);
+  } else {
+    if (rows == 4)
+      decode_mma_kernel<Tag, TPR, 4><<<grid, kThreads, 0, stream>>>(p, row_tiles, num_splits);
+    else
+      decode_mma_kernel<Tag, TPR, 8><<<grid, kThreads, 0, stream>>>(p, row_tiles, num_splits);
+  }
   return cudaGetLastError();
 }
 
 template <typename Tag, int TPR>
-int decode_split_occupancy(int rows) {
+int decode_split_occupancy(int rows, bool simt) {
   int blocks = 0;
-  const cudaError_t err =
-      rows == 4 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, decode_split_kernel<Tag, TPR, 4>, kThreads, 0)
-                : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, decode_split_kernel<Tag, TPR, 8>, kThreads, 0);
+  cudaError_t err;
+  if (simt)
+    err = rows == 4 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, decode_split_kernel<Tag, TPR, 4>, kThreads, 0)
+                    : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, decode_split_kernel<Tag, TPR, 8>, kThreads, 0);
+  else
+    err = rows == 4 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, decode_mma_kernel<Tag, TPR, 4>, kThreads, 0)
+                    : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, decode_mma_kernel<Tag, TPR, 8>, kThreads, 0);
   return err == cudaSuccess && blocks > 0 ? blocks : 1;
 }
 
 // The launch/combine translation unit declares the instantiations extern: each split kernel
 // is compiled once, in its own translation unit.
 #define KH_DECODE_EXTERN(Tag, TPR)                                                                           \
-  extern template cudaError_t run_decode_split<Tag, TPR>(const DecodeParams&, int, int, int, cudaStream_t); \
-  extern template int decode_split_occupancy<Tag, TPR>(int);
+  extern template cudaError_t run_decode_split<Tag, TPR>(const DecodeParams&, int, int, int, bool, cudaStream_t); \
+  extern template int decode_split_occupancy<Tag, TPR>(int, bool);
 #define KH_DECODE_EXTERN_ALL(Tag) \
   KH_DECODE_EXTERN(Tag, 4) KH_DECODE_EXTERN(Tag, 8) KH_DECODE_EXTERN(Tag, 16) KH_DECODE_EXTERN(Tag, 32)
 
 #define KH_DECODE_INSTANTIATE(Tag, TPR)                                                                   \
-  template cudaError_t run_decode_split<Tag, TPR>(const DecodeParams&, int, int, int, cudaStream_t); \
-  template int decode_split_occupancy<Tag, TPR>(int);
+  template cudaError_t run_decode_split<Tag, TPR>(const DecodeParams&, int, int, int, bool, cudaStream_t); \
+  template int decode_split_occupancy<Tag, TPR>(int, bool);
 
 }  // namespace decode
 }  // namespace kh_attention

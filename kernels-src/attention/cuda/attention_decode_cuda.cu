@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 
 namespace kh_attention {
 namespace decode {
@@ -29,23 +30,34 @@ namespace {
 
 int lane_group_width(int head_dim) { return head_dim <= 32 ? 4 : head_dim <= 64 ? 8 : head_dim <= 128 ? 16 : 32; }
 
+// KH_ATTENTION_DECODE_SIMT=1 in the environment: the CUDA-core split kernel (for comparisons).
+bool use_simt() {
+  static const bool simt = [] {
+    const char* v = std::getenv("KH_ATTENTION_DECODE_SIMT");
+    return v != nullptr && v[0] == '1';
+  }();
+  return simt;
+}
+
 template <typename Tag>
 cudaError_t run_split(const DecodeParams& p, int tpr, int rows, int row_tiles, int splits, cudaStream_t s) {
+  const bool simt = use_simt();
   switch (tpr) {
-    case 4: return run_decode_split<Tag, 4>(p, rows, row_tiles, splits, s);
-    case 8: return run_decode_split<Tag, 8>(p, rows, row_tiles, splits, s);
-    case 16: return run_decode_split<Tag, 16>(p, rows, row_tiles, splits, s);
-    default: return run_decode_split<Tag, 32>(p, rows, row_tiles, splits, s);
+    case 4: return run_decode_split<Tag, 4>(p, rows, row_tiles, splits, simt, s);
+    case 8: return run_decode_split<Tag, 8>(p, rows, row_tiles, splits, simt, s);
+    case 16: return run_decode_split<Tag, 16>(p, rows, row_tiles, splits, simt, s);
+    default: return run_decode_split<Tag, 32>(p, rows, row_tiles, splits, simt, s);
   }
 }
 
 template <typename Tag>
 int occupancy(int tpr, int rows) {
+  const bool simt = use_simt();
   switch (tpr) {
-    case 4: return decode_split_occupancy<Tag, 4>(rows);
-    case 8: return decode_split_occupancy<Tag, 8>(rows);
-    case 16: return decode_split_occupancy<Tag, 16>(rows);
-    default: return decode_split_occupancy<Tag, 32>(rows);
+    case 4: return decode_split_occupancy<Tag, 4>(rows, simt);
+    case 8: return decode_split_occupancy<Tag, 8>(rows, simt);
+    case 16: return decode_split_occupancy<Tag, 16>(rows, simt);
+    default: return decode_split_occupancy<Tag, 32>(rows, simt);
   }
 }
 

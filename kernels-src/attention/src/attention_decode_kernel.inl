@@ -81,6 +81,7 @@ KH_DEC_DEV uint16_t to_bits16(float f) {
 struct Tile {
   int b, kv_head, r0, nrows, group, len;
   int key_beg, key_end;  // this split's keys [key_beg, key_end)
+  int tile_beg;          // key_beg rounded down to a multiple of 16 (>= the window's start rounded down)
 };
 
 KH_DEC_DEV Tile make_tile(const DecodeParams& p, int rows, int row_tiles, int num_splits) {
@@ -106,12 +107,17 @@ KH_DEC_DEV Tile make_tile(const DecodeParams& p, int rows, int row_tiles, int nu
     const long long w = static_cast<long long>(len) - p.q_len + i_first - p.window_left;
     lo = w < 0 ? 0 : static_cast<int>(w);
   }
-  const int n = hi > lo ? hi - lo : 0;
-  const int chunk = (n + num_splits - 1) / num_splits;
-  const int s = blockIdx.x;
-  const long long beg = static_cast<long long>(lo) + static_cast<long long>(s) * chunk;
-  t.key_beg = beg > hi ? hi : static_cast<int>(beg);
-  t.key_end = t.key_beg + chunk > hi ? hi : t.key_beg + chunk;
+  // Splits are whole 16-key tiles from lo rounded down to 16 (the tensor-core kernel walks
+  // tiles of 16 keys aligned to multiples of 16; keys below lo are masked).
+  const int lo_al = lo & ~15;
+  const int n = hi > lo_al ? hi - lo_al : 0;
+  const int chunk = (((n + num_splits - 1) / num_splits) + 15) & ~15;
+  const long long beg = static_cast<long long>(lo_al) + static_cast<long long>(blockIdx.x) * chunk;
+  const int b0 = beg > hi ? hi : static_cast<int>(beg);
+  t.tile_beg = b0;
+  t.key_beg = b0 < lo ? lo : b0;
+  t.key_end = b0 + chunk > hi ? hi : b0 + chunk;
+  if (t.key_end < t.key_beg) t.key_end = t.key_beg;
   return t;
 }
 
@@ -125,6 +131,59 @@ struct MergeSmem {
   float scale[kGroups][ROWS];  // exp2(m_g - M) / L
   float lse2[ROWS];            // M + log2(L), -inf when no key
 };
+
+// The end of a split CTA, after every lane group has put its state (m, l in base 2, and its
+// unnormalised accumulator) in sm and synchronised: merge the groups, then write out and
+// lse (one split) or the normalised partial and its log2-sum-exp (several).
+template <typename Tag, int TPR, int ROWS>
+KH_DEC_DEV void decode_epilogue(const DecodeParams& p, const Tile& t, MergeSmem<TPR, ROWS>& sm,
+                                const int num_splits) {
+  constexpr int kGroups = kThreads / TPR;
+  const int tid = threadIdx.x;
+  if (tid < t.nrows) {
+    const int r = tid;
+    float mx = -INFINITY;
+    for (int g = 0; g < kGroups; ++g) mx = fmaxf(mx, sm.m[g][r]);
+    float sum = 0.f;
+    if (mx != -INFINITY)
+      for (int g = 0; g < kGroups; ++g) sum += sm.l[g][r] * kh_dec_exp2(sm.m[g][r] - mx);
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    for (int g = 0; g < kGroups; ++g) sm.scale[g][r] = sum > 0.f ? kh_dec_exp2(sm.m[g][r] - mx) * inv : 0.f;
+    sm.lse2[r] = sum > 0.f ? mx + log2f(sum) : -INFINITY;
+  }
+  __syncthreads();
+
+  const int chunks = p.head_dim / 8;
+  const bool single = num_splits == 1;
+  const int64_t total_rows = static_cast<int64_t>(p.batch) * p.q_len * p.heads_q;
+  for (int c = tid; c < t.nrows * chunks; c += kThreads) {
+    const int r = c / chunks, ce = (c - r * chunks) * 8;
+    float o[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) o[e] = 0.f;
+    for (int g = 0; g < kGroups; ++g) {
+      const float f = sm.scale[g][r];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) o[e] = fmaf(f, sm.acc[g][r][ce + e], o[e]);
+    }
+    const int idx = t.r0 + r;
+    const int i = idx / t.group, h = t.kv_head * t.group + (idx - i * t.group);
+    if (single) {
+      uint16_t* orow = static_cast<uint16_t*>(p.out) + static_cast<int64_t>(t.b) * p.o_batch_stride +
+                       static_cast<int64_t>(i) * p.o_row_stride + static_cast<int64_t>(h) * p.o_head_stride;
+      *reinterpret_cast<uint4*>(orow + ce) = pack8<Tag>(o);
+    } else {
+      const int64_t row = (static_cast<int64_t>(t.b) * p.q_len + i) * p.heads_q + h;
+      float* dst = p.workspace + (row * num_splits + blockIdx.x) * p.head_dim + ce;
+      *reinterpret_cast<float4*>(dst) = make_float4(o[0], o[1], o[2], o[3]);
+      *reinterpret_cast<float4*>(dst + 4) = make_float4(o[4], o[5], o[6], o[7]);
+      if (ce == 0) p.workspace[total_rows * num_splits * p.head_dim + row * num_splits + blockIdx.x] = sm.lse2[r];
+    }
+    if (single && ce == 0 && p.lse != nullptr)
+      p.lse[(static_cast<int64_t>(t.b) * p.heads_q + h) * p.q_len + i] =
+          sm.lse2[r] == -INFINITY ? -INFINITY : sm.lse2[r] * kLn2;
+  }
+}
 
 template <typename Tag, int TPR, int ROWS>
 __global__ void KH_DEC_SPLIT_BOUNDS(ROWS) decode_split_kernel(const DecodeParams p, const int row_tiles,
@@ -285,49 +344,7 @@ __global__ void KH_DEC_SPLIT_BOUNDS(ROWS) decode_split_kernel(const DecodeParams
     }
   }
   __syncthreads();
-  if (tid < t.nrows) {
-    const int r = tid;
-    float mx = -INFINITY;
-    for (int g = 0; g < kGroups; ++g) mx = fmaxf(mx, sm.m[g][r]);
-    float sum = 0.f;
-    if (mx != -INFINITY)
-      for (int g = 0; g < kGroups; ++g) sum += sm.l[g][r] * kh_dec_exp2(sm.m[g][r] - mx);
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    for (int g = 0; g < kGroups; ++g) sm.scale[g][r] = sum > 0.f ? kh_dec_exp2(sm.m[g][r] - mx) * inv : 0.f;
-    sm.lse2[r] = sum > 0.f ? mx + log2f(sum) : -INFINITY;
-  }
-  __syncthreads();
-
-  const int chunks = p.head_dim / 8;
-  const bool single = num_splits == 1;
-  const int64_t total_rows = static_cast<int64_t>(p.batch) * p.q_len * p.heads_q;
-  for (int c = tid; c < t.nrows * chunks; c += kThreads) {
-    const int r = c / chunks, ce = (c - r * chunks) * 8;
-    float o[8];
-#pragma unroll
-    for (int e = 0; e < 8; ++e) o[e] = 0.f;
-    for (int g = 0; g < kGroups; ++g) {
-      const float f = sm.scale[g][r];
-#pragma unroll
-      for (int e = 0; e < 8; ++e) o[e] = fmaf(f, sm.acc[g][r][ce + e], o[e]);
-    }
-    const int idx = t.r0 + r;
-    const int i = idx / t.group, h = t.kv_head * t.group + (idx - i * t.group);
-    if (single) {
-      uint16_t* orow = static_cast<uint16_t*>(p.out) + static_cast<int64_t>(t.b) * p.o_batch_stride +
-                       static_cast<int64_t>(i) * p.o_row_stride + static_cast<int64_t>(h) * p.o_head_stride;
-      *reinterpret_cast<uint4*>(orow + ce) = pack8<Tag>(o);
-    } else {
-      const int64_t row = (static_cast<int64_t>(t.b) * p.q_len + i) * p.heads_q + h;
-      float* dst = p.workspace + (row * num_splits + blockIdx.x) * p.head_dim + ce;
-      *reinterpret_cast<float4*>(dst) = make_float4(o[0], o[1], o[2], o[3]);
-      *reinterpret_cast<float4*>(dst + 4) = make_float4(o[4], o[5], o[6], o[7]);
-      if (ce == 0) p.workspace[total_rows * num_splits * p.head_dim + row * num_splits + blockIdx.x] = sm.lse2[r];
-    }
-    if (single && ce == 0 && p.lse != nullptr)
-      p.lse[(static_cast<int64_t>(t.b) * p.heads_q + h) * p.q_len + i] =
-          sm.lse2[r] == -INFINITY ? -INFINITY : sm.lse2[r] * kLn2;
-  }
+  decode_epilogue<Tag, TPR, ROWS>(p, t, sm, num_splits);
 }
 
 // Merges num_splits partials per row: one warp (32 lanes; on a 64-wide wavefront, half) per

@@ -1,0 +1,271 @@
+// attention_decode_mma.cuh: the CUDA decode split kernel with the scores on the tensor cores
+// (mma.sync m16n8k16, valid on sm80 and sm90a). Included by attention_decode.cuh after the
+// shared kernel bodies (Tile, MergeSmem, decode_epilogue); the combine kernel is shared.
+//
+// Why: the SIMT kernel (attention_decode_kernel.inl) spends ~5.5 instructions per byte of
+// K/V at GQA 4 (a butterfly reduction per key and row, the per-key softmax repeated on every
+// lane of a key's lane group, masks): instruction-bound at ~2.7 TB/s on the H200 (run 1 of
+// NOTES.md "decode"). Here each warp takes 16 keys at a time:
+//  - S^T = K Q^T on the tensor cores: K is the A operand (16 keys x 16 dims), the tile's query
+//    rows (up to 8) the B operand (n = 8). The contraction runs over head dims in any order
+//    both operands agree on, so each lane loads whole 16-byte chunks of K (8 dims of key g and
+//    of key g + 8, g = lane / 4) straight from global memory into the A registers: chunk
+//    c + 4j of a key (c = lane % 4) feeds mma 2j (words 0, 1) and 2j + 1 (words 2, 3), and q
+//    sits in the B registers in the same permuted order (loaded once). No shuffles, no
+//    conversions: one mma per 16 keys x 16 dims.
+//  - softmax on the accumulator fragment: lane (g, c) holds keys g, g + 8 x rows 2c, 2c + 1;
+//    row maxima reduce over the 8 lanes of a column (3 shuffles), exp2 once per score.
+//  - O += P V on the CUDA cores as in the SIMT kernel: a lane group of TPR lanes owns one key at
+//    a time, 8 dims a lane (16-byte V loads), fetching each row's weight from the lane that
+//    computed it (2 shuffles a row and key).
+// Tiles are aligned to multiples of 16 keys, so with block_size >= 16 one block-table entry
+// serves a whole tile; smaller blocks look up each key.
+#pragma once
+
+#include <type_traits>
+
+namespace kh_attention {
+namespace decode {
+
+template <typename Tag>
+__device__ __forceinline__ void mma_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                          uint32_t b0, uint32_t b1) {
+  if constexpr (std::is_same_v<Tag, Bf16Tag>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+}
+
+// Where key `key` of the CTA's sequence lives (element offset of its head's row in the cache).
+__device__ __forceinline__ int64_t key_row(const int32_t* table, int key, int shift, int mask, int64_t block_stride,
+                                           int64_t row_stride) {
+  return static_cast<int64_t>(table[key >> shift]) * block_stride + static_cast<int64_t>(key & mask) * row_stride;
+}
+
+template <typename Tag, int TPR, int ROWS>
+// 3 CTAs an SM for 4 rows (up to 168 registers: 16 loads of 16 bytes a lane in flight), 2 for 8.
+__global__ void __launch_bounds__(kThreads, (ROWS) <= 4 ? 3 : 2) decode_mma_kernel(const DecodeParams p, const int row_tiles,
+                                                            const int num_splits) {
+  static_assert(ROWS <= 8, "the query rows are the mma's n = 8");
+  constexpr int kWarps = kThreads / 32;
+  constexpr int kGroupsPerWarp = 32 / TPR;         // lane groups (one key each) in a warp
+  constexpr int kPvIters = 16 / kGroupsPerWarp;    // keys a lane group takes from a 16-key tile
+  constexpr int kChunksPerLane = TPR / 4 > 0 ? TPR / 4 : 1;  // chunks of 8 dims a lane loads of a key
+  constexpr int kKBatch = kChunksPerLane < 4 ? kChunksPerLane : 4;
+  constexpr int kVBatch = kPvIters < 8 ? kPvIters : 8;
+  __shared__ MergeSmem<TPR, ROWS> sm;
+
+  const Tile t = make_tile(p, ROWS, row_tiles, num_splits);
+  const int tid = threadIdx.x;
+  const int warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, c = lane % 4;             // mma fragment coordinates
+  const int gi = lane / TPR, e0 = (lane % TPR) * 8;  // the P V lane group and its 8 dims
+  const int grp = warp * kGroupsPerWarp + gi;
+  const int nch = p.head_dim / 8;                   // 16-byte chunks of a row
+  const int jmax = (nch + 3) / 4;                   // chunks a lane loads of a key (4 lanes a key)
+  const bool v_on = e0 < p.head_dim;
+  const bool softcap = p.softcap > 0.f;
+  const float s_scale = softcap ? p.scale : p.scale * kLog2e;
+  const float cap_log2 = p.softcap * kLog2e, inv_cap = softcap ? 1.f / p.softcap : 0.f;
+
+  // q of row g (the mma's column n = g) in the permuted order: chunk c + 4j, as bf16/fp16 pairs.
+  uint32_t qf[kChunksPerLane][4];
+  {
+    const bool row_on = g < t.nrows;
+    const int idx = t.r0 + (row_on ? g : 0);
+    const int i = idx / t.group, h = t.kv_head * t.group + (idx - i * t.group);
+    const uint16_t* qrow = static_cast<const uint16_t*>(p.q) + static_cast<int64_t>(t.b) * p.q_batch_stride +
+                           static_cast<int64_t>(i) * p.q_row_stride + static_cast<int64_t>(h) * p.q_head_stride;
+#pragma unroll
+    for (int j = 0; j < kChunksPerLane; ++j) {
+      const int ch = c + 4 * j;
+      uint4 v = make_uint4(0u, 0u, 0u, 0u);
+      if (j < jmax && row_on && ch < nch) v = *reinterpret_cast<const uint4*>(qrow + ch * 8);
+      qf[j][0] = v.x, qf[j][1] = v.y, qf[j][2] = v.z, qf[j][3] = v.w;
+    }
+  }
+  // This lane's two score rows (2c, 2c + 1): their key limits.
+  int pos[2], low[2];
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    const int r = 2 * c + k;
+    if (r < t.nrows) {
+      const int i = (t.r0 + r) / t.group;
+      pos[k] = t.len - p.q_len + i;
+      low[k] = p.window_left >= 0 ? pos[k] - p.window_left : 0;
+    } else {
+      pos[k] = -1;  // a padding row: sees nothing
+      low[k] = 0;
+    }
+    if (low[k] < t.key_beg) low[k] = t.key_beg;  // keys of the tile below the split are not ours
+  }
+  const int key_end = t.key_end;
+
+  float m[2] = {-INFINITY, -INFINITY};  // running max of rows 2c, 2c + 1 (the same on the 8 lanes of c)
+  float l[2] = {0.f, 0.f};              // this lane's share of their sums
+  float acc[ROWS][8];
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[r][e] = 0.f;
+
+  const int32_t* table = p.block_table + static_cast<int64_t>(t.b) * p.bt_batch_stride;
+  const uint16_t* kbase = static_cast<const uint16_t*>(p.k) + static_cast<int64_t>(t.kv_head) * p.k_head_stride;
+  const uint16_t* vbase = static_cast<const uint16_t*>(p.v) + static_cast<int64_t>(t.kv_head) * p.v_head_stride;
+  const int shift = p.block_shift, bmask = p.block_size - 1;
+  const bool whole_tiles = shift >= 4;  // a 16-key tile lies in one block
+
+  for (int tile = t.tile_beg + warp * 16; tile < key_end; tile += kWarps * 16) {
+    // Rows of this tile in the caches: one table entry per tile, or one per key.
+    int64_t tile_k = 0, tile_v = 0;
+    if (whole_tiles) {
+      const int64_t blk = table[tile >> shift];
+      tile_k = blk * p.k_block_stride + static_cast<int64_t>(tile & bmask) * p.k_row_stride;
+      tile_v = blk * p.v_block_stride + static_cast<int64_t>(tile & bmask) * p.v_row_stride;
+    }
+    // K: keys tile + g and tile + g + 8, chunks c + 4j; V: this lane group's keys, 8 dims each.
+    // Loads go out in batches of at most 4 chunks (K) and 8 keys (V) to bound registers (head
+    // dims above 128 take two of each); the first V batch is in flight during the scores.
+    const int k0 = tile + g, k1 = tile + g + 8;
+    const bool on0 = k0 < key_end && k0 >= t.key_beg, on1 = k1 < key_end && k1 >= t.key_beg;
+    int64_t kr0 = 0, kr1 = 0;
+    if (whole_tiles) {
+      kr0 = tile_k + static_cast<int64_t>(g) * p.k_row_stride;
+      kr1 = kr0 + 8 * p.k_row_stride;
+    } else {
+      if (on0) kr0 = key_row(table, k0, shift, bmask, p.k_block_stride, p.k_row_stride);
+      if (on1) kr1 = key_row(table, k1, shift, bmask, p.k_block_stride, p.k_row_stride);
+    }
+    uint4 vr[kVBatch];
+    auto load_v = [&](int batch) {
+#pragma unroll
+      for (int b = 0; b < kVBatch; ++b) {
+        const int kk = gi * kPvIters + batch * kVBatch + b, key = tile + kk;
+        vr[b] = make_uint4(0u, 0u, 0u, 0u);
+        if (v_on && key < key_end && key >= t.key_beg) {
+          const int64_t row = whole_tiles ? tile_v + static_cast<int64_t>(kk) * p.v_row_stride
+                                          : key_row(table, key, shift, bmask, p.v_block_stride, p.v_row_stride);
+          vr[b] = kh_dec_ld16(vbase + row + e0);
+        }
+      }
+    };
+
+    // S^T (16 keys x 8 rows) on the tensor cores.
+    float sc[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int kbatch = 0; kbatch < kChunksPerLane / kKBatch; ++kbatch) {
+      uint4 ka[kKBatch], kb[kKBatch];
+#pragma unroll
+      for (int jj = 0; jj < kKBatch; ++jj) {
+        const int j = kbatch * kKBatch + jj, ch = c + 4 * j;
+        ka[jj] = make_uint4(0u, 0u, 0u, 0u);
+        kb[jj] = make_uint4(0u, 0u, 0u, 0u);
+        if (j < jmax && ch < nch) {
+          if (on0) ka[jj] = kh_dec_ld16(kbase + kr0 + ch * 8);
+          if (on1) kb[jj] = kh_dec_ld16(kbase + kr1 + ch * 8);
+        }
+      }
+      if (kbatch == 0) load_v(0);
+#pragma unroll
+      for (int jj = 0; jj < kKBatch; ++jj) {
+        const int j = kbatch * kKBatch + jj;
+        if (j < jmax) {
+          mma_16816<Tag>(sc, ka[jj].x, kb[jj].x, ka[jj].y, kb[jj].y, qf[j][0], qf[j][1]);
+          mma_16816<Tag>(sc, ka[jj].z, kb[jj].z, ka[jj].w, kb[jj].w, qf[j][2], qf[j][3]);
+        }
+      }
+    }
+    // Scale (base 2), soft-cap, masks: sc[0], sc[1]: key g, rows 2c, 2c + 1; sc[2], sc[3]: key g + 8.
+#pragma unroll
+    for (int v = 0; v < 4; ++v) {
+      const int key = tile + g + (v >= 2 ? 8 : 0), k = v & 1;
+      float x = sc[v];
+      if (softcap) x = cap_log2 * tanhf(x * s_scale * inv_cap);
+      else x *= s_scale;
+      const bool seen = key < key_end && key <= pos[k] && key >= low[k];
+      sc[v] = seen ? x : -INFINITY;
+    }
+    // Online softmax per row: max over the tile's 16 keys (the 8 lanes of column c).
+    float corr[2];
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      float mx = fmaxf(sc[k], sc[k + 2]);
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
+      mx = fmaxf(mx, m[k]);
+      corr[k] = mx == -INFINITY ? 1.f : kh_dec_exp2(m[k] - mx);
+      const float mref = mx == -INFINITY ? 0.f : mx;
+      m[k] = mx;
+      sc[k] = kh_dec_exp2(sc[k] - mref);
+      sc[k + 2] = kh_dec_exp2(sc[k + 2] - mref);
+      l[k] = l[k] * corr[k] + sc[k] + sc[k + 2];
+    }
+    // O += P V: rescale by each row's correction (from lane r / 2), then this lane group's keys.
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+      const float f = __shfl_sync(0xffffffffu, corr[r & 1], r >> 1);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[r][e] *= f;
+    }
+#pragma unroll
+    for (int batch = 0; batch < kPvIters / kVBatch; ++batch) {
+      if (batch > 0) load_v(batch);
+#pragma unroll
+      for (int b = 0; b < kVBatch; ++b) {
+        const int kk = gi * kPvIters + batch * kVBatch + b;
+        const int src = 4 * (kk & 7);
+        float vf[8];
+        unpack8(vr[b], vf, Tag{});
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) {
+          const float lo = __shfl_sync(0xffffffffu, sc[r & 1], src + (r >> 1));
+          const float hi = __shfl_sync(0xffffffffu, sc[2 + (r & 1)], src + (r >> 1));
+          const float pw = kk >= 8 ? hi : lo;
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[r][e] = fmaf(pw, vf[e], acc[r][e]);
+        }
+      }
+    }
+  }
+
+  // Row sums over the 8 lanes of each column, then every lane group's state to shared memory:
+  // the warp's m and l go with its first lane group (the others add 0 to the sum).
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    l[k] += __shfl_xor_sync(0xffffffffu, l[k], 4);
+    l[k] += __shfl_xor_sync(0xffffffffu, l[k], 8);
+    l[k] += __shfl_xor_sync(0xffffffffu, l[k], 16);
+  }
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+    for (int e = 0; e < 8; ++e) sm.acc[grp][r][e0 + e] = acc[r][e];
+  if (g == 0) {
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const int r = 2 * c + k;
+      if (r < ROWS) {
+#pragma unroll
+        for (int q = 0; q < kGroupsPerWarp; ++q) {
+          sm.m[warp * kGroupsPerWarp + q][r] = m[k];
+          sm.l[warp * kGroupsPerWarp + q][r] = q == 0 ? l[k] : 0.f;
+        }
+      }
+    }
+  }
+  __syncthreads();
+  decode_epilogue<Tag, TPR, ROWS>(p, t, sm, num_splits);
+}
+
+}  // namespace decode
+}  // namespace kh_attention

@@ -11,11 +11,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
 #include "kh/registry/fs.hpp"
 #include "kh/registry/package_manifest.hpp"
+#include "kh/registry/sha256.hpp"
 #include "kh/registry/printable.hpp"
 #include "kh/registry/status_error.hpp"
 #include "internal.hpp"
@@ -102,6 +105,11 @@ std::string entry_name(archive_entry* e) {
 void extract_package_archive(const std::string& archive_path, const std::string& dest_dir, const ExtractLimits& limits) {
   ReadArchive ra;
   open_for_read(ra, archive_path);
+  // With check_manifest: what the manifest lists, once its entry (the first) is read.
+  std::optional<PackageManifest> manifest;
+  std::map<std::string, const ManifestFile*> listed;
+  std::set<std::string> listed_dirs;
+  constexpr uint64_t kMaxManifestBytes = 16u << 20;
   std::set<std::string> seen;       // explicit entries
   std::set<std::string> made_dirs;  // directories created implicitly or explicitly
   uint64_t count = 0, total = 0;
@@ -125,6 +133,24 @@ void extract_package_archive(const std::string& archive_path, const std::string&
     if (!detail::is_safe_relative_path(clean))
       bad_archive(archive_path, shown, "a name with an empty, '.' or '..' component");
     if (!seen.insert(clean).second) bad_archive(archive_path, shown, "a duplicate name");
+    const ManifestFile* expect = nullptr;  // the manifest's entry for this file, when checked
+    if (limits.check_manifest) {
+      if (count == 1 && (clean != kManifestName || type != AE_IFREG))
+        bad_archive(archive_path, shown, std::string("the first entry must be ") + kManifestName +
+                                             "; this is not a kh package archive");
+      if (count > 1 && type == AE_IFDIR && !listed_dirs.count(clean))
+        bad_archive(archive_path, shown, "a directory that holds no file the manifest lists");
+      if (count > 1 && type == AE_IFREG) {
+        auto it = listed.find(clean);
+        if (it == listed.end())
+          bad_archive(archive_path, shown, "not listed in the package's manifest (refused before any of its bytes were written)");
+        if (!archive_entry_size_is_set(e) || archive_entry_size(e) < 0 ||
+            static_cast<uint64_t>(archive_entry_size(e)) != it->second->size)
+          bad_archive(archive_path, shown, "its size (" + std::to_string(archive_entry_size(e)) + " bytes) is not the " +
+                                               std::to_string(it->second->size) + " bytes the manifest lists");
+        expect = it->second;
+      }
+    }
 
     // Create the parents: every prefix is itself a safe name, and dest_dir held nothing
     // we did not make, so no component can be a symlink.
@@ -148,6 +174,8 @@ void extract_package_archive(const std::string& archive_path, const std::string&
     if (!archive_entry_size_is_set(e)) bad_archive(archive_path, shown, "a regular file without a size");
     int64_t size = archive_entry_size(e);
     if (size < 0) bad_archive(archive_path, shown, "a negative size");
+    if (limits.check_manifest && count == 1 && static_cast<uint64_t>(size) > kMaxManifestBytes)
+      bad_archive(archive_path, shown, "a manifest larger than " + std::to_string(kMaxManifestBytes) + " bytes");
     total += static_cast<uint64_t>(size);
     if (total > limits.max_total_bytes)
       bad_archive(archive_path, shown, "the files add up to more than " + std::to_string(limits.max_total_bytes) + " bytes");
@@ -158,16 +186,37 @@ void extract_package_archive(const std::string& archive_path, const std::string&
       bad_archive(archive_path, shown, std::string("cannot create the file: ") + std::strerror(errno));
     uint64_t written = 0;
     char buf[1 << 16];
+    Sha256 hash;
+    std::string manifest_text;  // the manifest entry's bytes, when checked
     for (;;) {
       la_ssize_t n = archive_read_data(ra.a, buf, sizeof buf);
       if (n < 0) bad_archive(archive_path, shown, std::string("cannot read its data: ") + errstr(ra.a));
       if (n == 0) break;
       written += static_cast<uint64_t>(n);
       if (written > static_cast<uint64_t>(size)) bad_archive(archive_path, shown, "more data than its size says");
+      if (expect != nullptr) hash.update(buf, static_cast<size_t>(n));
+      if (limits.check_manifest && count == 1) manifest_text.append(buf, static_cast<size_t>(n));
       detail::write_all(out.fd, buf, static_cast<size_t>(n), "'" + out_path + "'");
     }
     if (written != static_cast<uint64_t>(size))
       bad_archive(archive_path, shown, "truncated: " + std::to_string(written) + " of " + std::to_string(size) + " bytes");
+    if (expect != nullptr) {
+      const std::string got = hash.finish_hex();
+      if (got != expect->sha256)
+        bad_archive(archive_path, shown, "sha256 " + got + ", the manifest lists " + expect->sha256);
+    }
+    if (limits.check_manifest && count == 1) {
+      try {
+        manifest = parse_package_manifest(manifest_text, archive_path + ": " + kManifestName);
+      } catch (const StatusError& err) {
+        bad_archive(archive_path, shown, err.what());
+      }
+      for (const ManifestFile& f : manifest->files) {
+        listed[f.path] = &f;
+        for (size_t slash = f.path.find('/'); slash != std::string::npos; slash = f.path.find('/', slash + 1))
+          listed_dirs.insert(f.path.substr(0, slash));
+      }
+    }
     if (::fchmod(out.fd, mode) != 0) detail::fail_errno("cannot set the mode of '" + out_path + "'", errno);
     if (::fsync(out.fd) != 0) detail::fail_errno("cannot sync '" + out_path + "'", errno);
     KH_TEST_HOOK("mid-extract");

@@ -178,7 +178,9 @@ std::string install_locked(const std::string& root, const std::string& sha, cons
   Cleanup work;
   work.path = tmp_root + "/" + sha + ".pkg-" + std::to_string(::getpid()) + "-" + detail::random_hex(6);
   if (::mkdir(work.path.c_str(), 0755) != 0) detail::fail_errno("cannot create '" + work.path + "'", errno);
-  extract_package_archive(source_blob, work.path);
+  ExtractLimits limits;
+  limits.check_manifest = true;  // unlisted or mis-sized files refused before their bytes land in tmp/
+  extract_package_archive(source_blob, work.path, limits);
   for (const char* reserved : {kCompleteMarker, kStampsName})
     if (path_exists(work.path + "/" + reserved))
       fail(KH_ERROR_BAD_ARCHIVE, "archive sha256:" + sha + " holds a file named '" + reserved +

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "kh/registry/archive.hpp"
+#include "kh/registry/package_manifest.hpp"
+#include "kh/registry/sha256.hpp"
 #include "kh/registry/sha256.hpp"
 #include "test_util.hpp"
 
@@ -236,5 +238,74 @@ TEST_CASE("a flipped byte in the compressed stream is refused") {
     std::string ar = d / ("bad" + std::to_string(pos) + ".tar.zst");
     kh_test::write_text(ar, bad);
     expect_bad(ar, d / ("out" + std::to_string(pos)), "");
+  }
+}
+
+namespace {
+// A manifest listing lib/libx.so with `content` (and nothing else).
+std::string manifest_listing(const std::string& content) {
+  PackageManifest m;
+  m.name = "test-org/x";
+  m.version = "1.0.0";
+  m.variant = "cpu-x86_64-abi1-x86_64-linux";
+  m.abi = "1.0";
+  m.library = "lib/libx.so";
+  m.ops = {{"x", "x(Tensor(a!) out) -> ()"}};
+  m.files = {{"lib/libx.so", sha256_hex(content), content.size()}};
+  return serialize_package_manifest(m);
+}
+}  // namespace
+
+TEST_CASE("with check_manifest, entries are checked against the manifest while extracting (issue 16, item 11)") {
+  TempDir d;
+  const std::string lib = "\x7f" "ELF the library";
+  const std::string manifest = manifest_listing(lib);
+  const std::string ar = d / "a.tar.zst";
+  int n = 0;
+  auto dest = [&] { return d / ("out" + std::to_string(n++)); };
+  ExtractLimits checked;
+  checked.check_manifest = true;
+
+  SUBCASE("a package as its manifest says is extracted") {
+    build_archive(ar, {{"kh-manifest.json", AE_IFREG, manifest}, {"lib", AE_IFDIR, ""}, {"lib/libx.so", AE_IFREG, lib}});
+    const std::string out = dest();
+    make_directories(out);
+    extract_package_archive(ar, out, checked);
+    CHECK(kh_test::read_text(out + "/lib/libx.so") == lib);
+  }
+  SUBCASE("an unlisted file is refused before any of its bytes is written") {
+    // 64 MiB of zeros (a few KB compressed): with the old order it landed in tmp/ whole.
+    build_archive(ar, {{"kh-manifest.json", AE_IFREG, manifest},
+                       {"lib/libx.so", AE_IFREG, lib},
+                       {"zz-big.bin", AE_IFREG, std::string(64u << 20, '\0')}});
+    const std::string out = dest();
+    CHECK(expect_bad(ar, out, "zz-big.bin", checked).find("not listed in the package's manifest") != std::string::npos);
+    CHECK_FALSE(path_exists(out + "/zz-big.bin"));
+  }
+  SUBCASE("a listed file of another size is refused from its header") {
+    build_archive(ar, {{"kh-manifest.json", AE_IFREG, manifest}, {"lib/libx.so", AE_IFREG, lib + "more"}});
+    const std::string out = dest();
+    CHECK(expect_bad(ar, out, "lib/libx.so", checked).find("bytes the manifest lists") != std::string::npos);
+    CHECK_FALSE(path_exists(out + "/lib/libx.so"));
+  }
+  SUBCASE("a listed file with other bytes of the right size is refused") {
+    std::string other = lib;
+    other[5] = 'X';
+    build_archive(ar, {{"kh-manifest.json", AE_IFREG, manifest}, {"lib/libx.so", AE_IFREG, other}});
+    CHECK(expect_bad(ar, dest(), "lib/libx.so", checked).find("the manifest lists") != std::string::npos);
+  }
+  SUBCASE("the manifest must come first") {
+    build_archive(ar, {{"lib/libx.so", AE_IFREG, lib}, {"kh-manifest.json", AE_IFREG, manifest}});
+    const std::string out = dest();
+    CHECK(expect_bad(ar, out, "lib/libx.so", checked).find("the first entry must be kh-manifest.json") != std::string::npos);
+    CHECK_FALSE(path_exists(out + "/lib/libx.so"));
+  }
+  SUBCASE("a malformed manifest stops the extraction") {
+    build_archive(ar, {{"kh-manifest.json", AE_IFREG, "{\"schema\": 1}"}, {"lib/libx.so", AE_IFREG, lib}});
+    expect_bad(ar, dest(), "kh-manifest.json", checked);
+  }
+  SUBCASE("a directory no listed file needs is refused") {
+    build_archive(ar, {{"kh-manifest.json", AE_IFREG, manifest}, {"extra", AE_IFDIR, ""}});
+    expect_bad(ar, dest(), "extra/", checked);
   }
 }

@@ -9,12 +9,19 @@ namespace kh::registry {
 struct ExtractLimits {
   uint64_t max_entries = 4096;
   uint64_t max_total_bytes = 8ull << 30;  // sum of regular file sizes
+  // A kh package: the first entry must be kh-manifest.json (16 MiB at most, parsed before
+  // anything else is written); every later regular file must be listed in it with the
+  // size its header gives (an unlisted or other-sized file is refused before any of its
+  // bytes is written), may bring no more than that size, and must hash to the listed
+  // sha256 as it is written. A directory must be a parent of a listed file.
+  bool check_manifest = false;
 };
 
 // Extracts archive_path into dest_dir (which must exist and be empty). Accepts only
 // regular files and directories whose names are relative, free of "..", "." and empty
 // components, and of NUL/backslash; refuses symlinks, hard links, devices, FIFOs, sockets,
-// duplicate names, and archives past the limits. Throws StatusError(KH_ERROR_BAD_ARCHIVE)
+// duplicate names, and archives past the limits (and, with check_manifest, anything its
+// manifest does not list as it is). Throws StatusError(KH_ERROR_BAD_ARCHIVE)
 // naming the archive and the offending entry. On failure dest_dir may hold partial
 // output; the caller discards it.
 void extract_package_archive(const std::string& archive_path, const std::string& dest_dir,

@@ -304,6 +304,12 @@ std::optional<std::string> Cache::package_dir(const std::string& sha256) const {
   return dir;
 }
 
+std::optional<std::string> Cache::complete_package_dir(const std::string& sha256) const {
+  std::string dir = complete_tree(root_, sha256);
+  if (dir.empty()) return std::nullopt;
+  return dir;
+}
+
 std::string Cache::package_problem(const std::string& sha256) const {
   const std::string dir = complete_tree(root_, sha256);
   return dir.empty() ? "" : tree_problem(dir);

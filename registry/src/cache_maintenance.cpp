@@ -44,7 +44,7 @@ std::vector<PackageCheck> verify_cache(const Cache& cache, bool remove_damaged) 
   const std::string pkgs = cache.root() + "/pkgs";
   if (!path_exists(pkgs)) return checks;
   for (const std::string& sha : detail::list_names(pkgs)) {
-    const std::optional<std::string> dir = cache.package_dir(sha);
+    const std::optional<std::string> dir = cache.complete_package_dir(sha);  // damaged ones too: reported
     if (!dir) continue;  // incomplete: never trusted; gc removes it
     PackageCheck check;
     check.sha256 = sha;

@@ -14,6 +14,7 @@
 
 #include "kh/registry/archive.hpp"
 #include "kh/registry/cache.hpp"
+#include "kh/registry/cache_maintenance.hpp"
 #include "kh/registry/hub.hpp"
 #include "kh/registry/publish.hpp"
 #include "kh/registry/sha256.hpp"
@@ -441,6 +442,10 @@ TEST_CASE("a damaged or missing cached library is noticed, listed as damaged, an
   CHECK(all[0].damaged);
   CHECK_MESSAGE(all[0].problem.find("libkh_fake.so") != std::string::npos, all[0].problem);
   CHECK(cache.package_problem(p.variant->sha256) == all[0].problem);
+  // `kernels cache verify` still sees (and reports) the damaged tree.
+  std::vector<PackageCheck> checks = verify_cache(cache, false);
+  REQUIRE(checks.size() == 1);
+  CHECK_FALSE(checks[0].problem.empty());
 
   // get/load (ensure_package) installs it again, here from the intact cached blob.
   REQUIRE(::unlink(w.blob_on_hub().c_str()) == 0);

@@ -47,6 +47,9 @@ class Cache {
   // (nullopt: ensure_package installs it again, from the cached blob if that is intact).
   // A tree that passes gets its identities recorded again (a copied cache, a touched file).
   std::optional<std::string> package_dir(const std::string& sha256) const;
+  // The tree of sha256 if its marker says it is complete, intact or not (for checks that
+  // report damage themselves, e.g. `kernels cache verify`).
+  std::optional<std::string> complete_package_dir(const std::string& sha256) const;
   // Why the complete tree of sha256 is damaged; "" when it is intact or not there.
   std::string package_problem(const std::string& sha256) const;
 

@@ -19,5 +19,10 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/khConfigVersion.cma
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/khConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/khConfigVersion.cmake
   DESTINATION ${KH_CMAKE_DIR})
 
+# DLPack's include folder for pkg-config users, unless it is a default one.
+set(KH_DLPACK_PC_CFLAGS "")
+if(NOT KH_DLPACK_INCLUDE_DIR STREQUAL "/usr/include" AND NOT KH_DLPACK_INCLUDE_DIR STREQUAL "/usr/local/include")
+  set(KH_DLPACK_PC_CFLAGS "-I${KH_DLPACK_INCLUDE_DIR}")
+endif()
 configure_file(cmake/kh.pc.in ${CMAKE_CURRENT_BINARY_DIR}/kh.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kh.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

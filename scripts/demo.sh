@@ -68,4 +68,4 @@ cmake -S examples/c-host -B "$work/c-host" -DCMAKE_PREFIX_PATH="$work/prefix" -D
 cmake --build "$work/c-host" >/dev/null
 
 step "Running the C host"
-LD_LIBRARY_PATH="$work/prefix/lib:${LD_LIBRARY_PATH:-}" "$work/c-host/c_host" kernels-community/rms-norm@1
+"$work/c-host/c_host" kernels-community/rms-norm@1   # finds libkh.so through its run path

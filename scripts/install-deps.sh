@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config ccache git ca-certificates
+  build-essential cmake ninja-build pkg-config ccache git ca-certificates
   libcurl4-openssl-dev libarchive-dev libssl-dev libzstd-dev zstd
   nlohmann-json3-dev libcli11-dev doctest-dev libdlpack-dev
   minisign clang-19 libclang-rt-19-dev

@@ -173,7 +173,7 @@ kh_status kh_op_call(const kh_op* op, const kh_value* args, uint32_t nargs, void
       std::string detail = t_op_error[0] ? t_op_error : "the kernel reported no detail";
       // Kernels usually name their op already; prefix it only where they did not.
       if (detail.compare(0, name.size() + 1, name + ":") != 0) detail = name + ": " + detail;
-      return set_error(status, std::move(detail));
+      return set_error(status, kh::loader::number_arguments(op->checked->schema, std::move(detail)));
     }
     return KH_OK;
   });

@@ -109,6 +109,16 @@ kh_status check_tensor(const CheckedOp& op, size_t i, const DLTensor* t, int32_t
     *message = arg_label(op, i) + ": data pointer is NULL for a non-empty tensor";
     return KH_ERROR_INVALID_ARGUMENT;
   }
+  // Kernels read whole elements (and vectors of them) from data + byte_offset: an address
+  // that is not a multiple of the element size would be a misaligned access on every device.
+  const uint64_t element_bytes = (static_cast<uint64_t>(t->dtype.bits) * t->dtype.lanes + 7) / 8;
+  const uint64_t address = reinterpret_cast<uintptr_t>(t->data) + t->byte_offset;
+  if (element_bytes > 1 && !empty && address % element_bytes != 0) {
+    *message = arg_label(op, i) + ": data + byte_offset (" + std::to_string(t->byte_offset) +
+               ") is not aligned to its " + std::to_string(element_bytes) + "-byte " + dtype_name(t->dtype) +
+               " elements";
+    return KH_ERROR_INVALID_ARGUMENT;
+  }
   return KH_OK;
 }
 
@@ -164,6 +174,16 @@ kh_status check_call(const CheckedOp& op, const kh_value* args, uint32_t nargs, 
     }
   }
   return KH_OK;
+}
+
+std::string number_arguments(const OpSchema& schema, std::string message) {
+  for (size_t i = 0; i < schema.args.size(); ++i) {
+    const std::string plain = "argument '" + schema.args[i].name + "'";
+    const std::string numbered = "argument " + std::to_string(i) + " '" + schema.args[i].name + "'";
+    for (size_t at = message.find(plain); at != std::string::npos; at = message.find(plain, at + numbered.size()))
+      message.replace(at, plain.size(), numbered);
+  }
+  return message;
 }
 
 uint32_t dtype_mask_bit(DLDataType dtype) {

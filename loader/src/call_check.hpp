@@ -24,6 +24,10 @@ CheckedOp make_checked_op(const kh_op_desc& desc, uint32_t device_type);
 // KH_OK, or KH_ERROR_INVALID_ARGUMENT with *message naming the argument and the problem.
 kh_status check_call(const CheckedOp& op, const kh_value* args, uint32_t nargs, std::string* message);
 
+// A kernel's own message with each "argument 'name'" numbered as the schema numbers it
+// ("argument 2 'weight'"), so every op error says which argument, whoever checked it.
+std::string number_arguments(const OpSchema& schema, std::string message);
+
 // "float32", "bfloat16", ... for messages.
 std::string dtype_name(DLDataType dtype);
 uint32_t dtype_mask_bit(DLDataType dtype);  // KH_DTYPE_* bit, 0 if none

@@ -112,6 +112,13 @@ class Op:
         self.name = lib.kh_op_name(handle).decode()
         self.schema = lib.kh_op_schema(handle).decode()
         self.num_args = lib.kh_op_num_args(handle)
+        self._arguments = _tensors.schema_arguments(self.schema)
+
+    def _fill(self, values, args, stream, keep):
+        for i, a in enumerate(args):
+            name, written = self._arguments[i] if i < len(self._arguments) else (f"#{i}", False)
+            _tensors.fill_value(values[i], a, stream, keep, writable=written,
+                                label=f"{self.name}: argument {i} '{name}'")
 
     def __call__(self, *args, stream=None):
         if self._kernel._handle is None:
@@ -119,8 +126,7 @@ class Op:
         s = _tensors.stream_handle(stream) if stream is not None else _tensors.current_stream_for(args)
         values = (_abi.KhValue * len(args))()
         keep = []
-        for i, a in enumerate(args):
-            _tensors.fill_value(values[i], a, s, keep)
+        self._fill(values, args, s, keep)
         status = _library().kh_op_call(self._handle, values, len(args), s or None)
         del keep  # the borrowed DLTensors (and DLPack capsules) end with the call
         _check(status)
@@ -146,8 +152,7 @@ class BoundCall:
         self._args = args  # the Python objects whose memory the DLTensors borrow
         self._values = (_abi.KhValue * len(args))()
         self._keep = []
-        for i, a in enumerate(args):
-            _tensors.fill_value(self._values[i], a, stream, self._keep)
+        op._fill(self._values, args, stream, self._keep)
         self._nargs = len(args)
         self._stream = stream or None
         self._call = _library().kh_op_call

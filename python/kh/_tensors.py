@@ -4,7 +4,9 @@ Tensors are borrowed, never copied: the DLTensor points at the caller's memory a
 only for the call. Two kinds of tensor objects are understood:
   - PyTorch-like: data_ptr(), shape, stride() (in elements), dtype and device. Read
     directly (no DLPack capsule), so bfloat16 and views with any strides work.
-  - Anything with __dlpack__() / __dlpack_device__() (NumPy, CuPy, JAX, ...): the capsule's
+  - Host arrays with __array_interface__ (NumPy): read from the interface, so read-only
+    arrays work as inputs (DLPack exports refuse them); an op's outputs must be writable.
+  - Anything else with __dlpack__() / __dlpack_device__() (CuPy, JAX, ...): the capsule's
     DLTensor is passed as is and the capsule is kept alive until the call returns.
 """
 import ctypes
@@ -64,6 +66,34 @@ def _torch_like_tensor(obj, keep):
     return ctypes.pointer(t)
 
 
+# __array_interface__ typestr kind -> DLPack type code
+_TYPESTR_CODES = {"f": _abi.kDLFloat, "i": _abi.kDLInt, "u": _abi.kDLUInt, "b": _abi.kDLBool}
+
+
+def _array_interface_tensor(obj, keep, writable, label):
+    """A host array (NumPy) as a borrowed DLTensor on the CPU, from __array_interface__."""
+    ai = obj.__array_interface__
+    pointer, read_only = ai["data"]
+    if read_only and writable:
+        raise TypeError(f"kh: {label} is read-only, but the op writes it: pass a writable array")
+    typestr = ai["typestr"]
+    if typestr[0] not in "<|=" or typestr[1] not in _TYPESTR_CODES:
+        raise TypeError(f"kh: {label}: array type {typestr} has no DLPack mapping here (little-endian numbers only)")
+    code, bits = _TYPESTR_CODES[typestr[1]], 8 * int(typestr[2:])
+    dims = tuple(int(d) for d in ai["shape"])
+    shape = (ctypes.c_int64 * len(dims))(*dims)
+    strides = None
+    if ai.get("strides") is not None:
+        item = bits // 8
+        if any(int(st) % item for st in ai["strides"]):
+            raise TypeError(f"kh: {label}: strides {ai['strides']} are not whole elements")
+        strides = (ctypes.c_int64 * len(dims))(*(int(st) // item for st in ai["strides"]))
+    t = _abi.DLTensor(ctypes.c_void_p(pointer), _abi.DLDevice(_abi.kDLCPU, 0), len(dims),
+                      _abi.DLDataType(code, bits, 1), shape, strides, 0)
+    keep += (obj, t, shape, strides)
+    return ctypes.pointer(t)
+
+
 def _dlpack_tensor(obj, stream, keep):
     dev_type, _ = obj.__dlpack_device__()
     kwargs = {}
@@ -83,8 +113,9 @@ def _dlpack_tensor(obj, stream, keep):
     return ctypes.pointer(managed.dl_tensor)
 
 
-def fill_value(value, arg, stream, keep):
-    """Sets kh_value `value` from Python `arg`; appends what must outlive the call to keep."""
+def fill_value(value, arg, stream, keep, writable=False, label="argument"):
+    """Sets kh_value `value` from Python `arg`; appends what must outlive the call to keep.
+    writable: the op writes this argument (a read-only array is refused); label names it."""
     if arg is None:
         value.kind = _abi.KH_VALUE_NONE
     elif isinstance(arg, bool) or type(arg).__name__ == "bool_":
@@ -104,12 +135,34 @@ def fill_value(value, arg, stream, keep):
     elif _is_torch_like(arg):
         value.kind = _abi.KH_VALUE_TENSOR
         value.u.tensor = _torch_like_tensor(arg, keep)
+    elif hasattr(arg, "__array_interface__"):
+        value.kind = _abi.KH_VALUE_TENSOR
+        value.u.tensor = _array_interface_tensor(arg, keep, writable, label)
     elif hasattr(arg, "__dlpack__"):
         value.kind = _abi.KH_VALUE_TENSOR
         value.u.tensor = _dlpack_tensor(arg, stream, keep)
     else:
         raise TypeError(f"kh: cannot pass {type(arg).__name__} to an op "
                         "(tensors, None, bool, int, float and str are understood)")
+
+
+def schema_arguments(schema):
+    """[(name, written)] of an op schema "name(Tensor(a!) out, Tensor x, ...) -> ()":
+    written is True for the arguments the op writes (an alias annotation with '!')."""
+    inner = schema[schema.index("(") + 1:schema.rindex(")", 0, schema.index("->"))]
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(inner + ","):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            part = inner[start:i].strip()
+            start = i + 1
+            if part:
+                type_text, _, name = part.rpartition(" ")
+                out.append((name.split("=")[0], "!" in type_text))
+    return out
 
 
 def stream_handle(stream):

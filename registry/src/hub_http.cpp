@@ -333,6 +333,11 @@ class HttpHub final : public Hub {
       hops_ = 0;
       const std::chrono::milliseconds delay = hub_.retry_delay(failures_, retry_after_s);
       if (std::chrono::steady_clock::now() + delay >= hub_.op_deadline_) fail_operation_deadline(why);
+      // A wait the user can see, on a terminal: which host, what failed, when the next try is.
+      if (hub_.show_progress())
+        std::fprintf(stderr, "kh: %s: %s; attempt %d of %d failed, next try in %s s\n", hub_.parts_.origin().c_str(),
+                     printable(why).c_str(), failures_, hub_.opt_.max_attempts,
+                     seconds(static_cast<double>(delay.count()) / 1000.0).c_str());
       return delay;
     }
 

@@ -327,7 +327,7 @@ TEST_CASE("op calls with wrong arguments are refused before the kernel runs") {
   }
   SUBCASE("mismatched shapes (checked by the op itself)") {
     call.w_shape[0] = 15;
-    expect_invalid("weight");
+    expect_invalid("argument 2 'weight'");
   }
   kh_kernel_release(k);
 }
@@ -514,6 +514,15 @@ TEST_CASE("the first hour: wrong names, wrong hubs and the trust step say what t
     auto get = kh::test::run_command("KH_CACHE='" + other_cache + "' '" KH_KERNELS_EXE "' get " + kSpec + hub);
     CHECK_MESSAGE(get.exit_code == 0, get.output);
     CHECK(get.output.find("downloaded (") != std::string::npos);
+  }
+  SUBCASE("retries are visible on a terminal (KH_PROGRESS=1 stands in for one)") {
+    auto down = kh::test::run_command("KH_PROGRESS=1 KH_CACHE='" + ws.cache.string() + "' '" KH_KERNELS_EXE "' get " +
+                                      kSpec + " --hub http://127.0.0.1:1/hub");
+    CHECK(down.exit_code != 0);
+    CHECK_MESSAGE(down.output.find("kh: http://127.0.0.1:1: ") != std::string::npos, down.output);
+    CHECK(down.output.find("attempt 1 of ") != std::string::npos);
+    CHECK(down.output.find("failed, next try in ") != std::string::npos);
+    CHECK(down.output.find("no kh hub at http://127.0.0.1:1/hub") != std::string::npos);
   }
   SUBCASE("KH_ALLOW_UNSIGNED warns every time it is relied on") {
     const std::string other_cache = (ws.root / "unsigned-cache").string();

@@ -128,3 +128,30 @@ TEST_CASE("empty tensors may have a NULL data pointer") {
   kh_value args[] = {tensor(&out.t), tensor(&x.t), kh_value{}, real(1e-6)};
   CHECK(kh::loader::check_call(op, args, 4, &msg) == KH_OK);
 }
+
+TEST_CASE("refuses data + byte_offset that is not aligned to the dtype's element size") {
+  auto op = kh::loader::make_checked_op(kDesc, kDLCPU);
+  Tensor2d out, x;
+  std::string msg;
+  kh_value args[] = {tensor(&out.t), tensor(&x.t), kh_value{}, real(1e-6)};
+  x.t.byte_offset = 4;  // one float further: aligned
+  CHECK(kh::loader::check_call(op, args, 4, &msg) == KH_OK);
+  x.t.byte_offset = 2;  // half a float
+  CHECK(kh::loader::check_call(op, args, 4, &msg) == KH_ERROR_INVALID_ARGUMENT);
+  CHECK(msg.find("argument 1 'x'") != std::string::npos);
+  CHECK(msg.find("byte_offset (2) is not aligned to its 4-byte float32 elements") != std::string::npos);
+  x.t.byte_offset = 0;
+  x.t.data = reinterpret_cast<char*>(x.data) + 1;  // the pointer itself misaligned
+  CHECK(kh::loader::check_call(op, args, 4, &msg) == KH_ERROR_INVALID_ARGUMENT);
+  CHECK(msg.find("not aligned") != std::string::npos);
+}
+
+TEST_CASE("a kernel's own messages get the schema's argument numbers") {
+  auto op = kh::loader::make_checked_op(kDesc, kDLCPU);
+  CHECK(kh::loader::number_arguments(op.schema, "norm: argument 'weight': shape [4] does not match x's last dim 3") ==
+        "norm: argument 2 'weight': shape [4] does not match x's last dim 3");
+  CHECK(kh::loader::number_arguments(op.schema, "norm: argument 'x': bad; argument 'eps': bad") ==
+        "norm: argument 1 'x': bad; argument 3 'eps': bad");
+  CHECK(kh::loader::number_arguments(op.schema, "norm: argument 'other': kept as is") ==
+        "norm: argument 'other': kept as is");
+}

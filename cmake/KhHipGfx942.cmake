@@ -220,6 +220,9 @@ function(kh_add_hip_sources target)
     get_filename_component(abs "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
     get_filename_component(name "${abs}" NAME)
     set(obj "${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/${target}.hip/${name}.o")
+    # Ninja makes an output's folder before the command runs; Make does not, and clang then
+    # cannot open the depfile there.
+    file(MAKE_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/${target}.hip")
     file(RELATIVE_PATH shown "${CMAKE_BINARY_DIR}" "${obj}")
     add_custom_command(
       OUTPUT "${obj}"

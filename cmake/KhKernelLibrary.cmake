@@ -233,6 +233,13 @@ macro(kh_setup_kernel_target kh_target)
       set(CMAKE_CUDA_COMPILER "${_kh_nvcc}")
     endif()
     enable_language(CUDA)
+    # CUDA 13 has no libnvToolsExt, and the FindCUDAToolkit of Debian 12's CMake 3.25 then
+    # sets a property on CUDA::nvToolsExt without checking that the target exists: a
+    # configure error in every package that calls find_package(CUDAToolkit). An empty
+    # stand-in lets it pass; nothing links it (NVTX is header-only since CUDA 10: CUDA::nvtx3).
+    if(NOT TARGET CUDA::nvToolsExt)
+      add_library(CUDA::nvToolsExt INTERFACE IMPORTED)
+    endif()
     set(CMAKE_CUDA_STANDARD 17)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     set(CMAKE_CUDA_RUNTIME_LIBRARY Static)  # -cudart static: a kernel library needs only the driver

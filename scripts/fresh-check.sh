@@ -126,8 +126,9 @@ if [ -e /usr/local/cuda ]; then
 fi
 
 # A clean clone of the committed HEAD, as CI makes one.
+checked="$(git rev-parse HEAD)"
 git clone --quiet --no-hardlinks "$repo" "$root/src/kh"
-git -C "$root/src/kh" checkout --quiet --detach "$(git rev-parse HEAD)"
+git -C "$root/src/kh" checkout --quiet --detach "$checked"
 
 run_in_root() {  # run_in_root <name> <command>: timed, logged, rc reported
   local name="$1" cmd="$2" rc t
@@ -152,7 +153,7 @@ status=0
 [ "$only" = test ] || run_in_root demo scripts/demo.sh || status=1
 [ "$only" = demo ] || run_in_root test scripts/test.sh || status=1
 
-echo "fresh-check: $(date -u +%Y-%m-%dT%H:%MZ) commit $(git rev-parse --short HEAD): $([ $status = 0 ] && echo PASSED || echo FAILED)" |
+echo "fresh-check: $(date -u +%Y-%m-%dT%H:%MZ) commit ${checked:0:7}: $([ $status = 0 ] && echo PASSED || echo FAILED)" |
   tee -a "$summary"
 unmount_all
 if [ "$status" = 0 ] && [ "$keep" = 0 ]; then

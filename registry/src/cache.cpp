@@ -3,6 +3,7 @@
 #include "kh/registry/cache.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <functional>
 #include <map>
 #include <memory>
@@ -98,6 +100,21 @@ void write_stamps(const std::string& dir) {
   const std::string path = dir + "/" + kStampsName;
   write_file_atomic(path, tree_stamps(dir));
   if (::chmod(path.c_str(), 0444) != 0) detail::fail_errno("cannot make '" + path + "' read-only", errno);
+}
+
+// The pid in a work file's name ("<sha>.blob-<pid>-<hex>", "<sha>.pkg-<pid>-<hex>"), else 0.
+long work_file_pid(const std::string& name) {
+  for (const char* kind : {".blob-", ".pkg-"}) {
+    const size_t at = name.find(kind);
+    if (at != 64) continue;
+    const size_t from = at + std::string(kind).size();
+    const size_t dash = name.find('-', from);
+    if (dash == std::string::npos || dash == from || dash - from > 10) return 0;
+    const std::string digits = name.substr(from, dash - from);
+    if (digits.find_first_not_of("0123456789") != std::string::npos) return 0;
+    return std::strtol(digits.c_str(), nullptr, 10);
+  }
+  return 0;
 }
 
 // Does `blob` hold exactly sha256/size? (A blob in the cache is re-hashed before reuse.)
@@ -222,6 +239,31 @@ std::string install_locked(const std::string& root, const std::string& sha, cons
   detail::fsync_directory(root + "/pkgs");
   return final_dir;
 }
+
+}  // namespace
+
+bool detail::is_orphaned_work(const std::string& tmp_dir, const std::string& name) {
+  const long pid = work_file_pid(name);
+  if (pid <= 0 || pid == ::getpid()) return false;
+  if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) return false;  // alive (or not ours to ask)
+  struct stat st;
+  if (::lstat((tmp_dir + "/" + name).c_str(), &st) != 0) return false;
+  // Untouched for a minute too: a process in another pid namespace sharing this cache
+  // looks dead from here, but its work in progress keeps changing.
+  return std::time(nullptr) - st.st_mtime > 60;
+}
+
+void detail::sweep_orphans(const std::string& tmp_dir) {
+  if (!path_exists(tmp_dir)) return;
+  for (const std::string& name : detail::list_names(tmp_dir)) {
+    try {
+      if (is_orphaned_work(tmp_dir, name)) remove_tree(tmp_dir + "/" + name);
+    } catch (const StatusError&) {  // best effort: gc tries again
+    }
+  }
+}
+
+namespace {
 
 std::string with_context(const std::string& root, const Expected& want, const std::function<std::string()>& body) {
   try {
@@ -365,13 +407,52 @@ std::vector<std::string> Cache::ensure_packages(Hub& hub, const std::vector<Pack
       if (package_dir(sha) || blob_is_intact(cached_blob, sha, size)) continue;
       if (path_exists(cached_blob)) remove_tree(cached_blob);  // corrupt or truncated: never trusted again
       Cleanup& tmp = downloaded[sha];
-      tmp.path = tmp_root + "/" + sha + ".blob-" + std::to_string(::getpid()) + "-" + detail::random_hex(6);
-      int fd = ::open(tmp.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+      // One name per blob (its lock is ours): what an interrupted download (kill -9,
+      // Ctrl-C, a lost network) left is resumed from where it stopped, not thrown away;
+      // the whole is verified at the end all the same.
+      tmp.path = tmp_root + "/" + sha + ".partial";
+      uint64_t have = 0;
+      struct stat st;
+      if (::lstat(tmp.path.c_str(), &st) == 0) {
+        if (S_ISREG(st.st_mode) && st.st_size > 0 && static_cast<uint64_t>(st.st_size) < size)
+          have = static_cast<uint64_t>(st.st_size);
+        else
+          remove_tree(tmp.path);
+      }
+      int fd = ::open(tmp.path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
       if (fd < 0) detail::fail_errno("cannot create '" + tmp.path + "'", errno);
       fds.push_back(fd);
-      batch.push_back(BlobRequest{sha, size, fd});
+      if (::lseek(fd, static_cast<off_t>(have), SEEK_SET) != static_cast<off_t>(have))
+        detail::fail_errno("cannot resume '" + tmp.path + "'", errno);
+      batch.push_back(BlobRequest{sha, size, fd, have});
     }
-    hub.fetch_blobs(batch);
+    detail::sweep_orphans(tmp_root);  // work files of processes that died (kill -9)
+    // A failed download keeps its bytes for the next try, unless they are what failed.
+    auto keep_partials = [&] {
+      for (auto& [sha, tmp] : downloaded) {
+        struct stat part;
+        if (::lstat(tmp.path.c_str(), &part) == 0 && part.st_size > 0) tmp.path.clear();  // empty: nothing to keep
+      }
+    };
+    try {
+      hub.fetch_blobs(batch);
+    } catch (const StatusError& e) {
+      const bool resumed = std::any_of(batch.begin(), batch.end(), [](const BlobRequest& b) { return b.resume_from > 0; });
+      if (e.status() != KH_ERROR_VERIFICATION) keep_partials();
+      if (e.status() != KH_ERROR_VERIFICATION || !resumed) throw;
+      // The bytes kept from an earlier try may be what is wrong: once more, from byte 0.
+      for (BlobRequest& b : batch) {
+        if (::ftruncate(b.out_fd, 0) != 0 || ::lseek(b.out_fd, 0, SEEK_SET) != 0)
+          detail::fail_errno("cannot rewind the download of sha256:" + b.sha256, errno);
+        b.resume_from = 0;
+      }
+      try {
+        hub.fetch_blobs(batch);
+      } catch (const StatusError& again) {
+        if (again.status() != KH_ERROR_VERIFICATION) keep_partials();
+        throw;
+      }
+    }
     for (size_t k = 0; k < fds.size(); ++k)
       if (::fsync(fds[k]) != 0) detail::fail_errno("cannot sync the download of sha256:" + batch[k].sha256, errno);
   } catch (const StatusError& e) {

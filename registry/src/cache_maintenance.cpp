@@ -68,7 +68,8 @@ GarbageReport collect_garbage(const Cache& cache, int64_t min_tmp_age_s, bool dr
   const std::string& root = cache.root();
   if (path_exists(root + "/tmp"))
     for (const std::string& name : detail::list_names(root + "/tmp"))
-      if (age_s(root + "/tmp/" + name) >= min_tmp_age_s) remove_into(&report, root, "tmp/" + name);
+      if (age_s(root + "/tmp/" + name) >= min_tmp_age_s || detail::is_orphaned_work(root + "/tmp", name))
+        remove_into(&report, root, "tmp/" + name);
   if (path_exists(root + "/pkgs"))
     for (const std::string& sha : detail::list_names(root + "/pkgs"))
       if (!cache.package_dir(sha)) remove_into(&report, root, "pkgs/" + sha);

@@ -90,6 +90,13 @@ class FileHub final : public Hub {
 
 }  // namespace
 
+void Hub::rewind_for_restart(const BlobRequest& b) {
+  const off_t end = ::lseek(b.out_fd, 0, SEEK_CUR);
+  const off_t start = end - static_cast<off_t>(b.resume_from);
+  if (end < 0 || start < 0 || ::ftruncate(b.out_fd, start) != 0 || ::lseek(b.out_fd, start, SEEK_SET) != start)
+    detail::fail_errno("cannot rewind the partial download of sha256:" + b.sha256, errno);
+}
+
 std::unique_ptr<Hub> open_hub(const std::string& url) {
   constexpr std::string_view kFile = "file://";
   if (url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0)

@@ -187,8 +187,10 @@ class HttpHub final : public Hub {
         const std::string rel = blob_path(b.sha256);
         Active a;
         a.request = &b;
-        a.sink = std::make_unique<VerifiedSink>(b.out_fd, b.sha256, b.size, "blob sha256:" + b.sha256 + " from " + safe_url());
-        a.stream = std::make_unique<BlobStream>(*this, idle.back(), url_ + "/" + rel, rel, b.size);
+        a.sink = std::make_unique<VerifiedSink>(b.out_fd, b.sha256, b.size, "blob sha256:" + b.sha256 + " from " + safe_url(),
+                                                b.resume_from);
+        // A resumed download asks only for the rest (Range from the bytes already there).
+        a.stream = std::make_unique<BlobStream>(*this, idle.back(), url_ + "/" + rel, rel, b.size, a.sink->received());
         idle.pop_back();
         active.push_back(std::move(a));
       }
@@ -367,8 +369,9 @@ class HttpHub final : public Hub {
   // bytes already handed over, after a backoff when one failed) until it is complete.
   class BlobStream {
    public:
-    BlobStream(HttpHub& hub, CURL* easy, std::string url, std::string rel, uint64_t size)
-        : hub_(hub), easy_(easy), rel_(std::move(rel)), size_(size), attempts_(hub, std::move(url)) {}
+    BlobStream(HttpHub& hub, CURL* easy, std::string url, std::string rel, uint64_t size, uint64_t already = 0)
+        : hub_(hub), easy_(easy), rel_(std::move(rel)), size_(size), attempts_(hub, std::move(url)),
+          delivered_(already), progress_mark_(already) {}
     CURL* easy() const { return easy_; }
 
     // Body bytes already received (> 0), 0 at the end of the body (the caller checks the

@@ -44,6 +44,12 @@ void write_all(int fd, const void* data, size_t size, const std::string& what);
 // fsync on a directory, so that a rename inside it survives a crash.
 void fsync_directory(const std::string& dir);
 
+// Work files in the cache's tmp/ name their process ("<sha>.blob-<pid>-...",
+// "<sha>.pkg-<pid>-..."): one whose process is gone and that has not changed for a minute
+// is an orphan (a kill -9), removed by sweep_orphans (each install) and by cache gc.
+bool is_orphaned_work(const std::string& tmp_dir, const std::string& name);
+void sweep_orphans(const std::string& tmp_dir);
+
 }  // namespace kh::registry::detail
 
 namespace kh::registry {

@@ -3,20 +3,45 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <vector>
 
 #include "kh/registry/status_error.hpp"
 #include "internal.hpp"
 
 namespace kh::registry {
 
-VerifiedSink::VerifiedSink(int out_fd, std::string expected_sha256, uint64_t expected_size, std::string what)
+VerifiedSink::VerifiedSink(int out_fd, std::string expected_sha256, uint64_t expected_size, std::string what,
+                           uint64_t resumed)
     : fd_(out_fd),
       start_(::lseek(out_fd, 0, SEEK_CUR)),
       sha256_(std::move(expected_sha256)),
       size_(expected_size),
       what_(std::move(what)),
-      hash_(std::make_unique<Sha256>()) {}
+      hash_(std::make_unique<Sha256>()) {
+  if (resumed == 0) return;
+  if (start_ < 0 || static_cast<uint64_t>(start_) < resumed || resumed > size_) {
+    restart_from(start_ < 0 ? 0 : start_);  // nothing usable before: start from here
+    return;
+  }
+  start_ -= static_cast<off_t>(resumed);
+  std::vector<char> buf(1 << 16);
+  for (uint64_t done = 0; done < resumed;) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), resumed - done));
+    const ssize_t n = ::pread(fd_, buf.data(), want, start_ + static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) detail::fail_errno("cannot read the partial download of " + what_, n < 0 ? errno : EIO);
+    hash_->update(buf.data(), static_cast<size_t>(n));
+    done += static_cast<uint64_t>(n);
+  }
+  total_ = resumed;
+}
+
+void VerifiedSink::restart_from(off_t start) {
+  start_ = start;
+  restart();
+}
 
 void VerifiedSink::write(const char* data, size_t n) {
   if (n > size_ - total_)

@@ -21,6 +21,10 @@ struct BlobRequest {
   std::string sha256;
   uint64_t size = 0;  // the size the signed index gives
   int out_fd = -1;    // written from its current offset
+  // Bytes of the blob already in out_fd just before that offset (an interrupted earlier
+  // download): http(s) hubs ask only for the rest (Range), and the whole is verified at
+  // the end. Other hubs start over (out_fd is truncated).
+  uint64_t resume_from = 0;
 };
 
 class Hub {
@@ -54,8 +58,15 @@ class Hub {
   // Throws at the first blob that fails; the other outputs may then hold partial bytes,
   // which the caller must discard.
   virtual void fetch_blobs(const std::vector<BlobRequest>& blobs) {
-    for (const BlobRequest& b : blobs) fetch_blob(b.sha256, b.size, b.out_fd);
+    for (const BlobRequest& b : blobs) {
+      if (b.resume_from > 0) rewind_for_restart(b);
+      fetch_blob(b.sha256, b.size, b.out_fd);
+    }
   }
+
+ protected:
+  // Drops a resumed request's earlier bytes: out_fd truncated to where they began.
+  static void rewind_for_restart(const BlobRequest& b);
 };
 
 // Throws StatusError(KH_ERROR_INVALID_ARGUMENT) for an unsupported or malformed URL.

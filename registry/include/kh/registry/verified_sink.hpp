@@ -17,8 +17,12 @@ namespace kh::registry {
 
 class VerifiedSink {
  public:
-  // Writes start at out_fd's current offset. `what` names the blob in messages.
-  VerifiedSink(int out_fd, std::string expected_sha256, uint64_t expected_size, std::string what);
+  // Writes start at out_fd's current offset. `what` names the blob in messages. resumed > 0:
+  // the `resumed` bytes just before that offset are the blob's first bytes, from an earlier
+  // interrupted download; they are hashed now and count as received (finish() still checks
+  // the whole), and restart() truncates them too.
+  VerifiedSink(int out_fd, std::string expected_sha256, uint64_t expected_size, std::string what,
+               uint64_t resumed = 0);
 
   // Hashes and writes n bytes. Throws StatusError(KH_ERROR_VERIFICATION) as soon as more
   // than the expected size has arrived (nothing past the size is written), KH_ERROR_IO
@@ -35,6 +39,7 @@ class VerifiedSink {
   const std::string& what() const { return what_; }
 
  private:
+  void restart_from(off_t start);
   int fd_;
   off_t start_;
   std::string sha256_;

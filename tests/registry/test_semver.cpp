@@ -15,6 +15,23 @@ static Version V(const char* s) {
   return *v;
 }
 
+// One request, one version, whether the request accepts it.
+struct Row {
+  const char* request;
+  const char* version;
+  bool match;
+};
+
+template <size_t N>
+void check_matches(const Row (&rows)[N]) {
+  for (const Row& row : rows) {
+    const std::string request = row.request, version = row.version;
+    CAPTURE(request);
+    CAPTURE(version);
+    CHECK(parse_version_request(row.request).matches(V(row.version)) == row.match);
+  }
+}
+
 TEST_CASE("parse_version accepts strict semver 2.0.0") {
   for (const char* s : {"0.0.0", "1.2.3", "10.20.30", "1.1.2-prerelease+meta", "1.0.0-alpha", "1.0.0-alpha.beta.1",
                         "1.0.0-0.3.7", "1.0.0-x.7.z.92", "1.0.0+20130313144700", "1.0.0-alpha+001",
@@ -109,11 +126,6 @@ TEST_CASE("version requests: garbage is refused, naming the text and the accepte
 }
 
 TEST_CASE("version requests: matching") {
-  struct Row {
-    const char* request;
-    const char* version;
-    bool match;
-  };
   const Row rows[] = {
       {"latest", "1.0.0", true},        {"latest", "2.0.0-rc.1", false},   {"1", "1.0.0", true},
       {"1", "1.9.9", true},             {"1", "2.0.0", false},             {"1", "0.9.0", false},
@@ -129,12 +141,7 @@ TEST_CASE("version requests: matching") {
       {"^1.2.3-rc.1", "1.2.3-rc.2", true}, {"^1.2.3-rc.1", "1.2.3", true}, {"^1.2.3-rc.1", "1.2.4-rc.1", false},
       {"^1.2.3-rc.2", "1.2.3-rc.1", false}, {"~1.2.3-beta", "1.2.3-rc", true}, {"~1.2.3", "1.2.4-rc.1", false},
   };
-  for (const Row& row : rows) {
-    const std::string request = row.request, version = row.version;
-    CAPTURE(request);
-    CAPTURE(version);
-    CHECK(parse_version_request(row.request).matches(V(row.version)) == row.match);
-  }
+  check_matches(rows);
 }
 
 TEST_CASE("version requests: comparisons joined by commas work like Cargo's") {
@@ -142,11 +149,6 @@ TEST_CASE("version requests: comparisons joined by commas work like Cargo's") {
   CHECK(parse_version_request("=1.2").kind == Kind::Range);  // any 1.2.x; "=1.2.3" stays Exact
   CHECK(parse_version_request("=1.2.3").kind == Kind::Exact);
   CHECK_FALSE(parse_version_request(">=1.2,<2").pins_exactly());
-  struct Row {
-    const char* request;
-    const char* version;
-    bool match;
-  };
   const Row rows[] = {
       {">=1.2,<2", "1.2.0", true},      {">=1.2,<2", "1.9.9", true},      {">=1.2,<2", "1.1.9", false},
       {">=1.2,<2", "2.0.0", false},     {">=1.2, <2", "1.5.0", true},     {" >= 1.2 , < 2 ", "1.5.0", true},
@@ -162,10 +164,5 @@ TEST_CASE("version requests: comparisons joined by commas work like Cargo's") {
       {">=1.2,<2", "1.5.0-rc.1", false}, {">=1.5.0-rc.1,<2", "1.5.0-rc.2", true},
       {">=1.5.0-rc.1,<2", "1.6.0-rc.1", false},
   };
-  for (const Row& row : rows) {
-    const std::string request = row.request, version = row.version;
-    CAPTURE(request);
-    CAPTURE(version);
-    CHECK(parse_version_request(row.request).matches(V(row.version)) == row.match);
-  }
+  check_matches(rows);
 }

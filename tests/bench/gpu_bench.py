@@ -249,7 +249,7 @@ def print_attention(rows):
 
 def decode_workspace_floats(batch, q_len, hq, hkv, d, max_kv):
     """The op's workspace rule (docs/ops-attention-decode.md)."""
-    s = max(1, min(64, -(-max_kv // 128), -(-1024 // (batch * hkv))))
+    s = max(1, min(64, -(-max_kv // 128), -(-4096 // (batch * hkv))))
     return batch * q_len * hq * s * (d + 1) if s > 1 else 0
 
 

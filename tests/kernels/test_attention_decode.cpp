@@ -53,7 +53,7 @@ struct IntTensor {
 // The workspace rule, as the docs state it (written here independently of kernels-src).
 int64_t workspace_floats(int64_t batch, int64_t q_len, int64_t hq, int64_t hkv, int64_t d, int64_t max_kv) {
   auto cdiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
-  const int64_t by_fill = batch * hkv > 0 ? cdiv(1024, batch * hkv) : 1;
+  const int64_t by_fill = batch * hkv > 0 ? cdiv(4096, batch * hkv) : 1;
   int64_t s = std::min<int64_t>({64, cdiv(max_kv, 128), by_fill});
   s = std::max<int64_t>(s, 1);
   return s > 1 ? batch * q_len * hq * s * (d + 1) : 0;
@@ -194,8 +194,9 @@ TEST_CASE("attention_decode_paged: descriptor") {
 TEST_CASE("attention_decode_paged: the workspace rule") {
   CHECK(workspace_floats(1, 1, 32, 8, 128, 32768) == 1 * 1 * 32 * 64 * 129);  // split 64 ways
   CHECK(workspace_floats(1, 1, 32, 8, 128, 4096) == 32 * 32 * 129);            // 4096 / 128 = 32
-  CHECK(workspace_floats(16, 1, 32, 8, 128, 4096) == 16 * 32 * 8 * 129);       // 1024 / 128 = 8
-  CHECK(workspace_floats(128, 1, 32, 8, 128, 4096) == 0);                      // one split: none
+  CHECK(workspace_floats(16, 1, 32, 8, 128, 4096) == 16 * 32 * 32 * 129);      // 4096 / 128 = 32
+  CHECK(workspace_floats(128, 1, 32, 8, 128, 4096) == 128 * 32 * 4 * 129);     // 4096 / 1024 = 4
+  CHECK(workspace_floats(512, 1, 32, 8, 128, 4096) == 0);                      // one split: none
   CHECK(workspace_floats(4, 1, 4, 1, 64, 100) == 0);                           // one 128-key chunk
 }
 

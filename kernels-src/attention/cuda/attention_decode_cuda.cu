@@ -88,11 +88,31 @@ DecodePlan plan_decode(const DecodeParams& p, int device) {
   const int total_rows = p.q_len * (p.heads_q / p.heads_kv);
   plan.rows = total_rows <= 4 ? 4 : 8;
   plan.row_tiles = (total_rows + plan.rows - 1) / plan.rows;
-  // Split-KV: enough CTAs for one full wave of the device, within the workspace rule's bound.
+  // Split-KV: the split count in [1, max_splits] (the workspace rule's bound) whose CTAs
+  // fill the device's resident slots best (CTAs / (waves x slots)): the first that reaches
+  // 95%, else the best. A last wave that is mostly empty costs as much as a full one: b64 x 8k
+  // unsplit is 512 CTAs on 396 slots, 65% (run 2 of cuda/NOTES.md "decode").
   const int64_t units = static_cast<int64_t>(p.batch) * p.heads_kv * plan.row_tiles;
-  const int64_t ctas = resident_ctas(device, p.dtype == ElementType::kBF16, plan.tpr, plan.rows);
-  const int64_t want = (ctas + units - 1) / units;
-  plan.splits = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(want, p.max_splits())));
+  const int64_t slots = resident_ctas(device, p.dtype == ElementType::kBF16, plan.tpr, plan.rows);
+  const int64_t smax = p.max_splits();
+  int64_t best = 1;
+  double best_fill = -1.0;
+  for (int64_t s = 1; s <= smax; ++s) {
+    const int64_t ctas = units * s, waves = (ctas + slots - 1) / slots;
+    const double fill = static_cast<double>(ctas) / static_cast<double>(waves * slots);
+    if (fill > best_fill + 1e-9) {
+      best_fill = fill;
+      best = s;
+    }
+    if (fill >= 0.95) break;
+  }
+  // KH_ATTENTION_DECODE_SPLITS=<n> (comparisons, tests): n splits, within [1, max_splits].
+  static const int64_t forced = [] {
+    const char* v = std::getenv("KH_ATTENTION_DECODE_SPLITS");
+    return v != nullptr ? std::atoll(v) : 0LL;
+  }();
+  if (forced > 0) best = std::min<int64_t>(forced, smax);
+  plan.splits = static_cast<int>(best);
   return plan;
 }
 

@@ -124,27 +124,45 @@ __global__ void __launch_bounds__(kThreads, (ROWS) <= 4 ? 3 : 2) decode_mma_kern
   const int shift = p.block_shift, bmask = p.block_size - 1;
   const bool whole_tiles = shift >= 4;  // a 16-key tile lies in one block
 
-  for (int tile = t.tile_beg + warp * 16; tile < key_end; tile += kWarps * 16) {
-    // Rows of this tile in the caches: one table entry per tile, or one per key.
-    int64_t tile_k = 0, tile_v = 0;
-    if (whole_tiles) {
-      const int64_t blk = table[tile >> shift];
-      tile_k = blk * p.k_block_stride + static_cast<int64_t>(tile & bmask) * p.k_row_stride;
-      tile_v = blk * p.v_block_stride + static_cast<int64_t>(tile & bmask) * p.v_row_stride;
-    }
-    // K: keys tile + g and tile + g + 8, chunks c + 4j; V: this lane group's keys, 8 dims each.
-    // Loads go out in batches of at most 4 chunks (K) and 8 keys (V) to bound registers (head
-    // dims above 128 take two of each); the first V batch is in flight during the scores.
-    const int k0 = tile + g, k1 = tile + g + 8;
+  // K of a tile (keys tile + g and tile + g + 8, chunks c + 4j of batch kbatch) into ka, kb.
+  // Loads go out in batches of at most 4 chunks (K) and 8 keys (V) to bound registers (head
+  // dims above 128 take two of each).
+  auto load_k = [&](int tl, int kbatch, uint4 (&ka)[kKBatch], uint4 (&kb)[kKBatch]) {
+    const int k0 = tl + g, k1 = tl + g + 8;
     const bool on0 = k0 < key_end && k0 >= t.key_beg, on1 = k1 < key_end && k1 >= t.key_beg;
     int64_t kr0 = 0, kr1 = 0;
     if (whole_tiles) {
-      kr0 = tile_k + static_cast<int64_t>(g) * p.k_row_stride;
+      kr0 = static_cast<int64_t>(table[tl >> shift]) * p.k_block_stride +
+            static_cast<int64_t>((tl & bmask) + g) * p.k_row_stride;
       kr1 = kr0 + 8 * p.k_row_stride;
     } else {
       if (on0) kr0 = key_row(table, k0, shift, bmask, p.k_block_stride, p.k_row_stride);
       if (on1) kr1 = key_row(table, k1, shift, bmask, p.k_block_stride, p.k_row_stride);
     }
+#pragma unroll
+    for (int jj = 0; jj < kKBatch; ++jj) {
+      const int j = kbatch * kKBatch + jj, ch = c + 4 * j;
+      ka[jj] = make_uint4(0u, 0u, 0u, 0u);
+      kb[jj] = make_uint4(0u, 0u, 0u, 0u);
+      if (j < jmax && ch < nch) {
+        if (on0) ka[jj] = kh_dec_ld16(kbase + kr0 + ch * 8);
+        if (on1) kb[jj] = kh_dec_ld16(kbase + kr1 + ch * 8);
+      }
+    }
+  };
+  // With one K batch (head dims <= 128) the next tile's K is loaded as soon as this tile's
+  // scores are issued, so a warp always has loads in flight (K during P V, V during S).
+  constexpr bool kPipeK = kChunksPerLane == kKBatch;
+  constexpr int kTileStride = kWarps * 16;
+  uint4 ka[kKBatch], kb[kKBatch];
+  if (kPipeK && t.tile_beg + warp * 16 < key_end) load_k(t.tile_beg + warp * 16, 0, ka, kb);
+
+  for (int tile = t.tile_beg + warp * 16; tile < key_end; tile += kTileStride) {
+    // V rows of this tile: one table entry per tile, or one per key.
+    int64_t tile_v = 0;
+    if (whole_tiles)
+      tile_v = static_cast<int64_t>(table[tile >> shift]) * p.v_block_stride +
+               static_cast<int64_t>(tile & bmask) * p.v_row_stride;
     uint4 vr[kVBatch];
     auto load_v = [&](int batch) {
 #pragma unroll
@@ -158,23 +176,13 @@ __global__ void __launch_bounds__(kThreads, (ROWS) <= 4 ? 3 : 2) decode_mma_kern
         }
       }
     };
+    load_v(0);
 
     // S^T (16 keys x 8 rows) on the tensor cores.
     float sc[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
     for (int kbatch = 0; kbatch < kChunksPerLane / kKBatch; ++kbatch) {
-      uint4 ka[kKBatch], kb[kKBatch];
-#pragma unroll
-      for (int jj = 0; jj < kKBatch; ++jj) {
-        const int j = kbatch * kKBatch + jj, ch = c + 4 * j;
-        ka[jj] = make_uint4(0u, 0u, 0u, 0u);
-        kb[jj] = make_uint4(0u, 0u, 0u, 0u);
-        if (j < jmax && ch < nch) {
-          if (on0) ka[jj] = kh_dec_ld16(kbase + kr0 + ch * 8);
-          if (on1) kb[jj] = kh_dec_ld16(kbase + kr1 + ch * 8);
-        }
-      }
-      if (kbatch == 0) load_v(0);
+      if (!kPipeK) load_k(tile, kbatch, ka, kb);
 #pragma unroll
       for (int jj = 0; jj < kKBatch; ++jj) {
         const int j = kbatch * kKBatch + jj;
@@ -184,6 +192,7 @@ __global__ void __launch_bounds__(kThreads, (ROWS) <= 4 ? 3 : 2) decode_mma_kern
         }
       }
     }
+    if (kPipeK && tile + kTileStride < key_end) load_k(tile + kTileStride, 0, ka, kb);
     // Scale (base 2), soft-cap, masks: sc[0], sc[1]: key g, rows 2c, 2c + 1; sc[2], sc[3]: key g + 8.
 #pragma unroll
     for (int v = 0; v < 4; ++v) {

@@ -130,7 +130,7 @@ kh_status parse_attention_decode_args(const kh_value* args, uint32_t nargs, cons
     return arg_error(c, "workspace",
                      "has %lld float32 elements; this call needs at least %lld = batch %lld x q_len %lld x heads_q "
                      "%lld x max_splits %lld x (head_dim %lld + 1) (max_splits = max(1, min(64, ceil(max_kv %lld / "
-                     "128), ceil(1024 / (batch x heads_kv %lld)))))",
+                     "128), ceil(4096 / (batch x heads_kv %lld)))))",
                      (long long)ws.numel(), (long long)need, (long long)batch, (long long)q_len, (long long)heads_q,
                      (long long)decode_max_splits(batch, heads_kv, max_kv), (long long)head_dim, (long long)max_kv,
                      (long long)heads_kv);

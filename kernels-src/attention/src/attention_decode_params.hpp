@@ -12,7 +12,7 @@ namespace kh_attention {
 
 // The split-KV (FlashDecoding) bounds, part of the op's contract (docs/ops-attention-decode.md):
 //   max_kv     = max_blocks_per_seq * block_size  (block_table.shape[1] * k_cache.shape[1])
-//   max_splits = max(1, min(64, ceil(max_kv / 128), ceil(1024 / (batch * heads_kv))))
+//   max_splits = max(1, min(64, ceil(max_kv / 128), ceil(4096 / (batch * heads_kv))))
 //   workspace  >= (max_splits > 1 ? batch * q_len * heads_q * max_splits * (head_dim + 1) : 0)
 //                 float32 elements
 // A backend may split a sequence's keys into any count in [1, max_splits], chosen from the
@@ -20,7 +20,7 @@ namespace kh_attention {
 // this rule is enough on every device and stays valid across CUDA graph replays.
 constexpr int64_t kDecodeMaxSplits = 64;
 constexpr int64_t kDecodeMinSplitKeys = 128;
-constexpr int64_t kDecodeSplitCtaBudget = 1024;
+constexpr int64_t kDecodeSplitCtaBudget = 4096;
 
 constexpr int64_t decode_ceil_div(int64_t a, int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
 

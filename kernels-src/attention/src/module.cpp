@@ -25,7 +25,7 @@ constexpr kh_arg_constraint kAttentionDecodeConstraints[kAttentionDecodeNumArgs]
 
 // attention_decode_paged's workspace: float32, at least
 //   max_splits > 1 ? batch * q_len * heads_q * max_splits * (head_dim + 1) : 0 elements, with
-//   max_splits = max(1, min(64, ceil(max_kv / 128), ceil(1024 / (batch * heads_kv)))) and
+//   max_splits = max(1, min(64, ceil(max_kv / 128), ceil(4096 / (batch * heads_kv)))) and
 //   max_kv = block_table.shape[1] * k_cache.shape[1] (attention_decode_params.hpp, the docs).
 const kh_op_desc kOps[] = {
     {sizeof(kh_op_desc), 0, "attention_fwd",

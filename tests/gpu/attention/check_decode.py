@@ -27,7 +27,7 @@ DT_NAMES = {torch.float16: "f16", torch.bfloat16: "bf16"}
 def workspace_floats(batch, q_len, hq, hkv, d, max_kv):
     """The op's workspace rule (docs/ops-attention-decode.md), float32 elements."""
     by_len = -(-max_kv // 128)
-    by_fill = -(-1024 // (batch * hkv)) if batch * hkv > 0 else 1
+    by_fill = -(-4096 // (batch * hkv)) if batch * hkv > 0 else 1
     s = max(1, min(64, by_len, by_fill))
     return batch * q_len * hq * s * (d + 1) if s > 1 else 0
 
@@ -152,7 +152,8 @@ def call(op, out, lse, q, kc, vc, table, seq, ws, scale, window, softcap, stream
 CASES = [
     ("len 0/1/odd", 4, 1, 8, 2, 128, 16, [0, 1, 17, 1000], -1, 0.0),
     ("long (split)", 1, 1, 32, 8, 128, 16, [20000], -1, 0.0),
-    ("many seqs (no split)", 96, 1, 8, 8, 64, 32, [700, 1, 0, 129, 64], -1, 0.0),
+    ("many seqs", 96, 1, 8, 8, 64, 32, [700, 1, 0, 129, 64], -1, 0.0),
+    ("b512 (never split)", 512, 1, 8, 8, 64, 16, [300, 1, 0, 129, 64], -1, 0.0),
     ("mqa", 3, 1, 16, 1, 64, 32, [5, 300, 4096], -1, 0.0),
     ("q_len 5", 4, 5, 8, 2, 128, 16, [3, 5, 64, 2000], -1, 0.0),
     ("q_len 8 gqa 8", 2, 8, 32, 4, 128, 16, [8, 5000], -1, 0.0),
@@ -244,7 +245,7 @@ def check_decode_oracle(res, kernels, gen, targets):
 def check_graph(res, op, target, gen):
     """Capture one call in a CUDA graph: replay == eager bit for bit; after seq_lens and q change in
     place, a replay computes the new call (nothing was read on the host at capture)."""
-    for cls, b, lens in (("graph split", 1, [9000]), ("graph no split", 128, [900, 1, 0, 333])):
+    for cls, b, lens in (("graph split", 1, [9000]), ("graph b128", 128, [900, 1, 0, 333])):
         name = f"b{b} lens{lens}"
         try:
             dtype, hq, hkv, d, bs = torch.bfloat16, 32, 8, 128, 16

@@ -27,6 +27,9 @@ int main(int argc, char** argv) {
   app.name("kernels");
   app.require_subcommand(1);
   app.set_version_flag("--version", "kernels (kh) " KH_VERSION_STRING);
+  // A sub-verb's unknown option goes to its verb (`kernels cache verify --cache DIR`);
+  // subcommands inherit this when they are added.
+  app.fallthrough();
   app.footer(
       "Common options (--hub, --cache, --offline, --json) go before or after the command.\n"
       "Environment: KH_HUB (default hub URL), KH_CACHE (cache root), KH_OFFLINE=1 (no connections).\n"

@@ -477,6 +477,13 @@ TEST_CASE("the first hour: wrong names, wrong hubs and the trust step say what t
     CHECK(nlohmann::json::parse(before.output)["packages"][0]["repo"] == "kernels-community/rms-norm");
     auto joined = ws.kernels("--hub='" + ws.hub_url() + "' info kernels-community/rms-norm");
     CHECK_MESSAGE(joined.exit_code == 0, joined.output);
+    // A sub-verb passes its verb's options on: `cache verify --cache DIR`, either side.
+    const std::string cache = " --cache '" + ws.cache.string() + "'";
+    auto after = kh::test::run_command("'" KH_KERNELS_EXE "' cache verify" + cache);
+    CHECK_MESSAGE(after.exit_code == 0, after.output);
+    CHECK(after.output.find("1 package checked") != std::string::npos);
+    auto first = kh::test::run_command("'" KH_KERNELS_EXE "'" + cache + " cache verify");
+    CHECK_MESSAGE(first.exit_code == 0, first.output);
   }
   SUBCASE("a mistyped package: did you mean, and search") {
     auto typo = ws.kernels("get kernels-community/rms-nrom@1" + hub);

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <memory>
@@ -68,6 +69,15 @@ FetchedPackage describe(const std::string& dir, const std::string& sha256, const
   return p;
 }
 
+// Offline, the build is not usable from the cache: missing, or damaged (then say what).
+[[noreturn]] void fail_offline_missing(const registry::Cache& cache, const std::string& what, const std::string& sha256) {
+  const std::string problem = cache.package_problem(sha256);
+  if (!problem.empty())
+    fail(KH_ERROR_OFFLINE, what + " is damaged in the cache (" + problem +
+                               ") and offline mode allows no download to install it again; run `kernels get` while online");
+  fail(KH_ERROR_OFFLINE, what + " is not in the cache and offline mode allows no download");
+}
+
 // Offline and hub-less: the best cached package of the repo that the request accepts.
 FetchedPackage find_in_cache(const registry::PackageSpec& spec, const registry::Cache& cache, const FetchOptions& options) {
   std::vector<registry::CachedPackage> matches;
@@ -80,10 +90,17 @@ FetchedPackage find_in_cache(const registry::PackageSpec& spec, const registry::
     const auto version = registry::parse_version(pkg.manifest.version);
     if (version && spec.request.matches(*version)) matches.push_back(pkg);
   }
-  if (matches.empty())
+  if (matches.empty()) {
+    for (const auto& pkg : cache.list_packages(/*include_damaged=*/true))
+      if (pkg.damaged && pkg.manifest.name == spec.repo())
+        fail(KH_ERROR_OFFLINE, spec.repo() + " " + pkg.manifest.version + " (" + pkg.manifest.variant +
+                                   ") is damaged in the cache (" + pkg.problem +
+                                   ") and offline mode allows no download to install it again; run `kernels get " +
+                                   spec.repo() + "@" + spec.request.text + "` while online");
     fail(KH_ERROR_OFFLINE, spec.repo() + "@" + spec.request.text +
                                " is not in the cache and offline mode allows no download; run `kernels get " +
                                spec.repo() + "@" + spec.request.text + "` while online first");
+  }
   // Newest version first; within it, the best build for this machine.
   std::sort(matches.begin(), matches.end(), [](const registry::CachedPackage& a, const registry::CachedPackage& b) {
     return registry::compare_versions(*registry::parse_version(a.manifest.version),
@@ -113,6 +130,14 @@ FetchOptions with_environment(FetchOptions options) {
   if (options.cache_root.empty()) options.cache_root = registry::Cache::default_root();
   const std::string offline = env_or_empty("KH_OFFLINE");
   if (!offline.empty() && offline != "0") options.offline = true;
+  const std::string grace = env_or_empty("KH_STALE_GRACE");
+  if (!grace.empty()) {
+    char* end = nullptr;
+    const long long s = std::strtoll(grace.c_str(), &end, 10);
+    if (end == grace.c_str() || *end != '\0' || s < 0)
+      fail(KH_ERROR_INVALID_ARGUMENT, "KH_STALE_GRACE='" + grace + "' must be a whole number of seconds (0: never)");
+    options.stale_grace_s = s;
+  }
   return options;
 }
 
@@ -135,7 +160,26 @@ registry::RepoIndex load_repo_index(const std::string& repo, const FetchOptions&
       fail(KH_ERROR_OFFLINE, "no cached metadata for " + repo + " from " + hub_url +
                                  " and offline mode allows no download; run `kernels get` for it while online first");
   }
-  return registry::fetch_verified_index(*hub, cache, repo, trust);
+  try {
+    return registry::fetch_verified_index(*hub, cache, repo, trust);
+  } catch (const StatusError& e) {
+    // Stale-if-error: the hub cannot be asked (network, deadline) or the cache cannot take
+    // the answer (read-only, a lock held too long). Not for what the hub said (signatures,
+    // rollback, expiry, malformed metadata): those are never papered over.
+    if (e.status() != KH_ERROR_NETWORK && e.status() != KH_ERROR_IO) throw;
+    if (options.stale_grace_s <= 0 || age < 0 || age > options.metadata_max_age_s + options.stale_grace_s) throw;
+    std::optional<registry::RepoIndex> index;
+    try {
+      index = registry::load_verified_cached_index(cache, hub->id(), hub_url, repo, trust);
+    } catch (const StatusError&) {
+    }
+    if (!index) throw;
+    std::fprintf(stderr,
+                 "kh: warning: %s\nkh: warning: using the cached metadata of %s instead (verified, %lld s old; "
+                 "KH_STALE_GRACE allows up to %lld s past its TTL)\n",
+                 e.what(), repo.c_str(), static_cast<long long>(age), static_cast<long long>(options.stale_grace_s));
+    return *index;
+  }
 }
 
 namespace {
@@ -168,7 +212,8 @@ std::optional<FetchedPackage> recent_resolution(const std::string& spec, const F
   for (const auto& r : g_resolutions) {
     if (!r.same_request(spec, options)) continue;
     if (now_s() - r.resolved_at >= options.metadata_max_age_s) return std::nullopt;
-    if (!registry::path_exists(r.package.dir + "/" + registry::kCompleteMarker)) return std::nullopt;
+    // Still complete and intact (one lstat per file): a damaged tree is installed again.
+    if (!registry::Cache(r.cache_root).package_dir(r.package.sha256)) return std::nullopt;
     return r.package;
   }
   return std::nullopt;
@@ -296,7 +341,7 @@ Plan plan_locked(const registry::PackageSpec& spec, const FetchOptions& options,
   }
 
   if (options.offline)
-    fail(KH_ERROR_OFFLINE, what + " (" + chosen.key + ") is not in the cache and offline mode allows no download");
+    fail_offline_missing(cache, what + " (" + chosen.key + ")", chosen.sha256);
   FetchOptions from_lock = options;
   if (from_lock.hub_url.empty()) from_lock.hub_url = locked.hub;
   const registry::RepoIndex index = load_repo_index(spec.repo(), from_lock);
@@ -359,7 +404,7 @@ Plan plan_fetch(const std::string& spec_text, const FetchOptions& options) {
   if (auto cached = cache.package_dir(variant->sha256)) {
     plan.ready = finish(plan, *cached);
   } else if (options.offline) {
-    fail(KH_ERROR_OFFLINE, what + " (" + variant->key + ") is not in the cache and offline mode allows no download");
+    fail_offline_missing(cache, what + " (" + variant->key + ")", variant->sha256);
   }
   return plan;
 }

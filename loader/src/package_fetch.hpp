@@ -23,6 +23,11 @@ struct FetchOptions {
   // Reuse cached metadata younger than this many seconds instead of asking the hub
   // (kh_load_kernel: $KH_METADATA_TTL, default 600). 0: always ask (`kernels get`).
   int64_t metadata_max_age_s = 0;
+  // Stale-if-error: when asking the hub fails (unreachable, failing, past a deadline, or a
+  // cache that cannot be written), a verified cached index at most this many seconds past
+  // metadata_max_age_s is used instead, with a warning on stderr; never one past its signed
+  // expiry (unless allow_expired). $KH_STALE_GRACE; default 7 days; 0: never.
+  int64_t stale_grace_s = 7 * 86400;
 };
 
 struct FetchedPackage {
@@ -36,7 +41,8 @@ struct FetchedPackage {
   uint64_t download_bytes = 0;  // the archive's size, when downloaded
 };
 
-// Applies the environment (KH_HUB, KH_TARGET, KH_OFFLINE, KH_LOCKFILE, KH_CACHE) to unset options.
+// Applies the environment (KH_HUB, KH_TARGET, KH_OFFLINE, KH_LOCKFILE, KH_CACHE,
+// KH_STALE_GRACE) to unset options.
 FetchOptions with_environment(FetchOptions options);
 
 FetchedPackage fetch_package(const std::string& spec, const FetchOptions& options);

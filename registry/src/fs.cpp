@@ -25,7 +25,13 @@
 namespace kh::registry {
 namespace detail {
 
-void fail_errno(const std::string& what, int err) { fail(KH_ERROR_IO, what + ": " + std::strerror(err)); }
+void fail_errno(const std::string& what, int err) {
+  // Writing is what fails on a read-only filesystem: say how to get a writable cache.
+  const char* hint = err == EROFS ? "; the cache cannot be written here: set KH_CACHE to a writable directory to "
+                                    "download or update anything (what the cache holds can still be loaded)"
+                                  : "";
+  fail(KH_ERROR_IO, what + ": " + std::strerror(err) + hint);
+}
 
 std::string random_hex(size_t bytes) {
   static std::atomic<uint64_t> counter{0};

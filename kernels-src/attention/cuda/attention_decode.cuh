@@ -53,50 +53,79 @@ KH_DEC_DEV uint16_t kh_dec_float_to_f16(float f) { return __half_as_ushort(__flo
 namespace kh_attention {
 namespace decode {
 
-// simt: the all-CUDA-core kernel (attention_decode_kernel.inl) instead of the tensor-core one.
+// Sets the dynamic shared memory limit of a kernel once (the cp.async variant needs up to
+// 128 KiB); a host-side attribute, not a stream operation: safe during graph capture.
+template <typename Kernel>
+cudaError_t allow_smem(Kernel kernel, size_t bytes) {
+  if (bytes <= 48 * 1024) return cudaSuccess;
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+}
+
+template <typename Tag, int TPR, int ROWS, bool ASYNC>
+cudaError_t launch_mma(const DecodeParams& p, int row_tiles, int num_splits, const dim3& grid, cudaStream_t stream) {
+  constexpr size_t bytes = decode_mma_smem_bytes<TPR, ROWS, ASYNC>();
+  static const cudaError_t ready = allow_smem(decode_mma_kernel<Tag, TPR, ROWS, ASYNC>, bytes);
+  if (ready != cudaSuccess) return ready;
+  decode_mma_kernel<Tag, TPR, ROWS, ASYNC><<<grid, kThreads, bytes, stream>>>(p, row_tiles, num_splits);
+  return cudaGetLastError();
+}
+
+template <typename Tag, int TPR, int ROWS, bool ASYNC>
+int mma_occupancy() {
+  constexpr size_t bytes = decode_mma_smem_bytes<TPR, ROWS, ASYNC>();
+  int blocks = 0;
+  if (allow_smem(decode_mma_kernel<Tag, TPR, ROWS, ASYNC>, bytes) != cudaSuccess) return 1;
+  const cudaError_t err =
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, decode_mma_kernel<Tag, TPR, ROWS, ASYNC>, kThreads, bytes);
+  return err == cudaSuccess && blocks > 0 ? blocks : 1;
+}
+
+// variant: kVariantRegs (tensor-core scores, K/V through registers: the default),
+// kVariantAsync (the same with a cp.async shared-memory ring), kVariantSimt (all CUDA cores,
+// attention_decode_kernel.inl).
 template <typename Tag, int TPR>
-cudaError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int num_splits, bool simt,
+cudaError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int num_splits, int variant,
                              cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(num_splits), static_cast<unsigned>(p.heads_kv * row_tiles),
                   static_cast<unsigned>(p.batch));
-  if (simt) {
+  if (variant == kVariantSimt) {
     if (rows == 4)
       decode_split_kernel<Tag, TPR, 4><<<grid, kThreads, 0, stream>>>(p, row_tiles, num_splits);
     else
       decode_split_kernel<Tag, TPR, 8><<<grid, kThreads, 0, stream>>>(p, row_tiles, num_splits);
-  } else {
-    if (rows == 4)
-      decode_mma_kernel<Tag, TPR, 4><<<grid, kThreads, 0, stream>>>(p, row_tiles, num_splits);
-    else
-      decode_mma_kernel<Tag, TPR, 8><<<grid, kThreads, 0, stream>>>(p, row_tiles, num_splits);
+    return cudaGetLastError();
   }
-  return cudaGetLastError();
+  if (variant == kVariantAsync)
+    return rows == 4 ? launch_mma<Tag, TPR, 4, true>(p, row_tiles, num_splits, grid, stream)
+                     : launch_mma<Tag, TPR, 8, true>(p, row_tiles, num_splits, grid, stream);
+  return rows == 4 ? launch_mma<Tag, TPR, 4, false>(p, row_tiles, num_splits, grid, stream)
+                   : launch_mma<Tag, TPR, 8, false>(p, row_tiles, num_splits, grid, stream);
 }
 
 template <typename Tag, int TPR>
-int decode_split_occupancy(int rows, bool simt) {
-  int blocks = 0;
-  cudaError_t err;
-  if (simt)
-    err = rows == 4 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, decode_split_kernel<Tag, TPR, 4>, kThreads, 0)
-                    : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, decode_split_kernel<Tag, TPR, 8>, kThreads, 0);
-  else
-    err = rows == 4 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, decode_mma_kernel<Tag, TPR, 4>, kThreads, 0)
-                    : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, decode_mma_kernel<Tag, TPR, 8>, kThreads, 0);
-  return err == cudaSuccess && blocks > 0 ? blocks : 1;
+int decode_split_occupancy(int rows, int variant) {
+  if (variant == kVariantSimt) {
+    int blocks = 0;
+    const cudaError_t err =
+        rows == 4 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, decode_split_kernel<Tag, TPR, 4>, kThreads, 0)
+                  : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, decode_split_kernel<Tag, TPR, 8>, kThreads, 0);
+    return err == cudaSuccess && blocks > 0 ? blocks : 1;
+  }
+  if (variant == kVariantAsync) return rows == 4 ? mma_occupancy<Tag, TPR, 4, true>() : mma_occupancy<Tag, TPR, 8, true>();
+  return rows == 4 ? mma_occupancy<Tag, TPR, 4, false>() : mma_occupancy<Tag, TPR, 8, false>();
 }
 
 // The launch/combine translation unit declares the instantiations extern: each split kernel
 // is compiled once, in its own translation unit.
 #define KH_DECODE_EXTERN(Tag, TPR)                                                                           \
-  extern template cudaError_t run_decode_split<Tag, TPR>(const DecodeParams&, int, int, int, bool, cudaStream_t); \
-  extern template int decode_split_occupancy<Tag, TPR>(int, bool);
+  extern template cudaError_t run_decode_split<Tag, TPR>(const DecodeParams&, int, int, int, int, cudaStream_t); \
+  extern template int decode_split_occupancy<Tag, TPR>(int, int);
 #define KH_DECODE_EXTERN_ALL(Tag) \
   KH_DECODE_EXTERN(Tag, 4) KH_DECODE_EXTERN(Tag, 8) KH_DECODE_EXTERN(Tag, 16) KH_DECODE_EXTERN(Tag, 32)
 
 #define KH_DECODE_INSTANTIATE(Tag, TPR)                                                                   \
-  template cudaError_t run_decode_split<Tag, TPR>(const DecodeParams&, int, int, int, bool, cudaStream_t); \
-  template int decode_split_occupancy<Tag, TPR>(int, bool);
+  template cudaError_t run_decode_split<Tag, TPR>(const DecodeParams&, int, int, int, int, cudaStream_t); \
+  template int decode_split_occupancy<Tag, TPR>(int, int);
 
 }  // namespace decode
 }  // namespace kh_attention

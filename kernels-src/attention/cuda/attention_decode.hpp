@@ -13,16 +13,18 @@ namespace decode {
 struct Bf16Tag;
 struct F16Tag;
 
+// Split-kernel variants (KH_ATTENTION_DECODE_VARIANT=regs|async|simt; regs by default).
+constexpr int kVariantRegs = 0, kVariantAsync = 1, kVariantSimt = 2;
+
 // The split kernel over grid (num_splits, heads_kv * row_tiles, batch); rows: 4 or 8 query rows
-// a CTA; simt: the CUDA-core kernel (attention_decode_kernel.inl) rather than the tensor-core
-// one (attention_decode_mma.cuh).
+// a CTA; variant: which kernel (attention_decode_mma.cuh or attention_decode_kernel.inl).
 template <typename Tag, int TPR>
-cudaError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int num_splits, bool simt,
+cudaError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int num_splits, int variant,
                              cudaStream_t stream);
 
 // CTAs of the split kernel one SM holds at once.
 template <typename Tag, int TPR>
-int decode_split_occupancy(int rows, bool simt);
+int decode_split_occupancy(int rows, int variant);
 
 // Merges the splits' partials in the workspace into out and lse.
 cudaError_t run_decode_combine(const DecodeParams& p, int num_splits, cudaStream_t stream);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 
 namespace kh_attention {
 namespace decode {
@@ -30,34 +31,38 @@ namespace {
 
 int lane_group_width(int head_dim) { return head_dim <= 32 ? 4 : head_dim <= 64 ? 8 : head_dim <= 128 ? 16 : 32; }
 
-// KH_ATTENTION_DECODE_SIMT=1 in the environment: the CUDA-core split kernel (for comparisons).
-bool use_simt() {
-  static const bool simt = [] {
-    const char* v = std::getenv("KH_ATTENTION_DECODE_SIMT");
-    return v != nullptr && v[0] == '1';
+// KH_ATTENTION_DECODE_VARIANT=async|simt (comparisons): the cp.async-ring or the CUDA-core split
+// kernel instead of the default; KH_ATTENTION_DECODE_SIMT=1 is the same as simt.
+int variant() {
+  static const int v = [] {
+    const char* s = std::getenv("KH_ATTENTION_DECODE_VARIANT");
+    const char* simt = std::getenv("KH_ATTENTION_DECODE_SIMT");
+    if (s != nullptr && std::strcmp(s, "async") == 0) return kVariantAsync;
+    if ((s != nullptr && std::strcmp(s, "simt") == 0) || (simt != nullptr && simt[0] == '1')) return kVariantSimt;
+    return kVariantRegs;
   }();
-  return simt;
+  return v;
 }
 
 template <typename Tag>
 cudaError_t run_split(const DecodeParams& p, int tpr, int rows, int row_tiles, int splits, cudaStream_t s) {
-  const bool simt = use_simt();
+  const int v = variant();
   switch (tpr) {
-    case 4: return run_decode_split<Tag, 4>(p, rows, row_tiles, splits, simt, s);
-    case 8: return run_decode_split<Tag, 8>(p, rows, row_tiles, splits, simt, s);
-    case 16: return run_decode_split<Tag, 16>(p, rows, row_tiles, splits, simt, s);
-    default: return run_decode_split<Tag, 32>(p, rows, row_tiles, splits, simt, s);
+    case 4: return run_decode_split<Tag, 4>(p, rows, row_tiles, splits, v, s);
+    case 8: return run_decode_split<Tag, 8>(p, rows, row_tiles, splits, v, s);
+    case 16: return run_decode_split<Tag, 16>(p, rows, row_tiles, splits, v, s);
+    default: return run_decode_split<Tag, 32>(p, rows, row_tiles, splits, v, s);
   }
 }
 
 template <typename Tag>
 int occupancy(int tpr, int rows) {
-  const bool simt = use_simt();
+  const int v = variant();
   switch (tpr) {
-    case 4: return decode_split_occupancy<Tag, 4>(rows, simt);
-    case 8: return decode_split_occupancy<Tag, 8>(rows, simt);
-    case 16: return decode_split_occupancy<Tag, 16>(rows, simt);
-    default: return decode_split_occupancy<Tag, 32>(rows, simt);
+    case 4: return decode_split_occupancy<Tag, 4>(rows, v);
+    case 8: return decode_split_occupancy<Tag, 8>(rows, v);
+    case 16: return decode_split_occupancy<Tag, 16>(rows, v);
+    default: return decode_split_occupancy<Tag, 32>(rows, v);
   }
 }
 

@@ -51,10 +51,45 @@ __device__ __forceinline__ int64_t key_row(const int32_t* table, int key, int sh
   return static_cast<int64_t>(table[key >> shift]) * block_stride + static_cast<int64_t>(key & mask) * row_stride;
 }
 
-template <typename Tag, int TPR, int ROWS>
+// cp.async helpers (sm80+): 16 bytes global -> shared, zero-filled when src_bytes is 0.
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// The K/V ring of the cp.async variant: per warp, kStages tiles of 16 keys x TPR chunks for K
+// and for V. Chunk positions are XOR-swizzled by key ((key % (TPR / 4)) * 4) so the 8 lanes of
+// an LDS.128 phase (2 keys x 4 chunk columns for the mma operand) hit distinct banks.
+template <int TPR>
+struct AsyncRing {
+  static constexpr int kStages = TPR <= 16 ? 3 : 2;
+  static constexpr int kTileChunks = 16 * TPR;  // uint4 per K (or V) tile
+  static constexpr size_t kBytes = static_cast<size_t>(kThreads / 32) * kStages * 2 * kTileChunks * 16;
+  static __device__ __forceinline__ int swz(int key, int chunk) {
+    return TPR >= 8 ? chunk ^ ((key & (TPR / 4 - 1)) << 2) : chunk;
+  }
+};
+
+// Dynamic shared memory of decode_mma_kernel<..., ASYNC>: the merge buffer, and for the
+// cp.async variant the ring (the merge buffer reuses it after the key loop).
+template <int TPR, int ROWS, bool ASYNC>
+constexpr size_t decode_mma_smem_bytes() {
+  return ASYNC && AsyncRing<TPR>::kBytes > sizeof(MergeSmem<TPR, ROWS>) ? AsyncRing<TPR>::kBytes
+                                                                        : sizeof(MergeSmem<TPR, ROWS>);
+}
+
+// ASYNC = false: K and V are loaded into registers (16-byte loads; next tile's K during P V).
+// ASYNC = true (KH_ATTENTION_DECODE_VARIANT=async): K and V tiles stream into a per-warp
+// shared-memory ring with cp.async, kStages tiles ahead; the mma and P V read them from there.
+template <typename Tag, int TPR, int ROWS, bool ASYNC>
 // 3 CTAs an SM for 4 rows (up to 168 registers: 16 loads of 16 bytes a lane in flight), 2 for 8.
-__global__ void __launch_bounds__(kThreads, (ROWS) <= 4 ? 3 : 2) decode_mma_kernel(const DecodeParams p, const int row_tiles,
-                                                            const int num_splits) {
+__global__ void __launch_bounds__(kThreads, ASYNC ? 2 : ((ROWS) <= 4 ? 3 : 2))
+    decode_mma_kernel(const DecodeParams p, const int row_tiles, const int num_splits) {
   static_assert(ROWS <= 8, "the query rows are the mma's n = 8");
   constexpr int kWarps = kThreads / 32;
   constexpr int kGroupsPerWarp = 32 / TPR;         // lane groups (one key each) in a warp
@@ -62,7 +97,8 @@ __global__ void __launch_bounds__(kThreads, (ROWS) <= 4 ? 3 : 2) decode_mma_kern
   constexpr int kChunksPerLane = TPR / 4 > 0 ? TPR / 4 : 1;  // chunks of 8 dims a lane loads of a key
   constexpr int kKBatch = kChunksPerLane < 4 ? kChunksPerLane : 4;
   constexpr int kVBatch = kPvIters < 8 ? kPvIters : 8;
-  __shared__ MergeSmem<TPR, ROWS> sm;
+  extern __shared__ __align__(16) unsigned char dec_smem[];
+  MergeSmem<TPR, ROWS>& sm = *reinterpret_cast<MergeSmem<TPR, ROWS>*>(dec_smem);
 
   const Tile t = make_tile(p, ROWS, row_tiles, num_splits);
   const int tid = threadIdx.x;
@@ -124,124 +160,244 @@ __global__ void __launch_bounds__(kThreads, (ROWS) <= 4 ? 3 : 2) decode_mma_kern
   const int shift = p.block_shift, bmask = p.block_size - 1;
   const bool whole_tiles = shift >= 4;  // a 16-key tile lies in one block
 
-  // K of a tile (keys tile + g and tile + g + 8, chunks c + 4j of batch kbatch) into ka, kb.
-  // Loads go out in batches of at most 4 chunks (K) and 8 keys (V) to bound registers (head
-  // dims above 128 take two of each).
-  auto load_k = [&](int tl, int kbatch, uint4 (&ka)[kKBatch], uint4 (&kb)[kKBatch]) {
-    const int k0 = tl + g, k1 = tl + g + 8;
-    const bool on0 = k0 < key_end && k0 >= t.key_beg, on1 = k1 < key_end && k1 >= t.key_beg;
-    int64_t kr0 = 0, kr1 = 0;
-    if (whole_tiles) {
-      kr0 = static_cast<int64_t>(table[tl >> shift]) * p.k_block_stride +
-            static_cast<int64_t>((tl & bmask) + g) * p.k_row_stride;
-      kr1 = kr0 + 8 * p.k_row_stride;
-    } else {
-      if (on0) kr0 = key_row(table, k0, shift, bmask, p.k_block_stride, p.k_row_stride);
-      if (on1) kr1 = key_row(table, k1, shift, bmask, p.k_block_stride, p.k_row_stride);
-    }
+  if constexpr (ASYNC) {
+    using Ring = AsyncRing<TPR>;
+    constexpr int kStages = Ring::kStages;
+    constexpr int kTileStride = kWarps * 16;
+    uint4* ring = reinterpret_cast<uint4*>(dec_smem) + static_cast<size_t>(warp) * kStages * 2 * Ring::kTileChunks;
+    // Copies tile tl's K and V (16 keys x nch chunks; zero-filled past the row or the range)
+    // into stage st of this warp's ring: TPR / 2 chunks of each a lane.
+    auto issue = [&](int tl, int st) {
+      uint4* kdst = ring + static_cast<size_t>(st) * 2 * Ring::kTileChunks;
+      uint4* vdst = kdst + Ring::kTileChunks;
+      int64_t tk = 0, tv = 0;
+      if (whole_tiles) {
+        const int64_t blk = table[tl >> shift];
+        tk = blk * p.k_block_stride + static_cast<int64_t>(tl & bmask) * p.k_row_stride;
+        tv = blk * p.v_block_stride + static_cast<int64_t>(tl & bmask) * p.v_row_stride;
+      }
 #pragma unroll
-    for (int jj = 0; jj < kKBatch; ++jj) {
-      const int j = kbatch * kKBatch + jj, ch = c + 4 * j;
-      ka[jj] = make_uint4(0u, 0u, 0u, 0u);
-      kb[jj] = make_uint4(0u, 0u, 0u, 0u);
-      if (j < jmax && ch < nch) {
-        if (on0) ka[jj] = kh_dec_ld16(kbase + kr0 + ch * 8);
-        if (on1) kb[jj] = kh_dec_ld16(kbase + kr1 + ch * 8);
+      for (int n = 0; n < Ring::kTileChunks / 32; ++n) {
+        const int idx = lane + 32 * n, kk = idx / TPR, ch = idx - kk * TPR, key = tl + kk;
+        const bool on = ch < nch && key < key_end && key >= t.key_beg;
+        int64_t rk = 0, rv = 0;
+        if (on) {
+          if (whole_tiles) {
+            rk = tk + static_cast<int64_t>(kk) * p.k_row_stride;
+            rv = tv + static_cast<int64_t>(kk) * p.v_row_stride;
+          } else {
+            rk = key_row(table, key, shift, bmask, p.k_block_stride, p.k_row_stride);
+            rv = key_row(table, key, shift, bmask, p.v_block_stride, p.v_row_stride);
+          }
+        }
+        const int slot = kk * TPR + Ring::swz(kk, ch);
+        cp_async16(kdst + slot, on ? kbase + rk + ch * 8 : kbase, on ? 16 : 0);
+        cp_async16(vdst + slot, on ? vbase + rv + ch * 8 : vbase, on ? 16 : 0);
+      }
+    };
+    const int first = t.tile_beg + warp * 16;
+#pragma unroll
+    for (int st = 0; st < kStages - 1; ++st) {
+      const int tl = first + st * kTileStride;
+      if (tl < key_end) issue(tl, st);
+      cp_async_commit();
+    }
+    int it = 0;
+    for (int tile = first; tile < key_end; tile += kTileStride, ++it) {
+      __syncwarp();  // every lane is done with the stage refilled next (read in iteration it - 1)
+      {
+        const int tl = tile + (kStages - 1) * kTileStride;
+        if (tl < key_end) issue(tl, (it + kStages - 1) % kStages);
+        cp_async_commit();
+      }
+      cp_async_wait<kStages - 1>();  // this lane's copies of tile `it` have landed
+      __syncwarp();                  // ... and every lane's
+      const uint4* kring = ring + static_cast<size_t>(it % kStages) * 2 * Ring::kTileChunks;
+      const uint4* vring = kring + Ring::kTileChunks;
+      float sc[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+      for (int j = 0; j < kChunksPerLane; ++j) {
+        if (j < jmax) {
+          const uint4 ka = kring[g * TPR + Ring::swz(g, c + 4 * j)];
+          const uint4 kb = kring[(g + 8) * TPR + Ring::swz(g + 8, c + 4 * j)];
+          mma_16816<Tag>(sc, ka.x, kb.x, ka.y, kb.y, qf[j][0], qf[j][1]);
+          mma_16816<Tag>(sc, ka.z, kb.z, ka.w, kb.w, qf[j][2], qf[j][3]);
+        }
+      }
+    // Scale (base 2), soft-cap, masks: sc[0], sc[1]: key g, rows 2c, 2c + 1; sc[2], sc[3]: key g + 8.
+#pragma unroll
+      for (int v = 0; v < 4; ++v) {
+        const int key = tile + g + (v >= 2 ? 8 : 0), k = v & 1;
+        float x = sc[v];
+        if (softcap) x = cap_log2 * tanhf(x * s_scale * inv_cap);
+        else x *= s_scale;
+        const bool seen = key < key_end && key <= pos[k] && key >= low[k];
+        sc[v] = seen ? x : -INFINITY;
+      }
+      // Online softmax per row: max over the tile's 16 keys (the 8 lanes of column c).
+      float corr[2];
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        float mx = fmaxf(sc[k], sc[k + 2]);
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
+        mx = fmaxf(mx, m[k]);
+        corr[k] = mx == -INFINITY ? 1.f : kh_dec_exp2(m[k] - mx);
+        const float mref = mx == -INFINITY ? 0.f : mx;
+        m[k] = mx;
+        sc[k] = kh_dec_exp2(sc[k] - mref);
+        sc[k + 2] = kh_dec_exp2(sc[k + 2] - mref);
+        l[k] = l[k] * corr[k] + sc[k] + sc[k + 2];
+      }
+      // O += P V: rescale by each row's correction (from lane r / 2), then this lane group's keys.
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r) {
+        const float f = __shfl_sync(0xffffffffu, corr[r & 1], r >> 1);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[r][e] *= f;
+      }
+#pragma unroll
+      for (int batch = 0; batch < 1; ++batch) {
+#pragma unroll
+        for (int b = 0; b < kPvIters; ++b) {
+          const int kk = gi * kPvIters + b;
+          const int src = 4 * (kk & 7);
+          float vf[8];
+          unpack8(vring[kk * TPR + AsyncRing<TPR>::swz(kk, lane % TPR)], vf, Tag{});
+#pragma unroll
+          for (int r = 0; r < ROWS; ++r) {
+            const float lo = __shfl_sync(0xffffffffu, sc[r & 1], src + (r >> 1));
+            const float hi = __shfl_sync(0xffffffffu, sc[2 + (r & 1)], src + (r >> 1));
+            const float pw = kk >= 8 ? hi : lo;
+#pragma unroll
+            for (int e = 0; e < 8; ++e) acc[r][e] = fmaf(pw, vf[e], acc[r][e]);
+          }
+        }
       }
     }
-  };
-  // With one K batch (head dims <= 128) the next tile's K is loaded as soon as this tile's
-  // scores are issued, so a warp always has loads in flight (K during P V, V during S).
-  constexpr bool kPipeK = kChunksPerLane == kKBatch;
-  constexpr int kTileStride = kWarps * 16;
-  uint4 ka[kKBatch], kb[kKBatch];
-  if (kPipeK && t.tile_beg + warp * 16 < key_end) load_k(t.tile_beg + warp * 16, 0, ka, kb);
-
-  for (int tile = t.tile_beg + warp * 16; tile < key_end; tile += kTileStride) {
-    // V rows of this tile: one table entry per tile, or one per key.
-    int64_t tile_v = 0;
-    if (whole_tiles)
-      tile_v = static_cast<int64_t>(table[tile >> shift]) * p.v_block_stride +
-               static_cast<int64_t>(tile & bmask) * p.v_row_stride;
-    uint4 vr[kVBatch];
-    auto load_v = [&](int batch) {
+    cp_async_wait<0>();
+    __syncthreads();  // the merge buffer below reuses the ring
+  } else {
+    // K of a tile (keys tile + g and tile + g + 8, chunks c + 4j of batch kbatch) into ka, kb.
+    // Loads go out in batches of at most 4 chunks (K) and 8 keys (V) to bound registers (head
+    // dims above 128 take two of each).
+    auto load_k = [&](int tl, int kbatch, uint4 (&ka)[kKBatch], uint4 (&kb)[kKBatch]) {
+      const int k0 = tl + g, k1 = tl + g + 8;
+      const bool on0 = k0 < key_end && k0 >= t.key_beg, on1 = k1 < key_end && k1 >= t.key_beg;
+      int64_t kr0 = 0, kr1 = 0;
+      if (whole_tiles) {
+        kr0 = static_cast<int64_t>(table[tl >> shift]) * p.k_block_stride +
+              static_cast<int64_t>((tl & bmask) + g) * p.k_row_stride;
+        kr1 = kr0 + 8 * p.k_row_stride;
+      } else {
+        if (on0) kr0 = key_row(table, k0, shift, bmask, p.k_block_stride, p.k_row_stride);
+        if (on1) kr1 = key_row(table, k1, shift, bmask, p.k_block_stride, p.k_row_stride);
+      }
 #pragma unroll
-      for (int b = 0; b < kVBatch; ++b) {
-        const int kk = gi * kPvIters + batch * kVBatch + b, key = tile + kk;
-        vr[b] = make_uint4(0u, 0u, 0u, 0u);
-        if (v_on && key < key_end && key >= t.key_beg) {
-          const int64_t row = whole_tiles ? tile_v + static_cast<int64_t>(kk) * p.v_row_stride
-                                          : key_row(table, key, shift, bmask, p.v_block_stride, p.v_row_stride);
-          vr[b] = kh_dec_ld16(vbase + row + e0);
+      for (int jj = 0; jj < kKBatch; ++jj) {
+        const int j = kbatch * kKBatch + jj, ch = c + 4 * j;
+        ka[jj] = make_uint4(0u, 0u, 0u, 0u);
+        kb[jj] = make_uint4(0u, 0u, 0u, 0u);
+        if (j < jmax && ch < nch) {
+          if (on0) ka[jj] = kh_dec_ld16(kbase + kr0 + ch * 8);
+          if (on1) kb[jj] = kh_dec_ld16(kbase + kr1 + ch * 8);
         }
       }
     };
-    load_v(0);
+    // With one K batch (head dims <= 128) the next tile's K is loaded as soon as this tile's
+    // scores are issued, so a warp always has loads in flight (K during P V, V during S).
+    constexpr bool kPipeK = kChunksPerLane == kKBatch;
+    constexpr int kTileStride = kWarps * 16;
+    uint4 ka[kKBatch], kb[kKBatch];
+    if (kPipeK && t.tile_beg + warp * 16 < key_end) load_k(t.tile_beg + warp * 16, 0, ka, kb);
 
-    // S^T (16 keys x 8 rows) on the tensor cores.
-    float sc[4] = {0.f, 0.f, 0.f, 0.f};
+    for (int tile = t.tile_beg + warp * 16; tile < key_end; tile += kTileStride) {
+      // V rows of this tile: one table entry per tile, or one per key.
+      int64_t tile_v = 0;
+      if (whole_tiles)
+        tile_v = static_cast<int64_t>(table[tile >> shift]) * p.v_block_stride +
+                 static_cast<int64_t>(tile & bmask) * p.v_row_stride;
+      uint4 vr[kVBatch];
+      auto load_v = [&](int batch) {
 #pragma unroll
-    for (int kbatch = 0; kbatch < kChunksPerLane / kKBatch; ++kbatch) {
-      if (!kPipeK) load_k(tile, kbatch, ka, kb);
+        for (int b = 0; b < kVBatch; ++b) {
+          const int kk = gi * kPvIters + batch * kVBatch + b, key = tile + kk;
+          vr[b] = make_uint4(0u, 0u, 0u, 0u);
+          if (v_on && key < key_end && key >= t.key_beg) {
+            const int64_t row = whole_tiles ? tile_v + static_cast<int64_t>(kk) * p.v_row_stride
+                                            : key_row(table, key, shift, bmask, p.v_block_stride, p.v_row_stride);
+            vr[b] = kh_dec_ld16(vbase + row + e0);
+          }
+        }
+      };
+      load_v(0);
+
+      // S^T (16 keys x 8 rows) on the tensor cores.
+      float sc[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-      for (int jj = 0; jj < kKBatch; ++jj) {
-        const int j = kbatch * kKBatch + jj;
-        if (j < jmax) {
-          mma_16816<Tag>(sc, ka[jj].x, kb[jj].x, ka[jj].y, kb[jj].y, qf[j][0], qf[j][1]);
-          mma_16816<Tag>(sc, ka[jj].z, kb[jj].z, ka[jj].w, kb[jj].w, qf[j][2], qf[j][3]);
+      for (int kbatch = 0; kbatch < kChunksPerLane / kKBatch; ++kbatch) {
+        if (!kPipeK) load_k(tile, kbatch, ka, kb);
+#pragma unroll
+        for (int jj = 0; jj < kKBatch; ++jj) {
+          const int j = kbatch * kKBatch + jj;
+          if (j < jmax) {
+            mma_16816<Tag>(sc, ka[jj].x, kb[jj].x, ka[jj].y, kb[jj].y, qf[j][0], qf[j][1]);
+            mma_16816<Tag>(sc, ka[jj].z, kb[jj].z, ka[jj].w, kb[jj].w, qf[j][2], qf[j][3]);
+          }
         }
       }
-    }
-    if (kPipeK && tile + kTileStride < key_end) load_k(tile + kTileStride, 0, ka, kb);
+      if (kPipeK && tile + kTileStride < key_end) load_k(tile + kTileStride, 0, ka, kb);
     // Scale (base 2), soft-cap, masks: sc[0], sc[1]: key g, rows 2c, 2c + 1; sc[2], sc[3]: key g + 8.
 #pragma unroll
-    for (int v = 0; v < 4; ++v) {
-      const int key = tile + g + (v >= 2 ? 8 : 0), k = v & 1;
-      float x = sc[v];
-      if (softcap) x = cap_log2 * tanhf(x * s_scale * inv_cap);
-      else x *= s_scale;
-      const bool seen = key < key_end && key <= pos[k] && key >= low[k];
-      sc[v] = seen ? x : -INFINITY;
-    }
-    // Online softmax per row: max over the tile's 16 keys (the 8 lanes of column c).
-    float corr[2];
+      for (int v = 0; v < 4; ++v) {
+        const int key = tile + g + (v >= 2 ? 8 : 0), k = v & 1;
+        float x = sc[v];
+        if (softcap) x = cap_log2 * tanhf(x * s_scale * inv_cap);
+        else x *= s_scale;
+        const bool seen = key < key_end && key <= pos[k] && key >= low[k];
+        sc[v] = seen ? x : -INFINITY;
+      }
+      // Online softmax per row: max over the tile's 16 keys (the 8 lanes of column c).
+      float corr[2];
 #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      float mx = fmaxf(sc[k], sc[k + 2]);
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
-      mx = fmaxf(mx, m[k]);
-      corr[k] = mx == -INFINITY ? 1.f : kh_dec_exp2(m[k] - mx);
-      const float mref = mx == -INFINITY ? 0.f : mx;
-      m[k] = mx;
-      sc[k] = kh_dec_exp2(sc[k] - mref);
-      sc[k + 2] = kh_dec_exp2(sc[k + 2] - mref);
-      l[k] = l[k] * corr[k] + sc[k] + sc[k + 2];
-    }
-    // O += P V: rescale by each row's correction (from lane r / 2), then this lane group's keys.
+      for (int k = 0; k < 2; ++k) {
+        float mx = fmaxf(sc[k], sc[k + 2]);
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
+        mx = fmaxf(mx, m[k]);
+        corr[k] = mx == -INFINITY ? 1.f : kh_dec_exp2(m[k] - mx);
+        const float mref = mx == -INFINITY ? 0.f : mx;
+        m[k] = mx;
+        sc[k] = kh_dec_exp2(sc[k] - mref);
+        sc[k + 2] = kh_dec_exp2(sc[k + 2] - mref);
+        l[k] = l[k] * corr[k] + sc[k] + sc[k + 2];
+      }
+      // O += P V: rescale by each row's correction (from lane r / 2), then this lane group's keys.
 #pragma unroll
-    for (int r = 0; r < ROWS; ++r) {
-      const float f = __shfl_sync(0xffffffffu, corr[r & 1], r >> 1);
+      for (int r = 0; r < ROWS; ++r) {
+        const float f = __shfl_sync(0xffffffffu, corr[r & 1], r >> 1);
 #pragma unroll
-      for (int e = 0; e < 8; ++e) acc[r][e] *= f;
-    }
+        for (int e = 0; e < 8; ++e) acc[r][e] *= f;
+      }
 #pragma unroll
-    for (int batch = 0; batch < kPvIters / kVBatch; ++batch) {
-      if (batch > 0) load_v(batch);
+      for (int batch = 0; batch < kPvIters / kVBatch; ++batch) {
+        if (batch > 0) load_v(batch);
 #pragma unroll
-      for (int b = 0; b < kVBatch; ++b) {
-        const int kk = gi * kPvIters + batch * kVBatch + b;
-        const int src = 4 * (kk & 7);
-        float vf[8];
-        unpack8(vr[b], vf, Tag{});
+        for (int b = 0; b < kVBatch; ++b) {
+          const int kk = gi * kPvIters + batch * kVBatch + b;
+          const int src = 4 * (kk & 7);
+          float vf[8];
+          unpack8(vr[b], vf, Tag{});
 #pragma unroll
-        for (int r = 0; r < ROWS; ++r) {
-          const float lo = __shfl_sync(0xffffffffu, sc[r & 1], src + (r >> 1));
-          const float hi = __shfl_sync(0xffffffffu, sc[2 + (r & 1)], src + (r >> 1));
-          const float pw = kk >= 8 ? hi : lo;
+          for (int r = 0; r < ROWS; ++r) {
+            const float lo = __shfl_sync(0xffffffffu, sc[r & 1], src + (r >> 1));
+            const float hi = __shfl_sync(0xffffffffu, sc[2 + (r & 1)], src + (r >> 1));
+            const float pw = kk >= 8 ? hi : lo;
 #pragma unroll
-          for (int e = 0; e < 8; ++e) acc[r][e] = fmaf(pw, vf[e], acc[r][e]);
+            for (int e = 0; e < 8; ++e) acc[r][e] = fmaf(pw, vf[e], acc[r][e]);
+          }
         }
       }
     }

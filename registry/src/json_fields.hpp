@@ -39,6 +39,9 @@ class FieldReader {
   std::string string_at(const json& obj, const std::string& parent, const std::string& key) const {
     const json& v = member(obj, parent, key);
     if (!v.is_string()) bad(join(parent, key), "expected a string");
+    // Tools print these fields as they are (`kernels info`): no escape sequences from a hub.
+    if (!is_printable_text(v.get_ref<const std::string&>()))
+      bad(join(parent, key), "holds a control character or invalid UTF-8 ('" + printable(v.get<std::string>()) + "')");
     return v.get<std::string>();
   }
   uint64_t unsigned_at(const json& obj, const std::string& parent, const std::string& key) const {

@@ -72,4 +72,14 @@ std::string printable(std::string_view text, size_t max_bytes) {
   return out;
 }
 
+bool is_printable_text(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    unsigned cp = 0;
+    const size_t n = utf8_length(text, i, &cp);
+    if (n == 0 || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f)) return false;
+    i += n;
+  }
+  return true;
+}
+
 }  // namespace kh::registry

@@ -69,3 +69,17 @@ TEST_CASE("names in hub metadata are escaped in errors") {
   const std::string m2 = kh_test::expect_status([&] { parse_repo_index(key, "index.json"); }, KH_ERROR_BAD_METADATA);
   CHECK_MESSAGE(!has_control(m2), printable(m2));
 }
+
+TEST_CASE("string fields of hub metadata may not hold control characters at all (tools print them as they are)") {
+  const std::string index =
+      "{\"schema\":1,\"repo\":\"a/b\",\"version\":1,\"expires\":\"2030-01-01T00:00:00Z\",\"releases\":{\"1.0.0\":{"
+      "\"yanked\":false,\"variants\":{\"cpu-x86_64-abi1-x86_64-linux\":{\"sha256\":\"" + std::string(64, 'a') +
+      "\",\"size\":1,\"abi\":\"1.0\",\"ops\":[{\"name\":\"op\",\"schema\":\"op() -> ()\\u001b]0;owned\\u0007\"}]}}}}}";
+  const std::string msg = kh_test::expect_status([&] { parse_repo_index(index, "index.json"); }, KH_ERROR_BAD_METADATA);
+  CHECK_MESSAGE(msg.find("holds a control character") != std::string::npos, printable(msg));
+  CHECK_MESSAGE(!has_control(msg), printable(msg));
+  CHECK(is_printable_text("op(Tensor(a!) out, Tensor x) -> () caf\xc3\xa9"));
+  CHECK_FALSE(is_printable_text("a\tb"));
+  CHECK_FALSE(is_printable_text("\xc2\x9b"));
+  CHECK_FALSE(is_printable_text("\xff"));
+}

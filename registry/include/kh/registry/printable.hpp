@@ -15,4 +15,8 @@ namespace kh::registry {
 // shown, then "...".
 std::string printable(std::string_view text, size_t max_bytes = 1024);
 
+// True when printable() would leave text as it is (no control, no invalid UTF-8): what a
+// string field of hub metadata must be, since tools print those fields as they are.
+bool is_printable_text(std::string_view text);
+
 }  // namespace kh::registry

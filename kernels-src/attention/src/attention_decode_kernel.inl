@@ -1,5 +1,5 @@
 // attention_decode_kernel.inl: the paged-KV decode kernels of attention_decode_paged, written
-// once for CUDA (cuda/attention_decode.cuh) and HIP (hip/attention_decode_hip.hpp). The
+// once for CUDA (cuda/attention_decode.cuh) and HIP (hip/attention_decode_gfx942.hpp). The
 // including header defines, before including this file:
 //   KH_DEC_DEV                          __device__ __forceinline__ (or the HIP spelling)
 //   float kh_dec_shfl_xor(float, int)   butterfly exchange among the lanes of a warp/wavefront
@@ -9,7 +9,10 @@
 //   uint16_t kh_dec_float_to_f16(float)      round to nearest even
 //   KH_DEC_SPLIT_BOUNDS(ROWS)           the split kernel's __launch_bounds__ (kThreads threads)
 //
-// Design (memory-bound; see cuda/NOTES.md "decode"):
+// Design of the all-CUDA-core (SIMT) split kernel: the gfx942 build's, and on CUDA the
+// KH_ATTENTION_DECODE_VARIANT=simt comparison (the CUDA default, cuda/attention_decode_mma.cuh,
+// puts the scores on the tensor cores and reuses Tile, MergeSmem, decode_epilogue and the
+// combine kernel from here; see cuda/NOTES.md "Decode"):
 //  - split kernel: one CTA of kThreads threads per (split, kv head x row tile, sequence). The
 //    CTA reads the K/V rows of its key range once for all rows of its tile (ROWS query rows:
 //    the q heads of one kv head's group times q_len). A "lane group" of TPR threads owns one

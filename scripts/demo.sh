@@ -69,3 +69,12 @@ cmake --build "$work/c-host" >/dev/null
 
 step "Running the C host"
 "$work/c-host/c_host" kernels-community/rms-norm@1   # finds libkh.so through its run path
+
+step "The README's walkthrough, as written (README.md, 'The kernels command')"
+# The shell blocks between the walkthrough markers, run from the repository's root with a
+# cache of their own: a README that no longer matches what kh does fails the demo.
+sed -n '/<!-- walkthrough: start -->/,/<!-- walkthrough: end -->/p' README.md |
+  awk '/^```sh$/ {on = 1; next} /^```$/ {on = 0} on' >"$work/walkthrough.sh"
+[ -s "$work/walkthrough.sh" ] || { echo "demo: no walkthrough found in README.md" >&2; exit 1; }
+rm -rf build/my-cache
+env -u KH_HUB -u KH_CACHE bash -euo pipefail "$work/walkthrough.sh"

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config ccache git ca-certificates
-  libcurl4-openssl-dev libarchive-dev libssl-dev libzstd-dev zstd
+  libcurl4-openssl-dev libarchive-dev libssl-dev libzstd-dev zstd zlib1g-dev
   nlohmann-json3-dev libcli11-dev doctest-dev libdlpack-dev
   minisign clang-19 libclang-rt-19-dev
   lld-19 llvm-19 clang-tools-19 libamdhip64-dev rocm-device-libs

@@ -10,7 +10,17 @@
 #include <cmath>
 #include <cstdint>
 
+#if !defined(KH_GFX942_EMULATION)
 #include "attention_decode_gfx942_launch.hpp"
+#else
+#include "attention_decode_params.hpp"
+namespace kh_attention {
+namespace decode {
+struct Bf16Tag;
+struct F16Tag;
+}  // namespace decode
+}  // namespace kh_attention
+#endif
 
 #define KH_DEC_DEV __device__ __forceinline__
 // No waves-per-EU demand: the merge buffer in LDS (16-32 KiB a CTA of 2 wavefronts, 64 KiB a
@@ -50,6 +60,9 @@ KH_DEC_DEV uint16_t kh_dec_float_to_f16(float f) { return __builtin_bit_cast(uin
 
 #include "attention_decode_kernel.inl"
 
+// The launchers: real HIP only. tests/hip/emulate/decode_emulate.cpp runs the kernels above on
+// the host SIMT emulator in place of the HIP headers (KH_GFX942_EMULATION).
+#if !defined(KH_GFX942_EMULATION)
 namespace kh_attention {
 namespace decode {
 
@@ -87,3 +100,4 @@ int decode_split_occupancy(int rows) {
 
 }  // namespace decode
 }  // namespace kh_attention
+#endif  // !KH_GFX942_EMULATION

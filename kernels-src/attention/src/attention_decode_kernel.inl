@@ -364,9 +364,11 @@ __global__ void __launch_bounds__(kCombineThreads) decode_combine_kernel(const D
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kCombineRows + w;
   const bool on = row < total_rows;
   const float* part_lse = p.workspace + total_rows * num_splits * p.head_dim;
-  if (on) {
-    float a = lane < num_splits ? part_lse[row * num_splits + lane] : -INFINITY;
-    float b = lane + 32 < num_splits ? part_lse[row * num_splits + lane + 32] : -INFINITY;
+  // Every lane takes part in the shuffles (a row past the end reduces -inf): on a 64-lane
+  // wavefront the two rows of a wavefront may differ in `on`.
+  {
+    float a = on && lane < num_splits ? part_lse[row * num_splits + lane] : -INFINITY;
+    float b = on && lane + 32 < num_splits ? part_lse[row * num_splits + lane + 32] : -INFINITY;
     float mx = fmaxf(a, b);
     // Max and sum over the 32 lanes of this row (xor offsets < 32 stay inside the half
     // wavefront on a 64-wide machine too).

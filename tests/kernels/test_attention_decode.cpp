@@ -237,6 +237,48 @@ TEST_CASE("attention_decode_paged: values") {
   }
 }
 
+// Values the host cannot refuse without reading them are clamped: lengths below 0 act as 0,
+// above the table's capacity as the capacity; a window as wide as the table as no window.
+TEST_CASE("attention_decode_paged: lengths and windows outside the table are clamped") {
+  const kh::Op op = attention_kernel().op("attention_decode_paged");
+  const int64_t B = 2, H = 4, HK = 2, D = 64, BS = 16, MB = 3, NB = B * MB;
+  Random rnd(21);
+  Tensor q = make_tensor(Dt::bf16, {B, 2, H, D});
+  Tensor kc = make_tensor(Dt::bf16, {NB, BS, HK, D});
+  Tensor vc = make_tensor(Dt::bf16, {NB, BS, HK, D});
+  rnd.fill(q), rnd.fill(kc), rnd.fill(vc);
+  IntTensor table({B, MB});
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t j = 0; j < MB; ++j) table.at(b, j) = static_cast<int32_t>(NB - 1 - (b * MB + j));
+  Tensor ws = make_tensor(Dt::f32, {1});
+  auto run = [&](int32_t len0, int32_t len1, int64_t window, Tensor& out, Tensor& lse) {
+    IntTensor lens({B});
+    lens.at(0) = len0, lens.at(1) = len1;
+    const kh_status s = call(op, {targ(out), targ(lse), targ(q), targ(kc), targ(vc), table.arg(), lens.arg(), targ(ws),
+                                  kh::arg(0.125), kh::arg(window), kh::arg(0.0)});
+    INFO(kh_last_error());
+    REQUIRE(s == KH_OK);
+  };
+  auto same = [](const Tensor& a, const Tensor& b) {
+    for (int64_t i = 0; i < a.storage_elems(); ++i) {
+      const double x = a.get_at(i), y = b.get_at(i);
+      if (!(x == y || (std::isnan(x) && std::isnan(y)))) return false;
+    }
+    return true;
+  };
+  Tensor o1 = make_tensor(Dt::bf16, {B, 2, H, D}), o2 = make_tensor(Dt::bf16, {B, 2, H, D});
+  Tensor l1 = make_tensor(Dt::f32, {B, H, 2}), l2 = make_tensor(Dt::f32, {B, H, 2});
+  run(-3, static_cast<int32_t>(MB * BS + 50), -1, o1, l1);
+  run(0, static_cast<int32_t>(MB * BS), -1, o2, l2);
+  CHECK(same(o1, o2));
+  CHECK(same(l1, l2));
+  CHECK(std::isinf(l1.get({0, 0, 0})));  // length 0: nothing seen
+  run(40, 48, MB * BS, o1, l1);           // a window as wide as the table ...
+  run(40, 48, -1, o2, l2);                // ... is no window
+  CHECK(same(o1, o2));
+  CHECK(same(l1, l2));
+}
+
 TEST_CASE("attention_decode_paged: bad arguments are refused and named") {
   const kh::Op op = attention_kernel().op("attention_decode_paged");
   const int64_t B = 2, H = 4, HK = 2, D = 64, BS = 16, NB = 8, MB = 4;

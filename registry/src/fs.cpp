@@ -381,6 +381,10 @@ FileLock::FileLock(const std::string& lock_path) : FileLock(lock_path, lock_time
 FileLock::FileLock(const std::string& lock_path, double timeout_s) {
   make_directories(detail::parent_path(lock_path));
   fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd_ < 0 && errno == EACCES)  // another user's cache: the same way out as a read-only one
+    fail(KH_ERROR_IO, "cannot open lock file '" + lock_path + "': " + std::strerror(EACCES) +
+                          "; you cannot write to this cache: set KH_CACHE to a writable directory to download or "
+                          "update anything (what the cache holds can still be loaded)");
   if (fd_ < 0) detail::fail_errno("cannot open lock file '" + lock_path + "'", errno);
   auto give_up = [&](const std::string& message, kh_status status) {
     ::close(fd_);

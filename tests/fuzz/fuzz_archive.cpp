@@ -57,10 +57,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   kh::registry::ExtractLimits limits;
   limits.max_entries = 64;
   limits.max_total_bytes = 1 << 20;
-  try {
-    kh::registry::extract_package_archive(archive, dest, limits);
-    check_tree(dest);
-  } catch (const kh::StatusError&) {
+  // Both policies: the plain one, and the cache's (manifest first, entries checked
+  // against it while they stream).
+  for (bool check_manifest : {false, true}) {
+    kh::registry::remove_tree(dest);
+    kh::registry::make_directories(dest);
+    limits.check_manifest = check_manifest;
+    try {
+      kh::registry::extract_package_archive(archive, dest, limits);
+      check_tree(dest);
+    } catch (const kh::StatusError&) {
+    }
   }
   // Nothing may appear beside dest (an escape through "..", an absolute name or a link).
   DIR* d = ::opendir(root.c_str());

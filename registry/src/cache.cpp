@@ -424,7 +424,8 @@ std::vector<std::string> Cache::ensure_packages(Hub& hub, const std::vector<Pack
       fds.push_back(fd);
       if (::lseek(fd, static_cast<off_t>(have), SEEK_SET) != static_cast<off_t>(have))
         detail::fail_errno("cannot resume '" + tmp.path + "'", errno);
-      batch.push_back(BlobRequest{sha, size, fd, have});
+      const PackageRequest& pkg = packages[idx.front()];
+      batch.push_back(BlobRequest{sha, size, fd, have, pkg.repo + " " + to_string(pkg.release->version)});
     }
     detail::sweep_orphans(tmp_root);  // work files of processes that died (kill -9)
     // A failed download keeps its bytes for the next try, unless they are what failed.

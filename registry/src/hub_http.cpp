@@ -165,10 +165,11 @@ class HttpHub final : public Hub {
     };
     uint64_t total = 0;
     for (const BlobRequest& b : blobs) total += b.size;
-    ProgressLine progress(show_progress(),
-                          blobs.size() == 1 ? "kh: sha256:" + blobs[0].sha256.substr(0, 12)
-                                            : "kh: " + std::to_string(blobs.size()) + " blobs",
-                          total);
+    // Names the package when there is one ("kh: org/name 1.0.0  3.1/12.0 MiB ...").
+    std::string label = "kh: " + std::to_string(blobs.size()) + " packages";
+    if (blobs.size() == 1)
+      label = "kh: " + (blobs[0].label.empty() ? "sha256:" + blobs[0].sha256.substr(0, 12) : printable(blobs[0].label));
+    ProgressLine progress(show_progress(), label, total);
     const size_t width = static_cast<size_t>(std::clamp(opt_.max_parallel, 1, kMaxParallelDownloads));
     while (blob_easies_.size() < std::min(width, blobs.size())) {
       CURL* e = curl_easy_init();

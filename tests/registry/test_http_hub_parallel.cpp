@@ -53,7 +53,7 @@ struct Batch {
       int fd = ::open(outs[i].c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       REQUIRE(fd >= 0);
       fds.push_back(fd);
-      reqs.push_back(BlobRequest{shas[i], bytes[i].size(), fd});
+      reqs.push_back(BlobRequest{shas[i], bytes[i].size(), fd, 0, "org/pkg-" + std::to_string(i) + " 1.0.0"});
     }
     struct CloseAll {
       std::vector<int>& fds;
@@ -218,9 +218,16 @@ TEST_CASE("the progress line: one line for a batch when asked, nothing on a pipe
   HttpOptions o = fast_options();
   o.progress = HttpOptions::Progress::Always;
   const std::string shown = stderr_of(batch.d, [&] { batch.fetch(s.origin() + "/hub", o); });
-  CHECK(shown.find("kh: 3 blobs") != std::string::npos);
+  CHECK(shown.find("kh: 3 packages") != std::string::npos);
   CHECK(shown.find("100%") != std::string::npos);
   CHECK(shown.back() == '\n');  // the line is ended, so later output starts on its own line
+  Batch one(1, 64 * 1024);
+  FaultServer s1([&](const HttpRequest& r, HttpConnection& c) {
+    if (one.blob_of(r) < 0) return (void)c.respond("404 Not Found", "");
+    c.respond("200 OK", one.bytes[0]);
+  });
+  const std::string named = stderr_of(one.d, [&] { one.fetch(s1.origin() + "/hub", o); });
+  CHECK_MESSAGE(named.find("kh: org/pkg-0 1.0.0  ") != std::string::npos, named);  // the package, by name
   for (auto mode : {HttpOptions::Progress::Never, HttpOptions::Progress::Auto}) {  // Auto: stderr is a file here
     o.progress = mode;
     CHECK(stderr_of(batch.d, [&] { batch.fetch(s.origin() + "/hub", o); }).empty());

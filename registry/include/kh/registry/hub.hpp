@@ -25,6 +25,8 @@ struct BlobRequest {
   // download): http(s) hubs ask only for the rest (Range), and the whole is verified at
   // the end. Other hubs start over (out_fd is truncated).
   uint64_t resume_from = 0;
+  // What the blob is, for the progress line ("org/name 1.0.0"); empty: its digest is shown.
+  std::string label;
 };
 
 class Hub {

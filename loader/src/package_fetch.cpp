@@ -14,6 +14,7 @@
 
 #include "host_facts.hpp"
 #include "kh/registry/fs.hpp"
+#include "kh/registry/http_options.hpp"
 #include "kh/registry/hub.hpp"
 #include "kh/registry/lockfile.hpp"
 #include "kh/registry/package_spec.hpp"
@@ -138,6 +139,14 @@ FetchOptions with_environment(FetchOptions options) {
       fail(KH_ERROR_INVALID_ARGUMENT, "KH_STALE_GRACE='" + grace + "' must be a whole number of seconds (0: never)");
     options.stale_grace_s = s;
   }
+  const std::string refresh = env_or_empty("KH_REFRESH_TIMEOUT");
+  if (!refresh.empty()) {
+    char* end = nullptr;
+    const double s = std::strtod(refresh.c_str(), &end);
+    if (end == refresh.c_str() || *end != '\0' || !(s > 0))
+      fail(KH_ERROR_INVALID_ARGUMENT, "KH_REFRESH_TIMEOUT='" + refresh + "' must be a number of seconds above 0");
+    options.refresh_timeout_s = s;
+  }
   return options;
 }
 
@@ -160,6 +169,15 @@ registry::RepoIndex load_repo_index(const std::string& repo, const FetchOptions&
       fail(KH_ERROR_OFFLINE, "no cached metadata for " + repo + " from " + hub_url +
                                  " and offline mode allows no download; run `kernels get` for it while online first");
   }
+  const bool can_fall_back = options.stale_grace_s > 0 && age >= 0 &&
+                             age <= options.metadata_max_age_s + options.stale_grace_s;
+  if (can_fall_back && (hub_url.rfind("http://", 0) == 0 || hub_url.rfind("https://", 0) == 0)) {
+    // A hub that stalls must not hold a load that has a verified copy to fall back on.
+    registry::HttpOptions http = registry::http_options_from_environment(hub_url);
+    if (http.operation_timeout_s <= 0 || http.operation_timeout_s > options.refresh_timeout_s)
+      http.operation_timeout_s = options.refresh_timeout_s;
+    hub = registry::open_http_hub(hub_url, std::move(http));
+  }
   try {
     return registry::fetch_verified_index(*hub, cache, repo, trust);
   } catch (const StatusError& e) {
@@ -167,7 +185,7 @@ registry::RepoIndex load_repo_index(const std::string& repo, const FetchOptions&
     // the answer (read-only, a lock held too long). Not for what the hub said (signatures,
     // rollback, expiry, malformed metadata): those are never papered over.
     if (e.status() != KH_ERROR_NETWORK && e.status() != KH_ERROR_IO) throw;
-    if (options.stale_grace_s <= 0 || age < 0 || age > options.metadata_max_age_s + options.stale_grace_s) throw;
+    if (!can_fall_back) throw;
     std::optional<registry::RepoIndex> index;
     try {
       index = registry::load_verified_cached_index(cache, hub->id(), hub_url, repo, trust);

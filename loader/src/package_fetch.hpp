@@ -28,6 +28,10 @@ struct FetchOptions {
   // metadata_max_age_s is used instead, with a warning on stderr; never one past its signed
   // expiry (unless allow_expired). $KH_STALE_GRACE; default 7 days; 0: never.
   int64_t stale_grace_s = 7 * 86400;
+  // With such a cached copy to fall back on, asking an http(s) hub for the index may take
+  // at most this many seconds (the hub's operation deadline for it): a hub that accepts
+  // and never answers costs this long, not the full transfer deadline. $KH_REFRESH_TIMEOUT.
+  double refresh_timeout_s = 15;
 };
 
 struct FetchedPackage {
@@ -42,7 +46,7 @@ struct FetchedPackage {
 };
 
 // Applies the environment (KH_HUB, KH_TARGET, KH_OFFLINE, KH_LOCKFILE, KH_CACHE,
-// KH_STALE_GRACE) to unset options.
+// KH_STALE_GRACE, KH_REFRESH_TIMEOUT) to unset options.
 FetchOptions with_environment(FetchOptions options);
 
 FetchedPackage fetch_package(const std::string& spec, const FetchOptions& options);

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <ctime>
 #include <fstream>
 #include <sstream>
@@ -42,6 +43,7 @@ struct World {
   std::string dir = tmp.path();
   std::string hub_dir, cache_root;
   std::atomic<bool> failing{false};
+  std::atomic<bool> stalling{false};
   std::unique_ptr<FaultServer> server;
   loader::FetchOptions options;
 
@@ -65,6 +67,10 @@ struct World {
     registry::pack_package(dir + "/build/libkh_stale.so", m, dir + "/dist");
     registry::publish_to_file_hub(dir + "/dist", hub_dir, 365, {key});
     server = std::make_unique<FaultServer>([this](const HttpRequest& r, HttpConnection& c) {
+      if (stalling) {  // accepts, reads the request, never answers
+        c.hold(std::chrono::milliseconds(20000));
+        return;
+      }
       if (failing) {
         c.respond("503 Service Unavailable", "", {"Retry-After: 0"});
         return;
@@ -103,6 +109,15 @@ TEST_CASE("stale-if-error: a failing hub does not stop a get whose package and m
     const loader::FetchedPackage again = loader::fetch_package(std::string(kRepo) + "@1", w.options);
     CHECK_FALSE(again.downloaded);
     CHECK(again.sha256 == first.sha256);
+  }
+  SUBCASE("a hub that accepts and never answers costs the refresh timeout, not more") {
+    w.stalling = true;
+    w.options.refresh_timeout_s = 1;
+    const auto t0 = std::chrono::steady_clock::now();
+    const loader::FetchedPackage again = loader::fetch_package(std::string(kRepo) + "@1", w.options);
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(again.sha256 == first.sha256);
+    CHECK(took < 5);  // was: the whole transfer deadline per request, 155 s in the review
   }
   SUBCASE("the cache cannot take the hub's answer (its trust lock cannot be opened)") {
     const std::string lock = w.cache_root + "/hubs/" + w.hub_id + "/trust/.lock";

@@ -32,16 +32,8 @@ kh_status parse_attention_fwd_args(const kh_value* args, uint32_t nargs, const k
   KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kK, "k", Presence::kRequired, &k));
   KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kV, "v", Presence::kRequired, &v));
   KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kOut, "out", Presence::kRequired, &out));
-  const struct {
-    const char* name;
-    const TensorView* view;
-  } others[] = {{"k", &k}, {"v", &v}, {"out", &out}};
-  for (const auto& t : others) {
-    KH_KERNEL_TRY(kh_kernels::check_same_device(c, t.name, *t.view, "q", q));
-    KH_KERNEL_TRY(kh_kernels::check_same_dtype(c, t.name, *t.view, "q", q));
-    KH_KERNEL_TRY(kh_kernels::check_ndim(c, t.name, *t.view, 4, 4));
-    KH_KERNEL_TRY(kh_kernels::check_last_dim_contiguous(c, t.name, *t.view));
-  }
+  const LikeQ others[] = {{"k", &k}, {"v", &v}, {"out", &out}};
+  KH_KERNEL_TRY(check_like_q(c, q, others));
   KH_KERNEL_TRY(kh_kernels::check_same_shape(c, "out", out, "q", q));
   const int64_t seqlen_k = k.size(1), heads_kv = k.size(2);
   if (k.size(0) != batch || k.size(3) != head_dim)

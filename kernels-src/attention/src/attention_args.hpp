@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "kh/kernel_abi.h"
+#include "kh_kernel/args.hpp"
 #include "kh_kernel/tensor.hpp"
 
 namespace kh_attention {
@@ -59,5 +60,22 @@ struct AttentionParams {
 
 kh_status parse_attention_fwd_args(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,
                                    AttentionParams* p);
+
+// A tensor that must look like q (both attention ops check their k/v or caches and out so):
+// four dimensions, q's device and dtype, the last dimension contiguous.
+struct LikeQ {
+  const char* name;
+  const kh_kernels::TensorView* view;
+};
+template <size_t N>
+kh_status check_like_q(const kh_kernels::OpContext& c, const kh_kernels::TensorView& q, const LikeQ (&others)[N]) {
+  for (const LikeQ& t : others) {
+    KH_KERNEL_TRY(kh_kernels::check_same_device(c, t.name, *t.view, "q", q));
+    KH_KERNEL_TRY(kh_kernels::check_same_dtype(c, t.name, *t.view, "q", q));
+    KH_KERNEL_TRY(kh_kernels::check_ndim(c, t.name, *t.view, 4, 4));
+    KH_KERNEL_TRY(kh_kernels::check_last_dim_contiguous(c, t.name, *t.view));
+  }
+  return KH_OK;
+}
 
 }  // namespace kh_attention

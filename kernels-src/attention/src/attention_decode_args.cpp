@@ -60,16 +60,8 @@ kh_status parse_attention_decode_args(const kh_value* args, uint32_t nargs, cons
   KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kDecKCache, "k_cache", Presence::kRequired, &kc));
   KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kDecVCache, "v_cache", Presence::kRequired, &vc));
   KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kDecOut, "out", Presence::kRequired, &out));
-  const struct {
-    const char* name;
-    const TensorView* view;
-  } others[] = {{"k_cache", &kc}, {"v_cache", &vc}, {"out", &out}};
-  for (const auto& t : others) {
-    KH_KERNEL_TRY(kh_kernels::check_same_device(c, t.name, *t.view, "q", q));
-    KH_KERNEL_TRY(kh_kernels::check_same_dtype(c, t.name, *t.view, "q", q));
-    KH_KERNEL_TRY(kh_kernels::check_ndim(c, t.name, *t.view, 4, 4));
-    KH_KERNEL_TRY(kh_kernels::check_last_dim_contiguous(c, t.name, *t.view));
-  }
+  const LikeQ others[] = {{"k_cache", &kc}, {"v_cache", &vc}, {"out", &out}};
+  KH_KERNEL_TRY(check_like_q(c, q, others));
   KH_KERNEL_TRY(kh_kernels::check_same_shape(c, "out", out, "q", q));
   const int64_t num_blocks = kc.size(0), block_size = kc.size(1), heads_kv = kc.size(2);
   if (kc.size(3) != head_dim)

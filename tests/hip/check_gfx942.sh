@@ -60,6 +60,10 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   exit 77
 fi
 
+# clang-offload-bundler runs llvm-objcopy by its plain name: give it its own LLVM's (Debian's
+# llvm-19 installs only llvm-objcopy-19 on PATH; a plain llvm-objcopy may be another LLVM's or none).
+PATH="$(dirname "$(readlink -f "$bundler")"):$PATH"
+
 failures=0
 fail() {
   echo "FAIL: $*"

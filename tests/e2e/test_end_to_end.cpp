@@ -539,6 +539,24 @@ TEST_CASE("the first hour: wrong names, wrong hubs and the trust step say what t
     CHECK(down.output.find("failed, next try in ") != std::string::npos);
     CHECK(down.output.find("no kh hub at http://127.0.0.1:1/hub") != std::string::npos);
   }
+  SUBCASE("a read-only cache still serves what it holds, and says how to move the cache") {
+    REQUIRE(ws.kernels("get " + std::string(kSpec) + hub).exit_code == 0);
+    // A private mount namespace makes the cache read-only for this one command (needs root,
+    // as CI runs; skipped where unshare is not allowed).
+    const std::string c = ws.cache.string();
+    auto ro = kh::test::run_command("unshare -m sh -c \"mount --bind '" + c + "' '" + c + "' && mount -o remount,bind,ro '" +
+                                    c + "' '" + c + "' && touch '" + c + "/probe' 2>/dev/null; [ ! -e '" + c +
+                                    "/probe' ] || exit 77; KH_CACHE='" + c + "' '" KH_KERNELS_EXE "' get " + kSpec + hub +
+                                    "\"");
+    if (ro.exit_code != 77 && ro.output.find("unshare:") == std::string::npos) {
+      CHECK_MESSAGE(ro.exit_code == 0, ro.output);
+      CHECK(ro.output.find("already in the cache") != std::string::npos);
+      CHECK(ro.output.find("Read-only file system") != std::string::npos);
+      CHECK(ro.output.find("set KH_CACHE to a writable directory") != std::string::npos);
+    } else {
+      MESSAGE("read-only cache check skipped: " << ro.output);
+    }
+  }
   SUBCASE("KH_ALLOW_UNSIGNED warns every time it is relied on") {
     const std::string other_cache = (ws.root / "unsigned-cache").string();
     for (int i = 0; i < 2; ++i) {

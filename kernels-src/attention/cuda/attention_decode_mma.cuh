@@ -65,6 +65,47 @@ __device__ __forceinline__ void cp_async_wait() {
 // The K/V ring of the cp.async variant: per warp, kStages tiles of 16 keys x TPR chunks for K
 // and for V. Chunk positions are XOR-swizzled by key ((key % (TPR / 4)) * 4) so the 8 lanes of
 // an LDS.128 phase (2 keys x 4 chunk columns for the mma operand) hit distinct banks.
+// One 16-key tile's scores to probabilities, in place (sc[0], sc[1]: key first_key, rows 2c and
+// 2c + 1; sc[2], sc[3]: key first_key + 8): scale (base 2), soft-cap and masks, then each row's
+// online softmax (the max over the tile's 16 keys is over the 8 lanes of column c) and running
+// sum, and O rescaled by each row's correction (taken from lane r / 2). The register and the
+// cp.async paths of the split kernel share it.
+template <int ROWS>
+__device__ __forceinline__ void tile_softmax(float (&sc)[4], float (&m)[2], float (&l)[2], float (&acc)[ROWS][8],
+                                             int first_key, int key_end, const int (&pos)[2], const int (&low)[2],
+                                             bool softcap, float s_scale, float cap_log2, float inv_cap) {
+#pragma unroll
+  for (int v = 0; v < 4; ++v) {
+    const int key = first_key + (v >= 2 ? 8 : 0), k = v & 1;
+    float x = sc[v];
+    if (softcap) x = cap_log2 * tanhf(x * s_scale * inv_cap);
+    else x *= s_scale;
+    const bool seen = key < key_end && key <= pos[k] && key >= low[k];
+    sc[v] = seen ? x : -INFINITY;
+  }
+  float corr[2];
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    float mx = fmaxf(sc[k], sc[k + 2]);
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
+    mx = fmaxf(mx, m[k]);
+    corr[k] = mx == -INFINITY ? 1.f : kh_dec_exp2(m[k] - mx);
+    const float mref = mx == -INFINITY ? 0.f : mx;
+    m[k] = mx;
+    sc[k] = kh_dec_exp2(sc[k] - mref);
+    sc[k + 2] = kh_dec_exp2(sc[k + 2] - mref);
+    l[k] = l[k] * corr[k] + sc[k] + sc[k + 2];
+  }
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) {
+    const float f = __shfl_sync(0xffffffffu, corr[r & 1], r >> 1);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[r][e] *= f;
+  }
+}
+
 template <int TPR>
 struct AsyncRing {
   static constexpr int kStages = TPR <= 16 ? 3 : 2;
@@ -224,39 +265,8 @@ __global__ void __launch_bounds__(kThreads, ASYNC ? 2 : ((ROWS) <= 4 ? 3 : 2))
           mma_16816<Tag>(sc, ka.z, kb.z, ka.w, kb.w, qf[j][2], qf[j][3]);
         }
       }
-    // Scale (base 2), soft-cap, masks: sc[0], sc[1]: key g, rows 2c, 2c + 1; sc[2], sc[3]: key g + 8.
-#pragma unroll
-      for (int v = 0; v < 4; ++v) {
-        const int key = tile + g + (v >= 2 ? 8 : 0), k = v & 1;
-        float x = sc[v];
-        if (softcap) x = cap_log2 * tanhf(x * s_scale * inv_cap);
-        else x *= s_scale;
-        const bool seen = key < key_end && key <= pos[k] && key >= low[k];
-        sc[v] = seen ? x : -INFINITY;
-      }
-      // Online softmax per row: max over the tile's 16 keys (the 8 lanes of column c).
-      float corr[2];
-#pragma unroll
-      for (int k = 0; k < 2; ++k) {
-        float mx = fmaxf(sc[k], sc[k + 2]);
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
-        mx = fmaxf(mx, m[k]);
-        corr[k] = mx == -INFINITY ? 1.f : kh_dec_exp2(m[k] - mx);
-        const float mref = mx == -INFINITY ? 0.f : mx;
-        m[k] = mx;
-        sc[k] = kh_dec_exp2(sc[k] - mref);
-        sc[k + 2] = kh_dec_exp2(sc[k + 2] - mref);
-        l[k] = l[k] * corr[k] + sc[k] + sc[k + 2];
-      }
-      // O += P V: rescale by each row's correction (from lane r / 2), then this lane group's keys.
-#pragma unroll
-      for (int r = 0; r < ROWS; ++r) {
-        const float f = __shfl_sync(0xffffffffu, corr[r & 1], r >> 1);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) acc[r][e] *= f;
-      }
+      tile_softmax<ROWS>(sc, m, l, acc, tile + g, key_end, pos, low, softcap, s_scale, cap_log2, inv_cap);
+      // O += P V: this lane group's keys.
 #pragma unroll
       for (int batch = 0; batch < 1; ++batch) {
 #pragma unroll
@@ -348,39 +358,8 @@ __global__ void __launch_bounds__(kThreads, ASYNC ? 2 : ((ROWS) <= 4 ? 3 : 2))
         }
       }
       if (kPipeK && tile + kTileStride < key_end) load_k(tile + kTileStride, 0, ka, kb);
-    // Scale (base 2), soft-cap, masks: sc[0], sc[1]: key g, rows 2c, 2c + 1; sc[2], sc[3]: key g + 8.
-#pragma unroll
-      for (int v = 0; v < 4; ++v) {
-        const int key = tile + g + (v >= 2 ? 8 : 0), k = v & 1;
-        float x = sc[v];
-        if (softcap) x = cap_log2 * tanhf(x * s_scale * inv_cap);
-        else x *= s_scale;
-        const bool seen = key < key_end && key <= pos[k] && key >= low[k];
-        sc[v] = seen ? x : -INFINITY;
-      }
-      // Online softmax per row: max over the tile's 16 keys (the 8 lanes of column c).
-      float corr[2];
-#pragma unroll
-      for (int k = 0; k < 2; ++k) {
-        float mx = fmaxf(sc[k], sc[k + 2]);
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
-        mx = fmaxf(mx, m[k]);
-        corr[k] = mx == -INFINITY ? 1.f : kh_dec_exp2(m[k] - mx);
-        const float mref = mx == -INFINITY ? 0.f : mx;
-        m[k] = mx;
-        sc[k] = kh_dec_exp2(sc[k] - mref);
-        sc[k + 2] = kh_dec_exp2(sc[k + 2] - mref);
-        l[k] = l[k] * corr[k] + sc[k] + sc[k + 2];
-      }
-      // O += P V: rescale by each row's correction (from lane r / 2), then this lane group's keys.
-#pragma unroll
-      for (int r = 0; r < ROWS; ++r) {
-        const float f = __shfl_sync(0xffffffffu, corr[r & 1], r >> 1);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) acc[r][e] *= f;
-      }
+      tile_softmax<ROWS>(sc, m, l, acc, tile + g, key_end, pos, low, softcap, s_scale, cap_log2, inv_cap);
+      // O += P V: this lane group's keys.
 #pragma unroll
       for (int batch = 0; batch < kPvIters / kVBatch; ++batch) {
         if (batch > 0) load_v(batch);

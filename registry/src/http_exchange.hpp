@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -90,7 +91,10 @@ class Exchange {
       throw;
     }
   }
-  ~Exchange() { release(); }
+  ~Exchange() {
+    end_waiting();  // a status line left open by a failure is ended
+    release();
+  }
   Exchange(const Exchange&) = delete;
   Exchange& operator=(const Exchange&) = delete;
 
@@ -151,11 +155,19 @@ class Exchange {
   size_t read(char* out, size_t cap) {
     for (;;) {
       resume_if_drained();
-      if (has_body_bytes() || finished_) return take(out, cap);
+      if (has_body_bytes() || finished_) {
+        end_waiting();
+        return take(out, cap);
+      }
+      note_waiting();
       curl_multi_poll(multi_, nullptr, 0, 1000, nullptr);
       drive_multi(multi_);
     }
   }
+  // Called about once a second, from 2 s on, while no body byte has come (the server is
+  // slow to answer, or the connection is slow to open), with the seconds waited; then once
+  // with done = true when the wait ends. For the caller's status line.
+  void on_waiting(std::function<void(long waited_s, bool done)> f) { waiting_ = std::move(f); }
   // Up to cap of the body bytes already received; never waits.
   size_t take(char* out, size_t cap) {
     size_t k = std::min(cap, buf_.size() - pos_);
@@ -175,6 +187,19 @@ class Exchange {
       fail(KH_ERROR_INTERNAL, std::string("libcurl cannot resume a transfer: ") + curl_easy_strerror(rc));
   }
   bool has_body_bytes() const { return pos_ < buf_.size(); }
+  void note_waiting() {
+    if (!waiting_ || received_ > 0) return;
+    const long waited_s = static_cast<long>(
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_).count());
+    if (waited_s < 2 || waited_s == shown_wait_s_) return;
+    shown_wait_s_ = waited_s;
+    waiting_(waited_s, false);
+  }
+  void end_waiting() {
+    if (shown_wait_s_ == 0) return;
+    shown_wait_s_ = 0;
+    waiting_(0, true);
+  }
 
   // Called by drive_multi() when libcurl reports this transfer done.
   void on_done(CURLcode result) {
@@ -244,6 +269,8 @@ class Exchange {
   std::string buf_;
   size_t pos_ = 0;
   uint64_t received_ = 0;
+  std::function<void(long, bool)> waiting_;
+  long shown_wait_s_ = 0;  // the last wait reported (0: none shown)
   uint64_t dropped_ = 0;
   uint64_t limit_;
   bool cut_error_body_ = false;

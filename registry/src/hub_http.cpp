@@ -116,6 +116,18 @@ class HttpHub final : public Hub {
       req.with_token = same_origin(req.url);
       attempts.arm(req, max_bytes);
       Exchange ex(multi_, easy_, req, opt_.token);
+      if (show_progress()) {
+        // A hub slow to answer is visible on a terminal: host, seconds waited, attempt.
+        const std::string host = parts_.origin();
+        const int attempt = attempts.attempt();
+        ex.on_waiting([host, attempt](long waited_s, bool done) {
+          if (done)
+            std::fputs("\n", stderr);
+          else
+            std::fprintf(stderr, "\rkh: waiting for %s to answer (%ld s, attempt %d)", host.c_str(), waited_s, attempt);
+          std::fflush(stderr);
+        });
+      }
       std::string text;
       char buf[1 << 16];
       for (;;) {
@@ -247,6 +259,8 @@ class HttpHub final : public Hub {
     const std::string& current_url() const { return url_; }
     // The fetch made progress: failures counted so far no longer count.
     void progressed() { failures_ = 0; }
+    // Which attempt the next request is (1 for the first), for status lines.
+    int attempt() const { return failures_ + 1; }
 
     // Gives a request that may bring up to `may_bring` body bytes its deadline: the
     // transfer's (from that size and the floor rate), or what is left of the operation's

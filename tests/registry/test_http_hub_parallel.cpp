@@ -208,6 +208,25 @@ std::string stderr_of(const TempDir& d, F&& f) {
 }
 }  // namespace
 
+TEST_CASE("a hub slow to answer shows a waiting line (host, seconds, attempt) when progress is on") {
+  TempDir d;
+  FaultServer s([](const HttpRequest&, HttpConnection& c) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(3300));
+    c.respond("200 OK", "{}");
+  });
+  HttpOptions o = fast_options();
+  o.progress = HttpOptions::Progress::Always;
+  std::string got;
+  const std::string shown =
+      stderr_of(d, [&] { got = open_http_hub(s.origin() + "/hub", o)->fetch_metadata("kh-hub.json", 1000); });
+  CHECK(got == "{}");
+  CHECK_MESSAGE(shown.find("kh: waiting for " + s.origin() + " to answer (2 s, attempt 1)") != std::string::npos, shown);
+  CHECK(shown.find("(3 s, attempt 1)") != std::string::npos);
+  CHECK(shown.back() == '\n');  // ended when the answer came
+  o.progress = HttpOptions::Progress::Never;
+  CHECK(stderr_of(d, [&] { open_http_hub(s.origin() + "/hub", o)->fetch_metadata("kh-hub.json", 1000); }).empty());
+}
+
 TEST_CASE("the progress line: one line for a batch when asked, nothing on a pipe or when off") {
   Batch batch(3, 128 * 1024);
   FaultServer s([&](const HttpRequest& r, HttpConnection& c) {

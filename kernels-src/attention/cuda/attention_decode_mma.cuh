@@ -106,6 +106,21 @@ __device__ __forceinline__ void tile_softmax(float (&sc)[4], float (&m)[2], floa
   }
 }
 
+// O += p * V for one key kk of the tile: each row's probability comes from the score
+// fragment's owner (lane src + r / 2; keys 8..15 sit in sc[2], sc[3]). Both split-kernel paths.
+template <int ROWS>
+__device__ __forceinline__ void add_weighted_row(float (&acc)[ROWS][8], const float (&sc)[4], const float (&vf)[8],
+                                                 int kk, int src) {
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) {
+    const float lo = __shfl_sync(0xffffffffu, sc[r & 1], src + (r >> 1));
+    const float hi = __shfl_sync(0xffffffffu, sc[2 + (r & 1)], src + (r >> 1));
+    const float pw = kk >= 8 ? hi : lo;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[r][e] = fmaf(pw, vf[e], acc[r][e]);
+  }
+}
+
 template <int TPR>
 struct AsyncRing {
   static constexpr int kStages = TPR <= 16 ? 3 : 2;
@@ -275,14 +290,7 @@ __global__ void __launch_bounds__(kThreads, ASYNC ? 2 : ((ROWS) <= 4 ? 3 : 2))
           const int src = 4 * (kk & 7);
           float vf[8];
           unpack8(vring[kk * TPR + AsyncRing<TPR>::swz(kk, lane % TPR)], vf, Tag{});
-#pragma unroll
-          for (int r = 0; r < ROWS; ++r) {
-            const float lo = __shfl_sync(0xffffffffu, sc[r & 1], src + (r >> 1));
-            const float hi = __shfl_sync(0xffffffffu, sc[2 + (r & 1)], src + (r >> 1));
-            const float pw = kk >= 8 ? hi : lo;
-#pragma unroll
-            for (int e = 0; e < 8; ++e) acc[r][e] = fmaf(pw, vf[e], acc[r][e]);
-          }
+          add_weighted_row<ROWS>(acc, sc, vf, kk, src);
         }
       }
     }
@@ -369,14 +377,7 @@ __global__ void __launch_bounds__(kThreads, ASYNC ? 2 : ((ROWS) <= 4 ? 3 : 2))
           const int src = 4 * (kk & 7);
           float vf[8];
           unpack8(vr[b], vf, Tag{});
-#pragma unroll
-          for (int r = 0; r < ROWS; ++r) {
-            const float lo = __shfl_sync(0xffffffffu, sc[r & 1], src + (r >> 1));
-            const float hi = __shfl_sync(0xffffffffu, sc[2 + (r & 1)], src + (r >> 1));
-            const float pw = kk >= 8 ? hi : lo;
-#pragma unroll
-            for (int e = 0; e < 8; ++e) acc[r][e] = fmaf(pw, vf[e], acc[r][e]);
-          }
+          add_weighted_row<ROWS>(acc, sc, vf, kk, src);
         }
       }
     }

@@ -3,6 +3,7 @@
 // translation unit per (dtype, lane-group width): attention_decode_<dtype>_tpr<N>.cu.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -14,6 +15,12 @@
 #define KH_DEC_DEV __device__ __forceinline__
 // 4 CTAs an SM for 4 rows (caps registers at 128: 160 unbounded), 2 for 8 rows.
 #define KH_DEC_SPLIT_BOUNDS(ROWS) __launch_bounds__(kThreads, (ROWS) <= 4 ? 4 : 2)
+// Programmatic dependent launch (sm90+): griddepcontrol is PTX ISA 7.8 for sm_90 and newer, so
+// the compute_80 PTX of the sm80 build leaves it out (its combine is an ordinary launch).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define KH_DEC_LAUNCH_DEPENDENTS() asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory")
+#define KH_DEC_WAIT_PRIOR_GRID() asm volatile("griddepcontrol.wait;\n" ::: "memory")
+#endif
 
 namespace kh_attention {
 namespace decode {
@@ -61,32 +68,45 @@ cudaError_t allow_smem(Kernel kernel, size_t bytes) {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
 }
 
-template <typename Tag, int TPR, int ROWS, bool ASYNC>
+template <typename Tag, int TPR, int ROWS, int MODE>
 cudaError_t launch_mma(const DecodeParams& p, int row_tiles, int num_splits, const dim3& grid, cudaStream_t stream) {
-  constexpr size_t bytes = decode_mma_smem_bytes<TPR, ROWS, ASYNC>();
-  static const cudaError_t ready = allow_smem(decode_mma_kernel<Tag, TPR, ROWS, ASYNC>, bytes);
+  constexpr size_t bytes = decode_mma_smem_bytes<TPR, ROWS, MODE>();
+  static const cudaError_t ready = allow_smem(decode_mma_kernel<Tag, TPR, ROWS, MODE>, bytes);
   if (ready != cudaSuccess) return ready;
-  decode_mma_kernel<Tag, TPR, ROWS, ASYNC><<<grid, kThreads, bytes, stream>>>(p, row_tiles, num_splits);
+  decode_mma_kernel<Tag, TPR, ROWS, MODE><<<grid, kThreads, bytes, stream>>>(p, row_tiles, num_splits);
   return cudaGetLastError();
 }
 
-template <typename Tag, int TPR, int ROWS, bool ASYNC>
+template <typename Tag, int TPR, int ROWS, int MODE>
 int mma_occupancy() {
-  constexpr size_t bytes = decode_mma_smem_bytes<TPR, ROWS, ASYNC>();
+  constexpr size_t bytes = decode_mma_smem_bytes<TPR, ROWS, MODE>();
   int blocks = 0;
-  if (allow_smem(decode_mma_kernel<Tag, TPR, ROWS, ASYNC>, bytes) != cudaSuccess) return 1;
+  if (allow_smem(decode_mma_kernel<Tag, TPR, ROWS, MODE>, bytes) != cudaSuccess) return 1;
   const cudaError_t err =
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, decode_mma_kernel<Tag, TPR, ROWS, ASYNC>, kThreads, bytes);
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, decode_mma_kernel<Tag, TPR, ROWS, MODE>, kThreads, bytes);
   return err == cudaSuccess && blocks > 0 ? blocks : 1;
 }
 
-// variant: kVariantRegs (tensor-core scores, K/V through registers: the default),
-// kVariantAsync (the same with a cp.async shared-memory ring), kVariantSimt (all CUDA cores,
-// attention_decode_kernel.inl).
+// The decode_mma_kernel mode of a split-kernel variant (not kVariantSimt).
+constexpr int mma_mode(int variant) {
+  return variant == kVariantAsync ? kModeAsync : variant == kVariantTensorPv ? kModeTensorPv : kModeRegs;
+}
+
+template <typename Tag, int TPR, int MODE>
+cudaError_t launch_mode(const DecodeParams& p, int rows, int row_tiles, int num_splits, const dim3& grid,
+                        cudaStream_t stream) {
+  return rows == 4 ? launch_mma<Tag, TPR, 4, MODE>(p, row_tiles, num_splits, grid, stream)
+                   : launch_mma<Tag, TPR, 8, MODE>(p, row_tiles, num_splits, grid, stream);
+}
+
+// variant: kVariantRegs (tensor-core scores, K/V through registers), kVariantTensorPv (the
+// same with P V on the tensor cores too), kVariantAsync (scores on the tensor cores, a cp.async
+// shared-memory ring), kVariantSimt (all CUDA cores, attention_decode_kernel.inl).
 template <typename Tag, int TPR>
 cudaError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int num_splits, int variant,
                              cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(num_splits), static_cast<unsigned>(p.heads_kv * row_tiles),
+  const unsigned splits = static_cast<unsigned>(num_splits), heads = static_cast<unsigned>(p.heads_kv * row_tiles);
+  const dim3 grid(p.grid_heads_first ? heads : splits, p.grid_heads_first ? splits : heads,
                   static_cast<unsigned>(p.batch));
   if (variant == kVariantSimt) {
     if (rows == 4)
@@ -95,11 +115,11 @@ cudaError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int
       decode_split_kernel<Tag, TPR, 8><<<grid, kThreads, 0, stream>>>(p, row_tiles, num_splits);
     return cudaGetLastError();
   }
-  if (variant == kVariantAsync)
-    return rows == 4 ? launch_mma<Tag, TPR, 4, true>(p, row_tiles, num_splits, grid, stream)
-                     : launch_mma<Tag, TPR, 8, true>(p, row_tiles, num_splits, grid, stream);
-  return rows == 4 ? launch_mma<Tag, TPR, 4, false>(p, row_tiles, num_splits, grid, stream)
-                   : launch_mma<Tag, TPR, 8, false>(p, row_tiles, num_splits, grid, stream);
+  switch (mma_mode(variant)) {
+    case kModeAsync: return launch_mode<Tag, TPR, kModeAsync>(p, rows, row_tiles, num_splits, grid, stream);
+    case kModeTensorPv: return launch_mode<Tag, TPR, kModeTensorPv>(p, rows, row_tiles, num_splits, grid, stream);
+    default: return launch_mode<Tag, TPR, kModeRegs>(p, rows, row_tiles, num_splits, grid, stream);
+  }
 }
 
 template <typename Tag, int TPR>
@@ -111,8 +131,12 @@ int decode_split_occupancy(int rows, int variant) {
                   : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, decode_split_kernel<Tag, TPR, 8>, kThreads, 0);
     return err == cudaSuccess && blocks > 0 ? blocks : 1;
   }
-  if (variant == kVariantAsync) return rows == 4 ? mma_occupancy<Tag, TPR, 4, true>() : mma_occupancy<Tag, TPR, 8, true>();
-  return rows == 4 ? mma_occupancy<Tag, TPR, 4, false>() : mma_occupancy<Tag, TPR, 8, false>();
+  switch (mma_mode(variant)) {
+    case kModeAsync: return rows == 4 ? mma_occupancy<Tag, TPR, 4, kModeAsync>() : mma_occupancy<Tag, TPR, 8, kModeAsync>();
+    case kModeTensorPv:
+      return rows == 4 ? mma_occupancy<Tag, TPR, 4, kModeTensorPv>() : mma_occupancy<Tag, TPR, 8, kModeTensorPv>();
+    default: return rows == 4 ? mma_occupancy<Tag, TPR, 4, kModeRegs>() : mma_occupancy<Tag, TPR, 8, kModeRegs>();
+  }
 }
 
 // The launch/combine translation unit declares the instantiations extern: each split kernel

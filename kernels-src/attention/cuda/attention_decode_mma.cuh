@@ -68,12 +68,12 @@ __device__ __forceinline__ void cp_async_wait() {
 // One 16-key tile's scores to probabilities, in place (sc[0], sc[1]: key first_key, rows 2c and
 // 2c + 1; sc[2], sc[3]: key first_key + 8): scale (base 2), soft-cap and masks, then each row's
 // online softmax (the max over the tile's 16 keys is over the 8 lanes of column c) and running
-// sum, and O rescaled by each row's correction (taken from lane r / 2). The register and the
-// cp.async paths of the split kernel share it.
-template <int ROWS>
-__device__ __forceinline__ void tile_softmax(float (&sc)[4], float (&m)[2], float (&l)[2], float (&acc)[ROWS][8],
-                                             int first_key, int key_end, const int (&pos)[2], const int (&low)[2],
-                                             bool softcap, float s_scale, float cap_log2, float inv_cap) {
+// sum; corr gets each of the two rows' factor for what was accumulated before. Every mode of
+// the split kernel shares it.
+__device__ __forceinline__ void tile_probabilities(float (&sc)[4], float (&m)[2], float (&l)[2], float (&corr)[2],
+                                                   int first_key, int key_end, const int (&pos)[2],
+                                                   const int (&low)[2], bool softcap, float s_scale, float cap_log2,
+                                                   float inv_cap) {
 #pragma unroll
   for (int v = 0; v < 4; ++v) {
     const int key = first_key + (v >= 2 ? 8 : 0), k = v & 1;
@@ -83,7 +83,6 @@ __device__ __forceinline__ void tile_softmax(float (&sc)[4], float (&m)[2], floa
     const bool seen = key < key_end && key <= pos[k] && key >= low[k];
     sc[v] = seen ? x : -INFINITY;
   }
-  float corr[2];
 #pragma unroll
   for (int k = 0; k < 2; ++k) {
     float mx = fmaxf(sc[k], sc[k + 2]);
@@ -98,6 +97,16 @@ __device__ __forceinline__ void tile_softmax(float (&sc)[4], float (&m)[2], floa
     sc[k + 2] = kh_dec_exp2(sc[k + 2] - mref);
     l[k] = l[k] * corr[k] + sc[k] + sc[k + 2];
   }
+}
+
+// tile_probabilities, then the CUDA-core accumulator (every row r on every lane) rescaled by
+// its row's factor, taken from lane r / 2.
+template <int ROWS>
+__device__ __forceinline__ void tile_softmax(float (&sc)[4], float (&m)[2], float (&l)[2], float (&acc)[ROWS][8],
+                                             int first_key, int key_end, const int (&pos)[2], const int (&low)[2],
+                                             bool softcap, float s_scale, float cap_log2, float inv_cap) {
+  float corr[2];
+  tile_probabilities(sc, m, l, corr, first_key, key_end, pos, low, softcap, s_scale, cap_log2, inv_cap);
 #pragma unroll
   for (int r = 0; r < ROWS; ++r) {
     const float f = __shfl_sync(0xffffffffu, corr[r & 1], r >> 1);
@@ -121,6 +130,54 @@ __device__ __forceinline__ void add_weighted_row(float (&acc)[ROWS][8], const fl
   }
 }
 
+// --- P V on the tensor cores (kModeTensorPv) ---------------------------------------------------
+// O^T (head dims x rows) += V^T (dims x 16 keys) P^T (16 keys x rows) with mma m16n8k16: the
+// keys are the contraction, so each A / B register must hold two keys of one dim / one row.
+// V is loaded as K is (lane (g, c): 16-byte chunks c + 4j of keys g and g + 8), and word t of
+// chunk j across the warp is an 8 x 8 matrix (keys x a permuted set of 8 dims) that movmatrix
+// transposes into A fragments: lane (g, c) then holds keys 2c, 2c + 1 of dim
+// pv_dim(j, t, g) = 8 (g / 2 + 4 j) + 2 t + g % 2. P comes out of the score accumulator the same
+// way (keys x rows -> rows x keys). The accumulator lane (g, c) keeps is rows 2c, 2c + 1 (its
+// own softmax rows: the rescale needs no shuffle) of dims pv_dim(j, 2p, g), pv_dim(j, 2p + 1, g).
+__device__ __forceinline__ uint32_t movmatrix_trans(uint32_t a) {
+  uint32_t d;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(d) : "r"(a));
+  return d;
+}
+
+__device__ __forceinline__ int pv_dim(int j, int t, int g) { return 8 * (g / 2 + 4 * j) + 2 * t + (g & 1); }
+
+template <typename Tag>
+__device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
+  if constexpr (std::is_same_v<Tag, Bf16Tag>) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&v);
+  } else {
+    const __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&v);
+  }
+}
+
+// One 16-key tile's O^T += V^T P^T for the chunks j0 .. j0 + NB - 1: va / vb hold V chunks
+// c + 4j of keys g and g + 8 (as the kernel's load_rows loads them), pb the P^T B fragment.
+template <typename Tag, int NJ, int NB>
+__device__ __forceinline__ void tile_pv_tensor(float (&ot)[NJ][2][4], const uint4 (&va)[NB], const uint4 (&vb)[NB],
+                                               const uint32_t (&pb)[2], int jmax, int j0) {
+#pragma unroll
+  for (int jj = 0; jj < NB; ++jj) {
+    if (j0 + jj < jmax) {
+      const uint32_t a[4] = {va[jj].x, va[jj].y, va[jj].z, va[jj].w};
+      const uint32_t b[4] = {vb[jj].x, vb[jj].y, vb[jj].z, vb[jj].w};
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        const uint32_t x0 = movmatrix_trans(a[2 * q]), x1 = movmatrix_trans(a[2 * q + 1]);
+        const uint32_t y0 = movmatrix_trans(b[2 * q]), y1 = movmatrix_trans(b[2 * q + 1]);
+        mma_16816<Tag>(ot[j0 + jj][q], x0, x1, y0, y1, pb[0], pb[1]);
+      }
+    }
+  }
+}
+
 template <int TPR>
 struct AsyncRing {
   static constexpr int kStages = TPR <= 16 ? 3 : 2;
@@ -131,21 +188,36 @@ struct AsyncRing {
   }
 };
 
-// Dynamic shared memory of decode_mma_kernel<..., ASYNC>: the merge buffer, and for the
+// The modes of decode_mma_kernel (KH_ATTENTION_DECODE_VARIANT; cuda/NOTES.md "Decode"):
+//   kModeRegs      K and V through registers, P V on the CUDA cores (a lane group per key);
+//   kModeAsync     the same with a cp.async shared-memory ring;
+//   kModeTensorPv  K and V through registers, P V on the tensor cores too.
+constexpr int kModeRegs = 0, kModeAsync = 1, kModeTensorPv = 2;
+
+// The merge buffer of a mode: one state per lane group, or per warp for kModeTensorPv (a warp
+// holds one accumulator; MergeSmem<32, ...> has one group a warp, 256 dims a row).
+template <int TPR, int ROWS, int MODE>
+using MergeOf = MergeSmem<MODE == kModeTensorPv ? 32 : TPR, ROWS>;
+
+// Dynamic shared memory of decode_mma_kernel<..., MODE>: the merge buffer, and for the
 // cp.async variant the ring (the merge buffer reuses it after the key loop).
-template <int TPR, int ROWS, bool ASYNC>
+template <int TPR, int ROWS, int MODE>
 constexpr size_t decode_mma_smem_bytes() {
-  return ASYNC && AsyncRing<TPR>::kBytes > sizeof(MergeSmem<TPR, ROWS>) ? AsyncRing<TPR>::kBytes
-                                                                        : sizeof(MergeSmem<TPR, ROWS>);
+  return MODE == kModeAsync && AsyncRing<TPR>::kBytes > sizeof(MergeOf<TPR, ROWS, MODE>)
+             ? AsyncRing<TPR>::kBytes
+             : sizeof(MergeOf<TPR, ROWS, MODE>);
 }
 
-// ASYNC = false: K and V are loaded into registers (16-byte loads; next tile's K during P V).
-// ASYNC = true (KH_ATTENTION_DECODE_VARIANT=async): K and V tiles stream into a per-warp
-// shared-memory ring with cp.async, kStages tiles ahead; the mma and P V read them from there.
-template <typename Tag, int TPR, int ROWS, bool ASYNC>
-// 3 CTAs an SM for 4 rows (up to 168 registers: 16 loads of 16 bytes a lane in flight), 2 for 8.
-__global__ void __launch_bounds__(kThreads, ASYNC ? 2 : ((ROWS) <= 4 ? 3 : 2))
+// kModeRegs / kModeTensorPv: K and V are loaded into registers (16-byte loads; next tile's K
+// during P V). kModeAsync: K and V tiles stream into a per-warp shared-memory ring with
+// cp.async, kStages tiles ahead; the mma and P V read them from there.
+template <typename Tag, int TPR, int ROWS, int MODE>
+// 3 CTAs an SM for 4 rows (up to 168 registers: 16 loads of 16 bytes a lane in flight), 2 for 8
+// (kModeTensorPv keeps 4 x 8 accumulators whatever the rows: 3 for both).
+__global__ void __launch_bounds__(kThreads, MODE == kModeAsync ? 2 : ((ROWS) <= 4 || MODE == kModeTensorPv ? 3 : 2))
     decode_mma_kernel(const DecodeParams p, const int row_tiles, const int num_splits) {
+  constexpr bool ASYNC = MODE == kModeAsync;
+  constexpr bool kTensorPv = MODE == kModeTensorPv;
   static_assert(ROWS <= 8, "the query rows are the mma's n = 8");
   constexpr int kWarps = kThreads / 32;
   constexpr int kGroupsPerWarp = 32 / TPR;         // lane groups (one key each) in a warp
@@ -154,7 +226,7 @@ __global__ void __launch_bounds__(kThreads, ASYNC ? 2 : ((ROWS) <= 4 ? 3 : 2))
   constexpr int kKBatch = kChunksPerLane < 4 ? kChunksPerLane : 4;
   constexpr int kVBatch = kPvIters < 8 ? kPvIters : 8;
   extern __shared__ __align__(16) unsigned char dec_smem[];
-  MergeSmem<TPR, ROWS>& sm = *reinterpret_cast<MergeSmem<TPR, ROWS>*>(dec_smem);
+  MergeOf<TPR, ROWS, MODE>& sm = *reinterpret_cast<MergeOf<TPR, ROWS, MODE>*>(dec_smem);
 
   const Tile t = make_tile(p, ROWS, row_tiles, num_splits);
   const int tid = threadIdx.x;
@@ -204,11 +276,18 @@ __global__ void __launch_bounds__(kThreads, ASYNC ? 2 : ((ROWS) <= 4 ? 3 : 2))
 
   float m[2] = {-INFINITY, -INFINITY};  // running max of rows 2c, 2c + 1 (the same on the 8 lanes of c)
   float l[2] = {0.f, 0.f};              // this lane's share of their sums
-  float acc[ROWS][8];
+  float acc[ROWS][8];  // kModeRegs / kModeAsync: rows x this lane's 8 dims
 #pragma unroll
   for (int r = 0; r < ROWS; ++r)
 #pragma unroll
     for (int e = 0; e < 8; ++e) acc[r][e] = 0.f;
+  float ot[kChunksPerLane][2][4];  // kModeTensorPv: rows 2c, 2c + 1 x dims pv_dim(j, 2q + w / 2, g)
+#pragma unroll
+  for (int j = 0; j < kChunksPerLane; ++j)
+#pragma unroll
+    for (int q = 0; q < 2; ++q)
+#pragma unroll
+      for (int w = 0; w < 4; ++w) ot[j][q][w] = 0.f;
 
   const int32_t* table = p.block_table + static_cast<int64_t>(t.b) * p.bt_batch_stride;
   const uint16_t* kbase = static_cast<const uint16_t*>(p.k) + static_cast<int64_t>(t.kv_head) * p.k_head_stride;
@@ -300,17 +379,19 @@ __global__ void __launch_bounds__(kThreads, ASYNC ? 2 : ((ROWS) <= 4 ? 3 : 2))
     // K of a tile (keys tile + g and tile + g + 8, chunks c + 4j of batch kbatch) into ka, kb.
     // Loads go out in batches of at most 4 chunks (K) and 8 keys (V) to bound registers (head
     // dims above 128 take two of each).
-    auto load_k = [&](int tl, int kbatch, uint4 (&ka)[kKBatch], uint4 (&kb)[kKBatch]) {
+    // Rows of keys tl + g and tl + g + 8 of one cache (K, or V in kModeTensorPv), chunks
+    // c + 4j of batch kbatch, zero past the head dim or the split's keys.
+    auto load_rows = [&](const uint16_t* base, int64_t block_stride, int64_t row_stride, int tl, int kbatch,
+                         uint4 (&ka)[kKBatch], uint4 (&kb)[kKBatch]) {
       const int k0 = tl + g, k1 = tl + g + 8;
       const bool on0 = k0 < key_end && k0 >= t.key_beg, on1 = k1 < key_end && k1 >= t.key_beg;
       int64_t kr0 = 0, kr1 = 0;
       if (whole_tiles) {
-        kr0 = static_cast<int64_t>(table[tl >> shift]) * p.k_block_stride +
-              static_cast<int64_t>((tl & bmask) + g) * p.k_row_stride;
-        kr1 = kr0 + 8 * p.k_row_stride;
+        kr0 = static_cast<int64_t>(table[tl >> shift]) * block_stride + static_cast<int64_t>((tl & bmask) + g) * row_stride;
+        kr1 = kr0 + 8 * row_stride;
       } else {
-        if (on0) kr0 = key_row(table, k0, shift, bmask, p.k_block_stride, p.k_row_stride);
-        if (on1) kr1 = key_row(table, k1, shift, bmask, p.k_block_stride, p.k_row_stride);
+        if (on0) kr0 = key_row(table, k0, shift, bmask, block_stride, row_stride);
+        if (on1) kr1 = key_row(table, k1, shift, bmask, block_stride, row_stride);
       }
 #pragma unroll
       for (int jj = 0; jj < kKBatch; ++jj) {
@@ -318,10 +399,13 @@ __global__ void __launch_bounds__(kThreads, ASYNC ? 2 : ((ROWS) <= 4 ? 3 : 2))
         ka[jj] = make_uint4(0u, 0u, 0u, 0u);
         kb[jj] = make_uint4(0u, 0u, 0u, 0u);
         if (j < jmax && ch < nch) {
-          if (on0) ka[jj] = kh_dec_ld16(kbase + kr0 + ch * 8);
-          if (on1) kb[jj] = kh_dec_ld16(kbase + kr1 + ch * 8);
+          if (on0) ka[jj] = kh_dec_ld16(base + kr0 + ch * 8);
+          if (on1) kb[jj] = kh_dec_ld16(base + kr1 + ch * 8);
         }
       }
+    };
+    auto load_k = [&](int tl, int kbatch, uint4 (&ka)[kKBatch], uint4 (&kb)[kKBatch]) {
+      load_rows(kbase, p.k_block_stride, p.k_row_stride, tl, kbatch, ka, kb);
     };
     // With one K batch (head dims <= 128) the next tile's K is loaded as soon as this tile's
     // scores are issued, so a warp always has loads in flight (K during P V, V during S).
@@ -336,16 +420,21 @@ __global__ void __launch_bounds__(kThreads, ASYNC ? 2 : ((ROWS) <= 4 ? 3 : 2))
       if (whole_tiles)
         tile_v = static_cast<int64_t>(table[tile >> shift]) * p.v_block_stride +
                  static_cast<int64_t>(tile & bmask) * p.v_row_stride;
-      uint4 vr[kVBatch];
+      uint4 vr[kVBatch];       // kModeRegs: this lane group's keys, its 8 dims
+      uint4 va[kKBatch], vb[kKBatch];  // kModeTensorPv: keys g, g + 8, chunks c + 4j (as K)
       auto load_v = [&](int batch) {
+        if constexpr (kTensorPv) {
+          load_rows(vbase, p.v_block_stride, p.v_row_stride, tile, batch, va, vb);
+        } else {
 #pragma unroll
-        for (int b = 0; b < kVBatch; ++b) {
-          const int kk = gi * kPvIters + batch * kVBatch + b, key = tile + kk;
-          vr[b] = make_uint4(0u, 0u, 0u, 0u);
-          if (v_on && key < key_end && key >= t.key_beg) {
-            const int64_t row = whole_tiles ? tile_v + static_cast<int64_t>(kk) * p.v_row_stride
-                                            : key_row(table, key, shift, bmask, p.v_block_stride, p.v_row_stride);
-            vr[b] = kh_dec_ld16(vbase + row + e0);
+          for (int b = 0; b < kVBatch; ++b) {
+            const int kk = gi * kPvIters + batch * kVBatch + b, key = tile + kk;
+            vr[b] = make_uint4(0u, 0u, 0u, 0u);
+            if (v_on && key < key_end && key >= t.key_beg) {
+              const int64_t row = whole_tiles ? tile_v + static_cast<int64_t>(kk) * p.v_row_stride
+                                              : key_row(table, key, shift, bmask, p.v_block_stride, p.v_row_stride);
+              vr[b] = kh_dec_ld16(vbase + row + e0);
+            }
           }
         }
       };
@@ -366,6 +455,25 @@ __global__ void __launch_bounds__(kThreads, ASYNC ? 2 : ((ROWS) <= 4 ? 3 : 2))
         }
       }
       if (kPipeK && tile + kTileStride < key_end) load_k(tile + kTileStride, 0, ka, kb);
+      if constexpr (kTensorPv) {
+        float corr[2];
+        tile_probabilities(sc, m, l, corr, tile + g, key_end, pos, low, softcap, s_scale, cap_log2, inv_cap);
+#pragma unroll
+        for (int j = 0; j < kChunksPerLane; ++j)
+#pragma unroll
+          for (int q = 0; q < 2; ++q)
+#pragma unroll
+            for (int w = 0; w < 4; ++w) ot[j][q][w] *= corr[w & 1];
+        // P^T as the B fragment: keys 2c, 2c + 1 (and + 8) of row g.
+        const uint32_t pb[2] = {movmatrix_trans(pack_pair<Tag>(sc[0], sc[1])),
+                                movmatrix_trans(pack_pair<Tag>(sc[2], sc[3]))};
+#pragma unroll
+        for (int batch = 0; batch < kChunksPerLane / kKBatch; ++batch) {
+          if (batch > 0) load_v(batch);
+          tile_pv_tensor<Tag>(ot, va, vb, pb, jmax, batch * kKBatch);
+        }
+        continue;
+      }
       tile_softmax<ROWS>(sc, m, l, acc, tile + g, key_end, pos, low, softcap, s_scale, cap_log2, inv_cap);
       // O += P V: this lane group's keys.
 #pragma unroll
@@ -391,25 +499,53 @@ __global__ void __launch_bounds__(kThreads, ASYNC ? 2 : ((ROWS) <= 4 ? 3 : 2))
     l[k] += __shfl_xor_sync(0xffffffffu, l[k], 8);
     l[k] += __shfl_xor_sync(0xffffffffu, l[k], 16);
   }
+  if constexpr (kTensorPv) {
+    // One state a warp: this lane's rows 2c, 2c + 1 (those below ROWS) of its dims.
 #pragma unroll
-  for (int r = 0; r < ROWS; ++r)
+    for (int j = 0; j < kChunksPerLane; ++j) {
+      if (j < jmax) {
 #pragma unroll
-    for (int e = 0; e < 8; ++e) sm.acc[grp][r][e0 + e] = acc[r][e];
-  if (g == 0) {
+        for (int q = 0; q < 2; ++q)
 #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const int r = 2 * c + k;
-      if (r < ROWS) {
+          for (int w = 0; w < 4; ++w) {
+            const int r = 2 * c + (w & 1);
+            if (r < ROWS) sm.acc[warp][r][pv_dim(j, 2 * q + (w >> 1), g)] = ot[j][q][w];
+          }
+      }
+    }
+    if (g == 0) {
 #pragma unroll
-        for (int q = 0; q < kGroupsPerWarp; ++q) {
-          sm.m[warp * kGroupsPerWarp + q][r] = m[k];
-          sm.l[warp * kGroupsPerWarp + q][r] = q == 0 ? l[k] : 0.f;
+      for (int k = 0; k < 2; ++k) {
+        const int r = 2 * c + k;
+        if (r < ROWS) {
+          sm.m[warp][r] = m[k];
+          sm.l[warp][r] = l[k];
         }
       }
     }
+    __syncthreads();
+    decode_epilogue<Tag, 32, ROWS>(p, t, sm, num_splits);
+  } else {
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+      for (int e = 0; e < 8; ++e) sm.acc[grp][r][e0 + e] = acc[r][e];
+    if (g == 0) {
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        const int r = 2 * c + k;
+        if (r < ROWS) {
+#pragma unroll
+          for (int q = 0; q < kGroupsPerWarp; ++q) {
+            sm.m[warp * kGroupsPerWarp + q][r] = m[k];
+            sm.l[warp * kGroupsPerWarp + q][r] = q == 0 ? l[k] : 0.f;
+          }
+        }
+      }
+    }
+    __syncthreads();
+    decode_epilogue<Tag, TPR, ROWS>(p, t, sm, num_splits);
   }
-  __syncthreads();
-  decode_epilogue<Tag, TPR, ROWS>(p, t, sm, num_splits);
 }
 
 }  // namespace decode

@@ -46,16 +46,15 @@ bool env_flag(const char* name) {
   return v != nullptr && v[0] == '1';
 }
 
-// KH_ATTENTION_DECODE_VARIANT=tcpv|async|simt (comparisons): P V on the tensor cores, the
-// cp.async-ring or the CUDA-core split kernel instead of the default; KH_ATTENTION_DECODE_SIMT=1 is the same as simt.
+// KH_ATTENTION_DECODE_VARIANT=tcpv|simt (comparisons): the register kernel at every head dim, or
+// the CUDA-core split kernel, instead of the staged kernel; KH_ATTENTION_DECODE_SIMT=1 = simt.
 int variant() {
   static const int v = [] {
     const char* s = std::getenv("KH_ATTENTION_DECODE_VARIANT");
     const char* simt = std::getenv("KH_ATTENTION_DECODE_SIMT");
-    if (s != nullptr && std::strcmp(s, "async") == 0) return kVariantAsync;
     if (s != nullptr && std::strcmp(s, "tcpv") == 0) return kVariantTensorPv;
     if ((s != nullptr && std::strcmp(s, "simt") == 0) || (simt != nullptr && simt[0] == '1')) return kVariantSimt;
-    return kVariantRegs;
+    return kVariantStaged;
   }();
   return v;
 }

@@ -120,6 +120,7 @@ def correctness(op):
                 check_decode.run_case(res, op, "probe", dtype, *case, gen)
             except Exception as e:  # noqa: BLE001 (a failed call is a failed case)
                 res.add("attention_decode_paged", "probe", str(dtype), case[0], str(case[1:]), False, detail=str(e))
+    check_decode.check_graph(res, op, "probe", gen)
     print(f"correctness: {res.passed} passed, {len(res.failed)} failed")
     for f in res.failed[:20]:
         print("  FAIL " + f)
@@ -153,7 +154,7 @@ def workspace_floats(batch, hq, hkv, d, max_kv):
     return batch * hq * s * (d + 1) if s > 1 else 0
 
 
-def probe(op, b, kv, hq, hkv, d, bs, floor_tbs, with_sdpa, gen):
+def probe(op, b, kv, hq, hkv, d, bs, floor_tbs, with_sdpa, gen, q_len=1, sdpa_only=False):
     kv_bytes = 2 * b * kv * hkv * d * 2
     nsets = max(1, min(16, math.ceil(2 * L2_BYTES / kv_bytes)))
     nblk = kv // bs
@@ -163,14 +164,21 @@ def probe(op, b, kv, hq, hkv, d, bs, floor_tbs, with_sdpa, gen):
     perm = torch.randperm(pool, device="cuda", generator=gen).to(torch.int32).view(nsets, b, nblk)
     tables = [perm[i].contiguous() for i in range(nsets)]
     seq = torch.full((b,), kv, device="cuda", dtype=torch.int32)
-    qs = [torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16, generator=gen) for _ in range(nsets)]
+    qs = [torch.randn(b, q_len, hq, d, device="cuda", dtype=torch.bfloat16, generator=gen) for _ in range(nsets)]
     outs = [torch.empty_like(qs[0]) for _ in range(nsets)]
-    ws = torch.empty(max(1, workspace_floats(b, hq, hkv, d, kv)), device="cuda", dtype=torch.float32)
+    ws = torch.empty(max(1, q_len * workspace_floats(b, hq, hkv, d, kv)), device="cuda", dtype=torch.float32)
     scale = 1.0 / math.sqrt(d)
     calls = [op.bind(outs[i], qs[i], kc, vc, tables[i], seq, ws, scale) for i in range(nsets)]
     kd = kc[tables[0].long()].reshape(b, kv, hkv, d).transpose(1, 2).contiguous()
     vd = vc[tables[0].long()].reshape(b, kv, hkv, d).transpose(1, 2).contiguous()
-    ref = F.scaled_dot_product_attention(qs[0].transpose(1, 2), kd, vd, scale=scale, enable_gqa=True).transpose(1, 2)
+    causal = torch.ones(q_len, kv, device="cuda", dtype=torch.bool).tril(kv - q_len) if q_len > 1 else None
+    ref = F.scaled_dot_product_attention(qs[0].transpose(1, 2), kd, vd, attn_mask=causal, scale=scale,
+                                         enable_gqa=True).transpose(1, 2)
+    if sdpa_only:  # for a profiler: SDPA alone, a few times
+        for _ in range(8):
+            F.scaled_dot_product_attention(qs[0].transpose(1, 2), kd, vd, attn_mask=causal, scale=scale, enable_gqa=True)
+        torch.cuda.synchronize()
+        return 0.0, 0.0, 0.0, None
     outs[0].fill_(float("nan"))
     calls[0]()
     err = ((outs[0].float() - ref.float()).norm() / ref.float().norm()).item()
@@ -180,7 +188,8 @@ def probe(op, b, kv, hq, hkv, d, bs, floor_tbs, with_sdpa, gen):
     sdpa_us = None
     if with_sdpa:
         dense = [(qs[0].transpose(1, 2), kd, vd)]
-        sdpa_us = time_us([lambda t=t: F.scaled_dot_product_attention(t[0], t[1], t[2], scale=scale, enable_gqa=True)
+        sdpa_us = time_us([lambda t=t: F.scaled_dot_product_attention(t[0], t[1], t[2], attn_mask=causal, scale=scale,
+                                                                      enable_gqa=True)
                            for t in dense])
     floor_us = kv_bytes / (floor_tbs * 1e12) * 1e6
     return us, kv_bytes / (us * 1e-6) / 1e12, floor_us / us, sdpa_us
@@ -195,6 +204,9 @@ def main():
     ap.add_argument("--mqa-control", action="store_true", help="also time the one-KV-head layout control")
     ap.add_argument("--block-size", type=int, default=16)
     ap.add_argument("--check", action="store_true", help="first check_decode.py's cases against float64")
+    ap.add_argument("--heads", default="32/8", help="heads_q/heads_kv (default 32/8)")
+    ap.add_argument("--q-len", type=int, default=1)
+    ap.add_argument("--sdpa-only", action="store_true", help="run SDPA alone on each shape (for a profiler)")
     args = ap.parse_args()
     op = DecodeOp(args.module)
     if args.check and not correctness(op):
@@ -208,11 +220,13 @@ def main():
     print("| --- | --- | --- | --- | --- | --- |")
     for shape in args.shapes.split(","):
         b, kv = (int(x) for x in shape[1:].split("x"))
-        cases = [("GQA 32/8", b, 32, 8)]
+        hq, hkv = (int(x) for x in args.heads.split("/"))
+        cases = [(f"GQA {hq}/{hkv} q_len {args.q_len}", b, hq, hkv)]
         if args.mqa_control:
-            cases.append(("1 KV head, batch x8", b * 8, 4, 1))
+            cases.append(("1 KV head, batch x8", b * 8, hq // hkv, 1))
         for name, bb, hq, hkv in cases:
-            us, tbs, ratio, sdpa_us = probe(op, bb, kv, hq, hkv, 128, args.block_size, floor, args.sdpa, gen)
+            us, tbs, ratio, sdpa_us = probe(op, bb, kv, hq, hkv, 128, args.block_size, floor, args.sdpa, gen, args.q_len,
+                                            args.sdpa_only)
             s = f"{sdpa_us:.1f} | {sdpa_us / us:.2f}x" if sdpa_us else "- | -"
             print(f"| {shape} {name} | {us:.1f} | {tbs:.2f} | {ratio:.2f} | {s} |", flush=True)
             torch.cuda.empty_cache()

@@ -28,19 +28,24 @@ run() {  # label, env assignments..., -- probe arguments...
   shift
   env "${envs[@]}" timeout 240 $probe --label "$label" "$@" 2>&1 | tee -a "$LOG/decode_probe.log" | grep -E '^(##|\|)|Error|error|correctness|FAIL' || rc=1
 }
-# Run 6 (cuda/NOTES.md "Decode"): P V on the tensor cores against the default, same run.
-run "tensor-core P V" KH_ATTENTION_DECODE_VARIANT=tcpv -- --check --sdpa
-run "defaults (CUDA-core P V)" KH_PROBE=1 --
-run "tensor-core P V + dependent combine" KH_ATTENTION_DECODE_VARIANT=tcpv KH_ATTENTION_DECODE_PDL=1 --
-run "tensor-core P V, block size 256" KH_ATTENTION_DECODE_VARIANT=tcpv -- --block-size 256 --shapes b1x32768,b16x32768,b128x4096
+# Run 8 (cuda/NOTES.md "Decode"): K and V staged through shared memory in whole lines
+# (staged, the default since) against both products from registers (tcpv).
+run "check, staged" KH_ATTENTION_DECODE_VARIANT=staged -- --check --shapes b16x4096
+for v in staged tcpv; do
+  run "$v, heads 32/8" KH_ATTENTION_DECODE_VARIANT=$v -- --shapes b1x4096,b1x32768,b16x4096,b16x32768,b64x8192,b128x4096
+done
+run "staged, heads 64/8" KH_ATTENTION_DECODE_VARIANT=staged -- --heads 64/8 --shapes b16x4096,b16x32768,b128x4096
+run "staged, q_len 2" KH_ATTENTION_DECODE_VARIANT=staged -- --q-len 2 --shapes b16x8192,b64x8192
+run "staged, block size 256" KH_ATTENTION_DECODE_VARIANT=staged -- --block-size 256 --shapes b1x32768,b16x32768,b128x4096
+run "SDPA" KH_ATTENTION_DECODE_VARIANT=staged -- --sdpa --shapes b1x4096,b1x32768,b16x4096,b16x32768,b64x8192,b128x4096
 if [[ "${KH_PROBE_NCU:-1}" != 0 ]] && command -v ncu >/dev/null; then
-  for shape in b128x4096; do
-    KH_ATTENTION_DECODE_VARIANT=tcpv timeout 200 ncu --clock-control none --kernel-name regex:decode_mma_kernel --launch-skip 5 --launch-count 1 \
-      --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy \
-      --section SchedulerStats $probe --label "ncu $shape" --shapes "$shape" >"$LOG/ncu_$shape.txt" 2>&1 || rc=1
-    grep -E "DRAM Throughput|Memory Throughput|Duration|Achieved Occupancy|Theoretical Occupancy|Issued Warp|No Eligible|Stall|L2 Hit|Mem Busy|Max Bandwidth|Registers Per" \
-      "$LOG/ncu_$shape.txt" | head -40
-  done
+  m=lts__t_requests_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read.sum,dram__bytes_read.sum
+  m=$m,gpu__time_duration.sum,breakdown:lts__throughput.avg.pct_of_peak_sustained_elapsed
+  KH_ATTENTION_DECODE_VARIANT=staged timeout 200 ncu --clock-control none --kernel-name regex:decode_staged \
+    --launch-skip 5 --launch-count 1 --metrics "$m" --section Occupancy --section SchedulerStats \
+    $probe --shapes b128x4096 >"$LOG/ncu_staged.txt" 2>&1 || rc=1
+  grep -E "^  [^ ].*\(|lts__t_req|lts__t_sec|ltcfabric|dram__|gpu__time|Achieved Occ|Issued Warp|No Eligible" \
+    "$LOG/ncu_staged.txt" | head -20
 fi
 echo "== exit $rc"
 exit $rc

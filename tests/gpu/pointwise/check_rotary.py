@@ -96,13 +96,14 @@ def rotated_ok(got, before, positions, cache, neox, dtype, valid=None):
     """(err, ratio, problems): rotated elements within tolerance, all others bit-identical."""
     r = cache.shape[1]
     ref, scale = reference(before, positions.clamp(0, cache.shape[0] - 1), cache, neox)
-    if valid is not None:  # tokens with a bad position: as they were
-        ref = torch.where(valid[:, None, None], ref, before.double())
-        scale = torch.where(valid[:, None, None], scale, torch.zeros_like(scale))
+    if valid is None:
+        valid = torch.ones(positions.shape, dtype=torch.bool, device=positions.device)
+    ref = torch.where(valid[:, None, None], ref, before.double())  # tokens with a bad position: as they were
+    scale = torch.where(valid[:, None, None], scale, torch.zeros_like(scale))
     err, ratio, problems = within(got[..., :r], ref[..., :r], dtype, 2.0 ** -22 * scale[..., :r])
     if not torch.equal(got[..., r:], before[..., r:]):
         problems.append("elements past rotary_dim changed")
-    if valid is not None and not torch.equal(got[~valid], before[~valid]):
+    if not torch.equal(got[torch.logical_not(valid)], before[torch.logical_not(valid)]):
         problems.append("a token with a position outside the cache changed")
     return err, ratio, problems
 

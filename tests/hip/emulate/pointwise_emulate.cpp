@@ -139,6 +139,32 @@ bool run_act(const ActShape& s, std::mt19937& rng) {
   return ok && pad_ok;
 }
 
+// act_fast and act_accurate on a dense grid of a in [-10, 10] against float64, with the host's
+// exact 2^x and 1/x in place of the hardware's (which add 1-2 ulp): what is left is the
+// formulas' own error, which the op's documentation bounds by 2^-19 relative, plus 2^-22 |s| where
+// the function amplifies the rounding of its fp32 argument (and fp32's flush below 2^-126).
+template <ActKind K>
+bool act_accuracy(const char* what) {
+  double worst_fast = 0, worst_accurate = 0;
+  bool ok = true;
+  for (int i = -200000; i <= 200000; ++i) {
+    const float a = static_cast<float>(i) * 5e-5f;
+    double s = 0;
+    const double want = act_ref(K, a, 0.3, &s);
+    const double bound = (0x1p-19 + 0x1p-22 * std::fabs(s)) * std::fabs(want) + kTiny;
+    const double fast = kh_activation::gpu::act_fast<K>(a, 0.3f), accurate = kh_activation::gpu::act_accurate<K>(a, 0.3f);
+    ok = ok && std::fabs(fast - want) <= bound && std::fabs(accurate - want) <= bound;
+    if (std::fabs(want) > kTiny) {
+      worst_fast = std::max(worst_fast, std::fabs(fast - want) / std::fabs(want));
+      worst_accurate = std::max(worst_accurate, std::fabs(accurate - want) / std::fabs(want));
+    }
+  }
+  std::printf("%s accuracy %-9s a in [-10, 10] step 5e-5: max rel err fast %.2e (2^%.1f), accurate %.2e (2^%.1f)\n",
+              ok ? "ok  " : "FAIL", what, worst_fast, std::log2(worst_fast + 1e-300), worst_accurate,
+              std::log2(worst_accurate + 1e-300));
+  return ok;
+}
+
 template <typename T, int VEC>
 int run_act_kinds(const ActShape& s, std::mt19937& rng) {
   return !run_act<ActKind::kSilu, T, VEC>(s, rng) + !run_act<ActKind::kGelu, T, VEC>(s, rng) +
@@ -273,6 +299,8 @@ int run_rotary(RotShape s, std::mt19937& rng) {
 int main() {
   std::mt19937 rng(11);
   int failed = 0;
+  failed += !act_accuracy<ActKind::kSilu>("silu") + !act_accuracy<ActKind::kGelu>("gelu") +
+            !act_accuracy<ActKind::kGeluTanh>("gelu_tanh");
   // Activation: wide rows (256 threads a row, packs past one round), small rows (many rows a
   // block), odd d (element packs), padded and in-place rows, fewer blocks than row groups.
   const ActShape wide{3, 8 * 256 * 2 + 8 * 3, 2 * (8 * 256 * 2 + 8 * 3) + 16, 8 * 256 * 2 + 8 * 3 + 8, false, 0};

@@ -56,11 +56,14 @@ def act_reference(op, x, d):
 
 
 def judge(row, target):
+    """Marks row with its target, whether each ratio reaches it, and the verdict printed."""
     want_copy, want_eager = target
     row["target"] = f">={want_copy:.2f}x copy, >={want_eager:.1f}x eager"
     row["met_copy"] = row["vs_copy"] >= want_copy
     row["met_eager"] = row["vs_eager"] >= want_eager
     row["met"] = row["met_copy"] and row["met_eager"]
+    missed = [what for what, ok in (("copy", row["met_copy"]), ("eager", row["met_eager"])) if not ok]
+    row["verdict"] = "met" if row["met"] else "MISSED " + ", ".join(missed)
 
 
 def bench_activation(kernels, reps, failures, timing, rel_error):
@@ -173,15 +176,11 @@ def bench_rotary(kernels, reps, failures, timing, rel_error, l2_bytes):
 
 
 def print_pointwise(rows):
-    print("\n| op (bf16) | shape | build | us | TB/s | copy TB/s | vs copy | eager us | vs eager | spread | target | met |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    head = ("op (bf16)", "shape", "build", "us", "TB/s", "copy TB/s", "vs copy", "eager us", "vs eager", "spread",
+            "target", "met")
+    print("\n| " + " | ".join(head) + " |\n|" + " --- |" * len(head))
     for r in rows:
-        if "met" not in r:
-            met = "-"
-        elif r["met"]:
-            met = "met"
-        else:
-            met = "MISSED " + ", ".join(w for w, ok in (("copy", r["met_copy"]), ("eager", r["met_eager"])) if not ok)
-        print(f"| {r['op']} | {r['shape']} | {r['build']} | {r['us']:.1f} | {r['tbs']:.2f} | {r['copy_tbs']:.2f} "
-              f"| {r['vs_copy']:.3f} | {r['eager_us']:.1f} | {r['vs_eager']:.2f}x | {100 * r['spread']:.1f}% "
-              f"| {r.get('target', '-')} | {met} |")
+        cells = (r["op"], r["shape"], r["build"], f"{r['us']:.1f}", f"{r['tbs']:.2f}", f"{r['copy_tbs']:.2f}",
+                 f"{r['vs_copy']:.3f}", f"{r['eager_us']:.1f}", f"{r['vs_eager']:.2f}x", f"{100 * r['spread']:.1f}%",
+                 r.get("target", "-"), r.get("verdict", "-"))
+        print("| " + " | ".join(cells) + " |")

@@ -12,6 +12,7 @@
 
 #include "kernel_test_support.hpp"
 #include "kh/kh.hpp"
+#include "norm_test_harness.hpp"  // padded_strides
 
 using namespace kh_test;
 
@@ -64,16 +65,6 @@ struct ActCase {
   double threshold = 0.0;
 };
 
-std::vector<int64_t> padded(const std::vector<int64_t>& shape, int64_t pad) {
-  std::vector<int64_t> s(shape.size());
-  int64_t acc = 1;
-  for (size_t i = shape.size(); i-- > 0;) {
-    s[i] = acc;
-    acc = acc * shape[i] + pad;
-  }
-  return s;
-}
-
 void run_case(const ActCase& c, uint64_t seed) {
   CAPTURE(op_name(c.act));
   CAPTURE(dt_name(c.dt));
@@ -87,9 +78,9 @@ void run_case(const ActCase& c, uint64_t seed) {
   std::vector<int64_t> xs = c.lead, os = c.lead;
   xs.push_back(2 * c.d);
   os.push_back(c.d);
-  Tensor x = make_tensor(c.dt, xs, padded(xs, c.x_pad));
+  Tensor x = make_tensor(c.dt, xs, padded_strides(xs, c.x_pad));
   fill_wide(x, rnd);
-  Tensor separate = make_tensor(c.dt, os, padded(os, c.out_pad));
+  Tensor separate = make_tensor(c.dt, os, padded_strides(os, c.out_pad));
   Tensor out = c.in_place ? make_view(x, os, x.strides, 0) : std::move(separate);
 
   // Expected values from x as it is before the call (out may be x's first half).
@@ -125,14 +116,19 @@ void run_case(const ActCase& c, uint64_t seed) {
 
 TEST_CASE("activation: descriptor") {
   const kh::Kernel& k = activation_kernel();
-  CHECK(k.name() == "kernels-community/activation");
-  CHECK(k.version() == "1.0.0");
-  CHECK(k.variant() == KH_EXPECTED_CPU_VARIANT);
+  const std::string identity = std::string(k.name()) + " " + k.version() + " " + k.variant();
+  CHECK(identity == std::string("kernels-community/activation 1.0.0 ") + KH_EXPECTED_CPU_VARIANT);
   CHECK(kh_kernel_device_type(k.get()) == kDLCPU);
-  CHECK(k.op("silu_and_mul").schema() == "silu_and_mul(Tensor(a!) out, Tensor x) -> ()");
-  CHECK(k.op("gelu_and_mul").schema() == "gelu_and_mul(Tensor(a!) out, Tensor x) -> ()");
-  CHECK(k.op("gelu_tanh_and_mul").schema() == "gelu_tanh_and_mul(Tensor(a!) out, Tensor x) -> ()");
-  CHECK(k.op("fatrelu_and_mul").schema() == "fatrelu_and_mul(Tensor(a!) out, Tensor x, float threshold) -> ()");
+  // The op table in kernel.json's order, each schema exactly as kernel.json documents it.
+  const char* const schemas[] = {"silu_and_mul(Tensor(a!) out, Tensor x) -> ()",
+                                 "gelu_and_mul(Tensor(a!) out, Tensor x) -> ()",
+                                 "gelu_tanh_and_mul(Tensor(a!) out, Tensor x) -> ()",
+                                 "fatrelu_and_mul(Tensor(a!) out, Tensor x, float threshold) -> ()"};
+  REQUIRE(kh_kernel_num_ops(k.get()) == 4);
+  for (uint32_t i = 0; i < 4; ++i) {
+    CAPTURE(i);
+    CHECK(std::string(kh_op_schema(kh_kernel_op_at(k.get(), i))) == schemas[i]);
+  }
 }
 
 TEST_CASE("activation: values") {
@@ -202,12 +198,9 @@ TEST_CASE("activation: fatrelu's threshold is compared as a double") {
 }
 
 TEST_CASE("activation: bad arguments are refused and named, nothing written") {
-  const kh::Kernel& k = activation_kernel();
-  const kh::Op silu = k.op("silu_and_mul");
-  Random rnd(7);
-  Tensor x = make_tensor(Dt::bf16, {4, 256});
-  Tensor out = make_tensor(Dt::bf16, {4, 128});
-  rnd.fill(x);
+  const kh::Op silu = activation_kernel().op("silu_and_mul"), fat = activation_kernel().op("fatrelu_and_mul");
+  Tensor x = make_tensor(Dt::bf16, {4, 256}), out = make_tensor(Dt::bf16, {4, 128});
+  Random(7).fill(x);
   auto expect_bad = [&](const kh::Op& op, std::vector<kh_value> args, const char* arg_name) {
     CAPTURE(arg_name);
     CHECK(call(op, std::move(args)) == KH_ERROR_INVALID_ARGUMENT);
@@ -268,7 +261,6 @@ TEST_CASE("activation: bad arguments are refused and named, nothing written") {
     expect_bad(silu, {targ(og), targ(x)}, "out");
   }
   SUBCASE("threshold not finite, or not a float") {
-    const kh::Op fat = k.op("fatrelu_and_mul");
     expect_bad(fat, {targ(out), targ(x), kh::arg(std::nan(""))}, "threshold");
     expect_bad(fat, {targ(out), targ(x), kh::arg(std::numeric_limits<double>::infinity())}, "threshold");
     expect_bad(fat, {targ(out), targ(x), kh::arg(int64_t{1})}, "threshold");

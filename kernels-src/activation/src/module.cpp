@@ -5,7 +5,7 @@
 #include "activation_args.hpp"
 #include "activation_ops.hpp"
 #include "kh/kernel_abi.h"
-#include "kh_kernel/negotiate.hpp"
+#include "kh_kernel/module_desc.hpp"
 
 namespace kh_activation {
 namespace {
@@ -28,12 +28,7 @@ const kh_op_desc kOps[] = {
      &fatrelu_and_mul_invoke, kFatReluConstraints},
 };
 
-const kh_module_desc kModule = {sizeof(kh_module_desc), KH_ABI_VERSION, KH_PACKAGE_NAME, KH_PACKAGE_VERSION,
-                                KH_VARIANT_KEY, KH_DEVICE_TYPE, sizeof(kOps) / sizeof(kOps[0]), kOps};
-
 }  // namespace
 }  // namespace kh_activation
 
-extern "C" KH_KERNEL_EXPORT kh_status kh_kernel_negotiate(kh_negotiation* negotiation) {
-  return kh_kernels::negotiate(negotiation, &kh_activation::kModule);
-}
+KH_KERNEL_MODULE(kh_activation::kOps)

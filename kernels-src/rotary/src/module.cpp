@@ -3,7 +3,7 @@
 // variant and device type come from the build (kh_add_kernel_library). kernel.json documents
 // the same op with the same schema.
 #include "kh/kernel_abi.h"
-#include "kh_kernel/negotiate.hpp"
+#include "kh_kernel/module_desc.hpp"
 #include "rotary_args.hpp"
 #include "rotary_ops.hpp"
 
@@ -25,12 +25,7 @@ const kh_op_desc kOps[] = {
      &rotary_embedding_invoke, kRotaryConstraints},
 };
 
-const kh_module_desc kModule = {sizeof(kh_module_desc), KH_ABI_VERSION, KH_PACKAGE_NAME, KH_PACKAGE_VERSION,
-                                KH_VARIANT_KEY, KH_DEVICE_TYPE, sizeof(kOps) / sizeof(kOps[0]), kOps};
-
 }  // namespace
 }  // namespace kh_rotary
 
-extern "C" KH_KERNEL_EXPORT kh_status kh_kernel_negotiate(kh_negotiation* negotiation) {
-  return kh_kernels::negotiate(negotiation, &kh_rotary::kModule);
-}
+KH_KERNEL_MODULE(kh_rotary::kOps)

@@ -73,26 +73,27 @@ def outside_intact(base, views, before):
     return bool(torch.equal(base[~mask], before[~mask]))
 
 
-def expect_refused(res, op, target, case, fn, watched, status, arg):
-    """fn() must raise kh.Error with `status`, naming argument `arg`, and leave every tensor in
-    `watched` (pairs of tensor, clone before the call) untouched: no kernel ran."""
+def refusal_problems(fn, watched, status, arg):
+    """(problems, message) of a call that must be refused: fn() raises kh.Error with `status`
+    naming argument `arg`, and every (tensor, clone taken before) in `watched` is unchanged, so
+    no kernel ran. problems is empty when all of that holds."""
     try:
         fn()
     except kh.Error as e:
-        problems = []
-        if e.status != status:
-            problems.append(f"status {e.status_name}, expected {kh.Error(status, '').status_name}")
-        if arg and f"'{arg}'" not in e.message:
-            problems.append(f"message does not name '{arg}'")
         torch.cuda.synchronize()
-        if not all(torch.equal(t, before) for t, before in watched):
-            problems.append("a tensor was written (a kernel ran)")
-        res.add(op, target, "-", "bad args", case, not problems, detail="; ".join(problems) or str(e))
-        return
+        wrong_status = e.status != status
+        checks = ((wrong_status, f"status {e.status_name}, expected {kh.Error(status, '').status_name}"),
+                  (bool(arg) and f"'{arg}'" not in e.message, f"message does not name '{arg}'"),
+                  (not all(torch.equal(t, before) for t, before in watched), "a tensor was written (a kernel ran)"))
+        return [what for failed, what in checks if failed], str(e)
     except Exception as e:  # noqa: BLE001 - any other failure is a finding
-        res.add(op, target, "-", "bad args", case, False, detail=f"{type(e).__name__}: {e}")
-        return
-    res.add(op, target, "-", "bad args", case, False, detail="accepted; expected kh.Error")
+        return [f"{type(e).__name__}: {e}"], ""
+    return ["accepted; expected kh.Error"], ""
+
+
+def expect_refused(res, op, target, case, fn, watched, status, arg):
+    problems, message = refusal_problems(fn, watched, status, arg)
+    res.add(op, target, "-", "bad args", case, not problems, detail="; ".join(problems) or message)
 
 
 def capture(call):

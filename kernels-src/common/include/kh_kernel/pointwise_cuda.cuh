@@ -33,19 +33,15 @@ KH_PW_DEV float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
 // Two floats as one word of two 16-bit values (lo in the low half), each rounded to nearest
 // even: one cvt.rn.{bf16x2,f16x2}.f32 on sm80 and later.
 template <typename T>
-KH_PW_DEV uint32_t pack2_from_f32(float lo, float hi);
-template <>
-KH_PW_DEV uint32_t pack2_from_f32<__nv_bfloat16>(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+KH_PW_DEV uint32_t pack2_from_f32(float lo, float hi) {
   uint32_t w;
-  memcpy(&w, &v, 4);
-  return w;
-}
-template <>
-KH_PW_DEV uint32_t pack2_from_f32<__half>(float lo, float hi) {
-  const __half2 v = __floats2half2_rn(lo, hi);
-  uint32_t w;
-  memcpy(&w, &v, 4);
+  if constexpr (std::is_same_v<T, __half>) {
+    const __half2 v = __floats2half2_rn(lo, hi);
+    memcpy(&w, &v, 4);
+  } else {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    memcpy(&w, &v, 4);
+  }
   return w;
 }
 template <typename T>
@@ -70,31 +66,22 @@ KH_PW_DEV float rcp_approx(float x) {
   return y;
 }
 
-// Raw words of B bytes, and their loads and stores.
-template <int B>
-struct Word;
-template <>
-struct Word<2> { using type = unsigned short; };
-template <>
-struct Word<4> { using type = unsigned int; };
-template <>
-struct Word<8> { using type = uint2; };
-template <>
-struct Word<16> { using type = uint4; };
+// The 8- and 16-byte words pointwise_packs.inl moves data in (2 and 4 bytes: plain integers).
+using Raw8 = uint2;
+using Raw16 = uint4;
 
 // STREAM: data each element of which one thread reads once (ld.global.cs, evict-first: the
 // caches keep what is read again). Otherwise data many threads read (rotary's cos/sin rows,
 // positions): the read-only path (ld.global.nc), kept in L1.
-template <bool STREAM, int B>
-KH_PW_DEV typename Word<B>::type load_word(const void* p) {
-  using W = typename Word<B>::type;
+template <bool STREAM, typename W>
+KH_PW_DEV W load_word(const void* p) {
   if constexpr (STREAM) return __ldcs(static_cast<const W*>(p));
   else return __ldg(static_cast<const W*>(p));
 }
 // Outputs are written once and not read again by the op: st.global.cs.
-template <int B>
-KH_PW_DEV void store_word(void* p, typename Word<B>::type w) {
-  __stcs(static_cast<typename Word<B>::type*>(p), w);
+template <typename W>
+KH_PW_DEV void store_word(void* p, W w) {
+  __stcs(static_cast<W*>(p), w);
 }
 
 // The runtime's bound on a grid's x dimension: 2^31 - 1 blocks.

@@ -38,16 +38,13 @@ KH_PW_DEV uint32_t bf16_bits_rn(float v) {
   return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
 }
 
+// Two floats as one word of two 16-bit values (lo in the low half), each rounded to nearest even.
 template <typename T>
-KH_PW_DEV uint32_t pack2_from_f32(float lo, float hi);
-template <>
-KH_PW_DEV uint32_t pack2_from_f32<Bf16>(float lo, float hi) {
-  return bf16_bits_rn(lo) | (bf16_bits_rn(hi) << 16);
-}
-template <>
-KH_PW_DEV uint32_t pack2_from_f32<_Float16>(float lo, float hi) {  // v_cvt_f16_f32: round to nearest even
-  return static_cast<uint32_t>(__builtin_bit_cast(uint16_t, static_cast<_Float16>(lo))) |
-         (static_cast<uint32_t>(__builtin_bit_cast(uint16_t, static_cast<_Float16>(hi))) << 16);
+KH_PW_DEV uint32_t pack2_from_f32(float lo, float hi) {
+  if constexpr (std::is_same_v<T, Bf16>) return bf16_bits_rn(lo) | (bf16_bits_rn(hi) << 16);
+  else  // v_cvt_f16_f32 rounds to nearest even
+    return static_cast<uint32_t>(__builtin_bit_cast(uint16_t, static_cast<_Float16>(lo))) |
+           (static_cast<uint32_t>(__builtin_bit_cast(uint16_t, static_cast<_Float16>(hi))) << 16);
 }
 template <typename T>
 KH_PW_DEV T from_f32(float v);
@@ -68,30 +65,20 @@ inline float exp2_approx(float x) { return exp2f(x); }
 inline float rcp_approx(float x) { return 1.f / x; }
 #endif
 
-typedef uint32_t PwU32x2 __attribute__((ext_vector_type(2)));
-typedef uint32_t PwU32x4 __attribute__((ext_vector_type(4)));
-template <int B>
-struct Word;
-template <>
-struct Word<2> { using type = uint16_t; };
-template <>
-struct Word<4> { using type = uint32_t; };
-template <>
-struct Word<8> { using type = PwU32x2; };
-template <>
-struct Word<16> { using type = PwU32x4; };
+// The 8- and 16-byte words pointwise_packs.inl moves data in (2 and 4 bytes: plain integers).
+typedef uint32_t Raw8 __attribute__((ext_vector_type(2)));
+typedef uint32_t Raw16 __attribute__((ext_vector_type(4)));
 
 // STREAM: data each element of which one thread reads once: a non-temporal load (the
 // counterpart of CUDA's ld.global.cs). Otherwise data many threads read: a plain load.
-template <bool STREAM, int B>
-KH_PW_DEV typename Word<B>::type load_word(const void* p) {
-  using W = typename Word<B>::type;
+template <bool STREAM, typename W>
+KH_PW_DEV W load_word(const void* p) {
   if constexpr (STREAM) return __builtin_nontemporal_load(static_cast<const W*>(p));
   else return *static_cast<const W*>(p);
 }
-template <int B>
-KH_PW_DEV void store_word(void* p, typename Word<B>::type w) {
-  __builtin_nontemporal_store(w, static_cast<typename Word<B>::type*>(p));
+template <typename W>
+KH_PW_DEV void store_word(void* p, W w) {
+  __builtin_nontemporal_store(w, static_cast<W*>(p));
 }
 
 // HIP bounds a dimension's work-items (grid x block) by 2^32 - 1: blocks of up to 256 threads.

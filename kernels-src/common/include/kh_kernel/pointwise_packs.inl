@@ -4,7 +4,8 @@
 //   KH_PW_DEV                       the device-function prefix
 //   to_f32(T), from_f32<T>(float)   T is float, F16 or Bf16; round to nearest even
 //   pack2_from_f32<T>(lo, hi)       two 16-bit values rounded into one 32-bit word, lo first
-//   Word<B>, load_word<STREAM, B>, store_word<B>   B-byte words (2, 4, 8, 16) with a cache hint
+//   Raw8, Raw16                     the 8- and 16-byte words
+//   load_word<STREAM, W>(p), store_word<W>(p, w)   a word's load (streamed or read-only) and store
 // A pack of N * sizeof(T) bytes (a power of two up to 32) moves as words of at most 16 bytes:
 // 16 is the widest access sm80/sm90 and gfx942 issue.
 #if !defined(KH_PW_DEV)
@@ -15,6 +16,18 @@ namespace kh_pointwise {
 
 template <typename T>
 constexpr bool kIsBf16 = std::is_same_v<T, Bf16>;
+
+// The word of B bytes.
+template <int B>
+struct Word;
+template <>
+struct Word<2> { using type = uint16_t; };
+template <>
+struct Word<4> { using type = uint32_t; };
+template <>
+struct Word<8> { using type = Raw8; };
+template <>
+struct Word<16> { using type = Raw16; };
 
 template <typename E, int N>
 struct alignas(sizeof(E) * N > 16 ? 16 : sizeof(E) * N) Pack {
@@ -30,8 +43,8 @@ KH_PW_DEV Pack<E, N> load_pack(const E* p) {
   Pack<E, N> r;
 #pragma unroll
   for (int i = 0; i < kBytes / kWordBytes; ++i) {
-    const typename Word<kWordBytes>::type w =
-        load_word<STREAM, kWordBytes>(reinterpret_cast<const char*>(p) + i * kWordBytes);
+    using W = typename Word<kWordBytes>::type;
+    const W w = load_word<STREAM, W>(reinterpret_cast<const char*>(p) + i * kWordBytes);
     memcpy(reinterpret_cast<char*>(&r) + i * kWordBytes, &w, kWordBytes);
   }
   return r;
@@ -45,7 +58,7 @@ KH_PW_DEV void store_pack(E* p, const Pack<E, N>& v) {
   for (int i = 0; i < kBytes / kWordBytes; ++i) {
     typename Word<kWordBytes>::type w;
     memcpy(&w, reinterpret_cast<const char*>(&v) + i * kWordBytes, kWordBytes);
-    store_word<kWordBytes>(reinterpret_cast<char*>(p) + i * kWordBytes, w);
+    store_word(reinterpret_cast<char*>(p) + i * kWordBytes, w);
   }
 }
 

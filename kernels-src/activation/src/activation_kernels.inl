@@ -1,8 +1,8 @@
 // activation_kernels.inl: the GPU kernel of the activation ops, written once for CUDA
 // (cuda/activation_cuda.cuh, sm80 and sm90a) and HIP (hip/activation_hip.hpp, gfx942) against
 // the element-wise primitives (kh_kernel/pointwise_cuda.cuh or pointwise_hip.hpp, included
-// first), and its launcher (real GPU builds only; the host emulator of tests/hip/emulate runs
-// the kernel alone).
+// first), its thread layout, and its launchers (real GPU builds only: the host emulator of
+// tests/hip/emulate runs the kernel with the thread layout, without a GPU runtime).
 //
 //   out[r, i] = act(x[r, i]) * x[r, d + i],  computed in fp32, rounded to T once
 //

@@ -1,7 +1,8 @@
-// module.cpp: the activation module descriptor (op table, schemas, argument constraints) and
-// the library's one export, kh_kernel_negotiate. Shared by every backend; the name, version,
-// variant and device type come from the build (kh_add_kernel_library). kernel.json documents
-// the same ops, in the same order, with the same schemas.
+// module.cpp: the activation op table (names, schemas, argument constraints), and from it the
+// module descriptor and the library's one export, kh_kernel_negotiate (KH_KERNEL_MODULE).
+// Shared by every backend; name, version, variant and device type come from the build
+// (kh_add_kernel_library). kernel.json documents the same ops, in the same order, with the
+// same schemas.
 #include "activation_args.hpp"
 #include "activation_ops.hpp"
 #include "kh/kernel_abi.h"

@@ -1,7 +1,7 @@
-// module.cpp: the rotary module descriptor (op table, schema, argument constraints) and the
-// library's one export, kh_kernel_negotiate. Shared by every backend; the name, version,
-// variant and device type come from the build (kh_add_kernel_library). kernel.json documents
-// the same op with the same schema.
+// module.cpp: the rotary op table (name, schema, argument constraints), and from it the module
+// descriptor and the library's one export, kh_kernel_negotiate (KH_KERNEL_MODULE). Shared by
+// every backend; name, version, variant and device type come from the build
+// (kh_add_kernel_library). kernel.json documents the same op with the same schema.
 #include "kh/kernel_abi.h"
 #include "kh_kernel/module_desc.hpp"
 #include "rotary_args.hpp"

@@ -1,8 +1,9 @@
 // rotary_kernels.inl: the GPU kernel of rotary_embedding, written once for CUDA
 // (cuda/rotary_cuda.cuh, sm80 and sm90a) and HIP (hip/rotary_hip.hpp, gfx942) against the
 // element-wise primitives (kh_kernel/pointwise_cuda.cuh or pointwise_hip.hpp, included first),
-// and its launcher (real GPU builds only; the host emulator of tests/hip/emulate runs the
-// kernel alone). What it computes: rotary_args.hpp.
+// its path choice and thread layout, and its launchers (real GPU builds only: the host emulator
+// of tests/hip/emulate runs the kernel with the same layout, without a GPU runtime). What it
+// computes: rotary_args.hpp.
 //
 // Memory-bound: each rotated element is read and written once, in place; a token's cos/sin row
 // (r values) is read by every head. Design:

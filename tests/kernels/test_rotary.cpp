@@ -270,6 +270,15 @@ TEST_CASE("rotary: bad arguments are refused and named") {
     Tensor qs = make_tensor(Dt::bf16, {4, 8, 64}, {1024, 128, 2});
     expect_bad(args(targ(qs), K, P, C, N), "query");
   }
+  SUBCASE("query with a head of 2^30 elements (refused before any element is read)") {
+    Tensor qh = make_tensor(Dt::bf16, {1, 1, 64});
+    qh.shape = {1, 1, int64_t{1} << 30};
+    qh.strides = {int64_t{1} << 30, int64_t{1} << 30, 1};
+    qh.dl.shape = qh.shape.data();
+    qh.dl.strides = qh.strides.data();
+    expect_bad(args(targ(qh), K, P, C, N), "query");
+    CHECK(std::string(kh_last_error()).find("< 2^30") != std::string::npos);
+  }
   SUBCASE("query broadcast over tokens") {
     Tensor qb = make_view(q, {4, 8, 64}, {0, 64, 1}, 0);
     expect_bad(args(targ(qb), K, P, C, N), "query");

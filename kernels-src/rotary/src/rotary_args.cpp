@@ -39,6 +39,8 @@ kh_status parse_rotary_args(const kh_value* args, uint32_t nargs, const kh_call_
   KH_KERNEL_TRY(kh_kernels::check_dtype(c, "query", q, kRotaryDtypes));
   KH_KERNEL_TRY(check_rotated(c, "query", q));
   const int64_t tokens = q.size(0), head_size = q.size(2);
+  if (head_size > INT_MAX / 2)  // in-head offsets are 32-bit in the GPU kernels
+    return arg_error(c, "query", "head_size %lld must be < 2^30", (long long)head_size);
 
   KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kKey, "key", Presence::kOptional, &k));
   if (k.present()) {

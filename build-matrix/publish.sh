@@ -28,7 +28,8 @@ step() { printf '\n== publish: %s\n' "$*"; }
 
 # 1. The host tools: kernels, and the CPU kernel tests that take their libraries at run time.
 build="${KH_BUILD_DIR:-}"
-tests=(test_matrix_cpu_rms_norm test_matrix_cpu_layer_norm test_matrix_cpu_attention)
+tests=(test_matrix_cpu_rms_norm test_matrix_cpu_layer_norm test_matrix_cpu_attention test_matrix_cpu_activation
+       test_matrix_cpu_rotary)
 if [ -z "$build" ]; then
   build="$root/host"
   step "building kernels and the CPU kernel tests (Release) in $build"

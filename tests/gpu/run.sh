@@ -47,7 +47,7 @@ root="$(cd "$here/../.." && pwd)"
 cd "$root"
 
 ORG=kernels-community
-PKGS=(rms-norm layer-norm attention)
+PKGS=(rms-norm layer-norm attention activation rotary)
 GPU_TARGETS=(cuda-sm90a cuda-sm80)
 mode=run
 stage=".gpu-stage"

@@ -5,9 +5,9 @@
 #
 #   tests/hip/check_gfx942.sh [--build] <dir>
 #
-# <dir> holds the built libraries (libkh_{attention,rms_norm,layer_norm}_hip.so, found under it).
-# --build first configures kernels-src standalone into <dir> with -DKH_TARGET=rocm-gfx942 (if
-# not configured yet) and builds the three libraries (-j${KH_HIP_JOBS:-2}); the ctest
+# <dir> holds the built libraries (libkh_{attention,rms_norm,layer_norm,activation,rotary}_hip.so,
+# found under it). --build first configures kernels-src standalone into <dir> with
+# -DKH_TARGET=rocm-gfx942 (if not configured yet) and builds the five libraries (-j${KH_HIP_JOBS:-2}); the ctest
 # hip_gfx942_mfma runs it that way.
 #
 # For each library: `nm -D --defined-only` must list kh_kernel_negotiate alone, libamdhip64 must
@@ -18,8 +18,10 @@
 # counts AGPRs too (gfx942 allocates both from one 512-entry file; <= 256 allows 2 waves per
 # SIMD). Every attention_fwd kernel must contain v_mfma instructions, bf16 and f16 ones both, and
 # spill nothing; the attention_decode_paged kernels (memory-bound, on the vector ALUs: no MFMA)
-# must all be there (16 split + 2 combine); no kernel may use scratch memory (SGPR spills of the
-# norms and of the 8-row decode kernels go to VGPR lanes).
+# must all be there (16 split + 2 combine); the activation (4 ops x 3 dtypes x 16-byte / element
+# packs = 24) and rotary (3 dtypes x NeoX / GPT-J x 16-byte / element packs = 12) kernels must all
+# be there; no kernel may use scratch memory (SGPR spills of the norms and of the 8-row decode
+# kernels go to VGPR lanes).
 # Exit status: 0 pass, 1 fail, 77 skipped (no clang-19 / LLVM 19 tools: ctest reports a skip).
 set -uo pipefail
 
@@ -78,7 +80,8 @@ if [[ $build -eq 1 ]]; then
       { cat "$dir.configure.log"; echo "FAIL: configuring kernels-src for rocm-gfx942"; exit 1; }
   fi
   start=$(date +%s)
-  cmake --build "$dir" -j "${KH_HIP_JOBS:-2}" --target kh_attention_hip kh_rms_norm_hip kh_layer_norm_hip ||
+  cmake --build "$dir" -j "${KH_HIP_JOBS:-2}" --target kh_attention_hip kh_rms_norm_hip kh_layer_norm_hip \
+    kh_activation_hip kh_rotary_hip ||
     { echo "FAIL: building the rocm-gfx942 libraries"; exit 1; }
   echo "build: $(( $(date +%s) - start )) s"
 fi
@@ -127,7 +130,8 @@ kernel_table() {
     /^ *\.vgpr_spill_count:/ { vspill = $NF; print "M", name, vgpr, agpr, vspill, sspill, scratch, lds }'
 }
 
-libs=(attention rms_norm layer_norm)
+libs=(attention rms_norm layer_norm activation rotary)
+declare -A expected_kernels=([activation]=24 [rotary]=12)  # every instantiation of the element-wise packages
 total_mfma=0
 decode_kernels=0
 for pkg in "${libs[@]}"; do
@@ -176,6 +180,9 @@ for pkg in "${libs[@]}"; do
       END { for (i = 1; i <= n; ++i) if (order[i] in meta) print order[i], mfma[order[i]], meta[order[i]] }')
   done
   [[ $kernels -gt 0 ]] || fail "$pkg: no kernels in its code objects"
+  if [[ -n "${expected_kernels[$pkg]:-}" ]]; then
+    [[ $kernels -eq ${expected_kernels[$pkg]} ]] || fail "$pkg: $kernels kernels, expected ${expected_kernels[$pkg]}"
+  fi
   if [[ "$pkg" == attention ]]; then
     # 2 head dims x 2 dtypes x causal or not; bf16 and f16 MFMAs both present.
     [[ $((kernels - decode_kernels)) -eq 8 ]] ||

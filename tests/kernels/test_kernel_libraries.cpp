@@ -15,7 +15,8 @@
 
 namespace {
 
-const char* const kKernelLibs[] = {KH_RMS_NORM_CPU_LIB, KH_LAYER_NORM_CPU_LIB, KH_ATTENTION_CPU_LIB};
+const char* const kKernelLibs[] = {KH_RMS_NORM_CPU_LIB, KH_LAYER_NORM_CPU_LIB, KH_ATTENTION_CPU_LIB,
+                                   KH_ACTIVATION_CPU_LIB, KH_ROTARY_CPU_LIB};
 
 // stdout of a command, or nullopt-like empty + ok=false when it cannot run.
 std::string run(const std::string& cmd, bool* ok) {

@@ -37,7 +37,7 @@ Prints one table with each row's target and whether it was met, and writes the f
 not an error); 0 with SKIP where no CUDA device or PyTorch is present.
 
   python3 tests/bench/gpu_bench.py --hub file:///path/hub --cache /path/cache [--out DIR]
-      [--only attention|norms|decode|pointwise] [--reps N] [--quick]
+      [--only attention,norms,decode,pointwise] [--reps N] [--quick]
 (KH_LIBRARY names libkh.so; tests/gpu/run.sh sets everything up and runs this with --bench.)
 """
 import argparse
@@ -437,7 +437,8 @@ def main():
     ap.add_argument("--hub", default=os.environ.get("KH_HUB"), help="hub URL (default $KH_HUB)")
     ap.add_argument("--cache", default=os.environ.get("KH_CACHE"), help="cache folder (default $KH_CACHE)")
     ap.add_argument("--out", help="folder for gpu_bench.json")
-    ap.add_argument("--only", choices=("attention", "norms", "decode", "pointwise"))
+    ap.add_argument("--only", type=lambda v: set(v.split(",")), default=None,
+                    help="comma-separated parts: attention, norms, decode, pointwise (default: all)")
     ap.add_argument("--reps", type=int, default=30, help="timed calls per round (two rounds)")
     ap.add_argument("--quick", action="store_true", help="attention at s 1k and 4k only")
     args = ap.parse_args()
@@ -461,17 +462,17 @@ def main():
     print(f"ceilings: copy {result['ceilings']['copy_tbs']:.2f} TB/s (read + write), "
           f"bf16 matmul 8192^3 {result['ceilings']['matmul_tflops']:.0f} TFLOP/s")
     attn_rows, norm_rows, decode_rows = [], [], []
-    if args.only in (None, "norms"):
+    if args.only is None or "norms" in args.only:
         kernels = {pkg: load(pkg, "sm90a", args, variants) for pkg in ("rms-norm", "layer-norm")}
         norm_rows = bench_norms(kernels, args.reps, failures)
-    if args.only in (None, "attention"):
+    if args.only is None or "attention" in args.only:
         kernels = {t: load("attention", t, args, variants) for t in ("sm90a", "sm80")}
         attn_rows = bench_attention(kernels, max(10, args.reps * 2 // 3), args.quick, failures)
-    if args.only in (None, "decode"):
+    if args.only is None or "decode" in args.only:
         kernels = {t: load("attention", t, args, variants) for t in ("sm90a", "sm80")}
         decode_rows = bench_decode(kernels, max(20, args.reps), result["ceilings"]["copy_tbs"], failures)
     pointwise_rows = []
-    if args.only in (None, "pointwise"):
+    if args.only is None or "pointwise" in args.only:
         kernels = {t: load("activation", t, args, variants) for t in ("sm90a", "sm80")}
         pointwise_rows = bench_pointwise.bench_activation(kernels, args.reps, failures, Timing, rel_error)
         kernels = {t: load("rotary", t, args, variants) for t in ("sm90a", "sm80")}

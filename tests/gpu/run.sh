@@ -95,12 +95,16 @@ build_gpu_target() {  # $1: cuda-sm80 | cuda-sm90a -> $stage/kernels/$1/libkh_<p
   mkdir -p "$dst"
   if [[ -x build-matrix/build.sh ]]; then
     echo "(build-matrix/build.sh $target)"
-    build-matrix/build.sh "$target" "$b/out" || return 1
-    # It packs (after `kernels check-abi`); stage the checked library out of each archive.
+    # Built on the GPU machine for this run only: held to its own glibc, not the build image's.
+    local glibc=""
+    [[ $mode == run ]] && glibc="$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')"
+    KH_MATRIX_MAX_GLIBC="${glibc:-${KH_MATRIX_MAX_GLIBC:-}}" build-matrix/build.sh "$target" "$b/out" || return 1
+    # It checks (`kernels check-abi`) and packs each library it installs; stage those (a GPU
+    # machine may have no zstd to unpack the archives with).
     for pkg in "${PKGS[@]}"; do
-      local a; a="$(find "$b/out" -name "${ORG}__$pkg-*-cuda*-${target#cuda-}-*.tar.zst" | head -1)"
-      [[ -n "$a" ]] || { echo "build-matrix/build.sh made no $target archive of $pkg"; return 1; }
-      tar --zstd -xOf "$a" "lib/$(lib_name "$pkg" cuda)" > "$dst/$(lib_name "$pkg" cuda)" || return 1
+      local f; f="$(find "${KH_MATRIX_BUILD_ROOT:-$root/build/matrix}/$target/install/$pkg" -name "$(lib_name "$pkg" cuda)" | head -1)"
+      [[ -n "$f" ]] || { echo "build-matrix/build.sh installed no $target library of $pkg"; return 1; }
+      cp "$f" "$dst/" || return 1
     done
     return 0
   fi

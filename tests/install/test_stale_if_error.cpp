@@ -20,7 +20,7 @@
 #include "kh/registry/signed_metadata.hpp"
 #include "kh/registry/status_error.hpp"
 #include "../registry/test_util.hpp"
-#include "package_fetch.hpp"
+#include "kh/install/install.hpp"
 
 using namespace kh;
 using kh_test::FaultServer;
@@ -45,7 +45,8 @@ struct World {
   std::atomic<bool> failing{false};
   std::atomic<bool> stalling{false};
   std::unique_ptr<FaultServer> server;
-  loader::FetchOptions options;
+  install::Options options;
+  install::Settings settings;
 
   World() {
     hub_dir = dir + "/hub";
@@ -91,6 +92,14 @@ struct World {
     hub_id = hub->id();
   }
   ~World() { server.reset(); }
+  // One `kernels get`: a session of its own, resolve + install.
+  install::InstalledPackage get() {
+    install::Session session(settings, options, [](const std::vector<registry::VariantEntry>& builds,
+                                                   const std::string&, const std::string&) -> const registry::VariantEntry& {
+      return builds.front();  // the package has one build
+    });
+    return install::get(session, std::string(kRepo) + "@1");
+  }
   std::string cached_index() const {
     return cache_root + "/hubs/" + hub_id + "/" + registry::repo_index_path(kRepo);
   }
@@ -101,20 +110,20 @@ struct World {
 
 TEST_CASE("stale-if-error: a failing hub does not stop a get whose package and metadata are cached") {
   World w;
-  const loader::FetchedPackage first = loader::fetch_package(std::string(kRepo) + "@1", w.options);
+  const install::InstalledPackage first = w.get();
   CHECK(first.downloaded);
 
   SUBCASE("the hub answers 503: the cached, verified copy serves (with a warning)") {
     w.failing = true;
-    const loader::FetchedPackage again = loader::fetch_package(std::string(kRepo) + "@1", w.options);
+    const install::InstalledPackage again = w.get();
     CHECK_FALSE(again.downloaded);
     CHECK(again.sha256 == first.sha256);
   }
   SUBCASE("a hub that accepts and never answers costs the refresh timeout, not more") {
     w.stalling = true;
-    w.options.refresh_timeout_s = 1;
+    w.settings.refresh_timeout_s = 1;
     const auto t0 = std::chrono::steady_clock::now();
-    const loader::FetchedPackage again = loader::fetch_package(std::string(kRepo) + "@1", w.options);
+    const install::InstalledPackage again = w.get();
     const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     CHECK(again.sha256 == first.sha256);
     CHECK(took < 5);  // was: the whole transfer deadline per request, 155 s in the review
@@ -123,7 +132,7 @@ TEST_CASE("stale-if-error: a failing hub does not stop a get whose package and m
     const std::string lock = w.cache_root + "/hubs/" + w.hub_id + "/trust/.lock";
     REQUIRE(::unlink(lock.c_str()) == 0);
     registry::make_directories(lock);  // open(O_RDWR) fails, as on a read-only cache
-    const loader::FetchedPackage again = loader::fetch_package(std::string(kRepo) + "@1", w.options);
+    const install::InstalledPackage again = w.get();
     CHECK(again.sha256 == first.sha256);
   }
   SUBCASE("not past the grace") {
@@ -131,7 +140,7 @@ TEST_CASE("stale-if-error: a failing hub does not stop a get whose package and m
     const utimbuf old{std::time(nullptr) - 8 * 86400, std::time(nullptr) - 8 * 86400};
     REQUIRE(::utime(w.cached_index().c_str(), &old) == 0);
     try {
-      loader::fetch_package(std::string(kRepo) + "@1", w.options);
+      w.get();
       FAIL("a copy 8 days old was used");
     } catch (const StatusError& e) {
       CHECK(e.status() == KH_ERROR_NETWORK);
@@ -139,9 +148,9 @@ TEST_CASE("stale-if-error: a failing hub does not stop a get whose package and m
   }
   SUBCASE("grace 0 turns it off") {
     w.failing = true;
-    w.options.stale_grace_s = 0;
+    w.settings.stale_grace_s = 0;
     try {
-      loader::fetch_package(std::string(kRepo) + "@1", w.options);
+      w.get();
       FAIL("stale metadata was used with no grace");
     } catch (const StatusError& e) {
       CHECK(e.status() == KH_ERROR_NETWORK);
@@ -153,7 +162,7 @@ TEST_CASE("stale-if-error: a failing hub does not stop a get whose package and m
     text.insert(text.find('{') + 1, " ");
     std::ofstream(index, std::ios::binary | std::ios::trunc) << text;
     try {
-      loader::fetch_package(std::string(kRepo) + "@1", w.options);
+      w.get();
       FAIL("a tampered index was answered with the cached copy");
     } catch (const StatusError& e) {
       CHECK(e.status() == KH_ERROR_SIGNATURE);

@@ -86,6 +86,37 @@ void write_all(int fd, const void* data, size_t size, const std::string& what) {
   }
 }
 
+// Copies `from` to `to` (a new file), with the given mode, synced.
+void copy_file(const std::string& from, const std::string& to, mode_t mode) {
+  int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) fail_errno("cannot open '" + from + "'", errno);
+  int out = ::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  if (out < 0) {
+    int err = errno;
+    ::close(in);
+    fail_errno("cannot create '" + to + "'", err);
+  }
+  try {
+    char buf[1 << 16];
+    for (;;) {
+      ssize_t n = ::read(in, buf, sizeof buf);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        fail_errno("cannot read '" + from + "'", errno);
+      }
+      if (n == 0) break;
+      write_all(out, buf, static_cast<size_t>(n), "'" + to + "'");
+    }
+    if (::fchmod(out, mode) != 0 || ::fsync(out) != 0) fail_errno("cannot finish '" + to + "'", errno);
+  } catch (...) {
+    ::close(in);
+    ::close(out);
+    throw;
+  }
+  ::close(in);
+  ::close(out);
+}
+
 void fsync_directory(const std::string& dir) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) fail_errno("cannot open directory '" + dir + "' to sync it", errno);
@@ -364,21 +395,10 @@ std::string describe_process(long pid) {
 
 }  // namespace
 
-double lock_timeout_seconds() {
-  const char* v = std::getenv("KH_LOCK_TIMEOUT");
-  if (v == nullptr || *v == '\0') return kDefaultLockTimeoutSeconds;
-  char* end = nullptr;
-  errno = 0;
-  const double s = std::strtod(v, &end);
-  if (errno != 0 || end == v || *end != '\0' || !(s >= 0) || s > 1e9)
-    fail(KH_ERROR_INVALID_ARGUMENT, std::string("KH_LOCK_TIMEOUT='") + v +
-                                        "' must be a number of seconds (0 or more; e.g. 30, the default)");
-  return s;
-}
+FileLock::FileLock(const std::string& lock_path, double timeout_s) : FileLock(lock_path, LockPolicy{timeout_s, true}) {}
 
-FileLock::FileLock(const std::string& lock_path) : FileLock(lock_path, lock_timeout_seconds()) {}
-
-FileLock::FileLock(const std::string& lock_path, double timeout_s) {
+FileLock::FileLock(const std::string& lock_path, const LockPolicy& policy) {
+  const double timeout_s = policy.timeout_s;
   make_directories(detail::parent_path(lock_path));
   fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd_ < 0 && errno == EACCES)  // another user's cache: the same way out as a read-only one
@@ -420,8 +440,7 @@ FileLock::FileLock(const std::string& lock_path, double timeout_s) {
                   "); if it is hung, end it; then try again. To wait longer, set KH_LOCK_TIMEOUT=<seconds>",
               KH_ERROR_IO);
     }
-    const char* progress = std::getenv("KH_PROGRESS");
-    if (!told && now - start >= std::chrono::seconds(1) && (progress == nullptr || std::string_view(progress) != "0")) {
+    if (!told && now - start >= std::chrono::seconds(1) && policy.announce_wait) {
       told = true;
       const long pid = lock_holder(fd_);
       std::fprintf(stderr, "kh: waiting for the lock '%s', held by %s (up to %g s; KH_LOCK_TIMEOUT sets it)\n",

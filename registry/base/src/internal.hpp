@@ -41,6 +41,8 @@ std::string base_name(const std::string& path);
 
 // Writes all of `size` bytes, retrying on EINTR; throws KH_ERROR_IO naming `what`.
 void write_all(int fd, const void* data, size_t size, const std::string& what);
+// Copies `from` to `to` (a new file, O_EXCL), with the given mode, synced.
+void copy_file(const std::string& from, const std::string& to, mode_t mode);
 // fsync on a directory, so that a rename inside it survives a crash.
 void fsync_directory(const std::string& dir);
 

@@ -275,19 +275,8 @@ std::string with_context(const std::string& root, const Expected& want, const st
 
 }  // namespace
 
-Cache::Cache(std::string root) : root_(std::move(root)) {
+Cache::Cache(std::string root, LockPolicy locks) : root_(std::move(root)), locks_(locks) {
   while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
-}
-
-std::string Cache::default_root() {
-  auto env = [](const char* name) -> std::string {
-    const char* v = std::getenv(name);
-    return v != nullptr ? v : "";
-  };
-  if (std::string v = env("KH_CACHE"); !v.empty()) return v;
-  if (std::string v = env("XDG_CACHE_HOME"); !v.empty()) return v + "/kh";
-  if (std::string v = env("HOME"); !v.empty()) return v + "/.cache/kh";
-  fail(KH_ERROR_IO, "cannot find a cache directory: none of KH_CACHE, XDG_CACHE_HOME, HOME is set; set KH_CACHE");
 }
 
 namespace {
@@ -389,7 +378,7 @@ std::vector<std::string> Cache::ensure_packages(Hub& hub, const std::vector<Pack
   std::vector<std::unique_ptr<FileLock>> locks;
   std::map<std::string, Cleanup> downloaded;  // sha256 -> its verified blob in tmp/
   try {
-    for (const auto& [sha, idx] : missing) locks.push_back(std::make_unique<FileLock>(root_ + "/locks/" + sha + ".lock"));
+    for (const auto& [sha, idx] : missing) locks.push_back(std::make_unique<FileLock>(root_ + "/locks/" + sha + ".lock", locks_));
     // Under the locks: what no other process installed meanwhile, and whose blob the
     // cache lacks, is downloaded in one batch into tmp/.
     make_directories(tmp_root);
@@ -491,7 +480,7 @@ std::string Cache::install_archive(const std::string& archive_path, const std::s
     fail(KH_ERROR_INVALID_ARGUMENT, want.label() + ": '" + sha256 + "' is not a sha256 digest");
   if (auto dir = package_dir(sha256)) return *dir;
   return with_context(root_, want, [&] {
-    FileLock lock(root_ + "/locks/" + sha256 + ".lock");
+    FileLock lock(root_ + "/locks/" + sha256 + ".lock", locks_);
     if (auto dir = package_dir(sha256)) return *dir;
     auto fetch = [&](const std::string& tmp_blob) { copy_into(archive_path, tmp_blob, sha256); };
     return install_locked(root_, sha256, want, fetch, std::nullopt);

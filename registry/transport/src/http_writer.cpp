@@ -10,34 +10,40 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "http_exchange.hpp"
 #include "http_url.hpp"
 #include "internal.hpp"
 #include "kh/registry/http_options.hpp"
+#include "kh/registry/repo_index.hpp"
 #include "kh/registry/status_error.hpp"
+#include "publish_lease.hpp"
 
 namespace kh::registry::detail {
 namespace {
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? v : "";
-}
-
 size_t discard_body(char*, size_t size, size_t count, void*) { return size * count; }
 
-// An open file for CURLOPT_READDATA.
+// A PUT's body for CURLOPT_READDATA: an open file, or bytes in memory.
 struct Upload {
   int fd = -1;
+  const std::string* bytes = nullptr;
+  size_t at = 0;
   ~Upload() {
     if (fd >= 0) ::close(fd);
   }
   static size_t read(char* buf, size_t size, size_t count, void* self) {
-    int fd = static_cast<Upload*>(self)->fd;
+    auto* u = static_cast<Upload*>(self);
+    if (u->bytes != nullptr) {
+      const size_t n = std::min(size * count, u->bytes->size() - u->at);
+      std::memcpy(buf, u->bytes->data() + u->at, n);
+      u->at += n;
+      return n;
+    }
     for (;;) {
-      ssize_t n = ::read(fd, buf, size * count);
+      ssize_t n = ::read(u->fd, buf, size * count);
       if (n >= 0) return static_cast<size_t>(n);
       if (errno != EINTR) return CURL_READFUNC_ABORT;
     }
@@ -46,22 +52,7 @@ struct Upload {
 
 }  // namespace
 
-HttpWriteCredentials HttpWriteCredentials::from_environment(const HttpOptions& read_options) {
-  HttpWriteCredentials c;
-  c.user = env("KH_PUBLISH_USER");
-  c.password = env("KH_PUBLISH_PASSWORD");
-  if (!c.user.empty() && c.password.empty())
-    fail(KH_ERROR_INVALID_ARGUMENT, "KH_PUBLISH_USER is set but KH_PUBLISH_PASSWORD is not; set both for basic auth");
-  if (c.user.find(':') != std::string::npos)
-    fail(KH_ERROR_INVALID_ARGUMENT, "KH_PUBLISH_USER must not contain ':'");
-  c.bearer = env("KH_PUBLISH_TOKEN");
-  if (c.bearer.empty()) c.bearer = read_options.token;
-  if (c.bearer.find_first_of("\r\n") != std::string::npos)
-    fail(KH_ERROR_INVALID_ARGUMENT, "the publish token contains a line break");
-  return c;
-}
-
-HttpWriter::HttpWriter(const std::string& hub_url, HttpOptions options, HttpWriteCredentials credentials)
+HttpWriter::HttpWriter(const std::string& hub_url, HttpOptions options, WriteCredentials credentials)
     : url_(strip_slashes(hub_url)), opt_(std::move(options)), cred_(std::move(credentials)) {
   auto parts = parse_url(url_);
   if (!parts || (parts->scheme != "http" && parts->scheme != "https") || parts->has_user || parts->has_query ||
@@ -75,22 +66,26 @@ HttpWriter::HttpWriter(const std::string& hub_url, HttpOptions options, HttpWrit
 HttpWriter::~HttpWriter() { curl_easy_cleanup(static_cast<CURL*>(easy_)); }
 
 std::optional<uint64_t> HttpWriter::remote_size(const std::string& rel) {
-  Result r = request("HEAD", rel, "");
+  Result r = request("HEAD", rel, {});
   if (r.status == 404 || r.status == 410) return std::nullopt;
   if (r.content_length < 0) return std::nullopt;  // unknown size: upload again to be sure
   return static_cast<uint64_t>(r.content_length);
 }
 
-void HttpWriter::put(const std::string& rel, const std::string& local_path) { request("PUT", rel, local_path); }
+void HttpWriter::put(const std::string& rel, const std::string& local_path) { request("PUT", rel, Body{local_path}); }
 
-void HttpWriter::remove(const std::string& rel) { request("DELETE", rel, ""); }
+void HttpWriter::put_bytes(const std::string& rel, const std::string& bytes) {
+  request("PUT", rel, Body{"", &bytes});
+}
 
-HttpWriter::Result HttpWriter::request(const char* method, const std::string& rel, const std::string& local_path) {
+void HttpWriter::remove(const std::string& rel) { request("DELETE", rel, {}); }
+
+HttpWriter::Result HttpWriter::request(const char* method, const std::string& rel, const Body& body) {
   if (!is_safe_relative_path(rel)) fail(KH_ERROR_INVALID_ARGUMENT, "'" + rel + "' is not a safe relative path");
   const std::string url = url_ + "/" + encode_path(rel);
   const std::string shown = std::string(method) + " " + sanitize_url(url);
   for (int failures = 1;; ++failures) {
-    Result r = attempt(method, url, local_path);
+    Result r = attempt(method, url, body);
     std::string why;
     if (r.status == 0) {
       why = "connection failed";
@@ -123,7 +118,7 @@ HttpWriter::Result HttpWriter::request(const char* method, const std::string& re
   }
 }
 
-HttpWriter::Result HttpWriter::attempt(const char* method, const std::string& url, const std::string& local_path) {
+HttpWriter::Result HttpWriter::attempt(const char* method, const std::string& url, const Body& body) {
   CURL* e = static_cast<CURL*>(easy_);
   curl_easy_reset(e);
   char errbuf[CURL_ERROR_SIZE] = {0};
@@ -153,14 +148,21 @@ HttpWriter::Result HttpWriter::attempt(const char* method, const std::string& ur
   if (m == "HEAD") {
     curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
   } else if (m == "PUT") {
-    upload.fd = ::open(local_path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (upload.fd < 0) fail_errno("cannot open '" + local_path + "' to upload it", errno);
-    struct stat st {};
-    if (::fstat(upload.fd, &st) != 0) fail_errno("cannot stat '" + local_path + "'", errno);
+    curl_off_t size = 0;
+    if (body.bytes != nullptr) {
+      upload.bytes = body.bytes;
+      size = static_cast<curl_off_t>(body.bytes->size());
+    } else {
+      upload.fd = ::open(body.local_path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (upload.fd < 0) fail_errno("cannot open '" + body.local_path + "' to upload it", errno);
+      struct stat st {};
+      if (::fstat(upload.fd, &st) != 0) fail_errno("cannot stat '" + body.local_path + "'", errno);
+      size = static_cast<curl_off_t>(st.st_size);
+    }
     curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
     curl_easy_setopt(e, CURLOPT_READFUNCTION, &Upload::read);
     curl_easy_setopt(e, CURLOPT_READDATA, &upload);
-    curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(st.st_size));
+    curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, size);
   } else {
     curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
   }
@@ -182,3 +184,55 @@ HttpWriter::Result HttpWriter::attempt(const char* method, const std::string& ur
 }
 
 }  // namespace kh::registry::detail
+
+// ---- The http backend's write half ----
+
+namespace kh::registry {
+namespace {
+
+class HttpHubWriter final : public HubWriter {
+ public:
+  HttpHubWriter(const std::string& url, const HubAccess& access)
+      : reader_(open_http_hub(url, access.http)),
+        writer_(reader_->url(), access.http, with_read_token(access)),
+        lease_(access.lease) {}
+  const std::string& url() const override { return reader_->url(); }
+  Hub& reader() override { return *reader_; }
+
+  bool has_blob(const std::string& sha256, uint64_t size) override {
+    return writer_.remote_size(blob_path(sha256)) == size;  // content-addressed: same name and size, same bytes
+  }
+  void put_blob(const std::string& sha256, uint64_t size, const std::string& archive_path) override {
+    (void)size;
+    writer_.put(blob_path(sha256), archive_path);
+  }
+  void put_metadata(const std::string& rel, const std::string& bytes) override { writer_.put_bytes(rel, bytes); }
+  void remove_metadata(const std::string& rel) override { writer_.remove(rel); }
+  // A web server offers no lock: a lease file in the hub, taken as detail::acquire_lease says.
+  std::unique_ptr<PublishLock> lock_publishers(const std::string& who) override {
+    return detail::acquire_lease(*this, who, lease_);
+  }
+
+ private:
+  // Uploads default to the hub's read token as bearer when no write credentials are set.
+  static WriteCredentials with_read_token(const HubAccess& access) {
+    WriteCredentials c = access.write;
+    if (c.user.empty() && c.bearer.empty()) c.bearer = access.http.token;
+    if (c.bearer.find_first_of("\r\n") != std::string::npos)
+      fail(KH_ERROR_INVALID_ARGUMENT, "the publish token contains a line break");
+    if (c.user.find(':') != std::string::npos) fail(KH_ERROR_INVALID_ARGUMENT, "the publish user name must not contain ':'");
+    return c;
+  }
+
+  std::unique_ptr<Hub> reader_;
+  detail::HttpWriter writer_;
+  LeaseTiming lease_;
+};
+
+}  // namespace
+
+std::unique_ptr<HubWriter> open_http_hub_writer(const std::string& url, const HubAccess& access) {
+  return std::make_unique<HttpHubWriter>(url, access);
+}
+
+}  // namespace kh::registry

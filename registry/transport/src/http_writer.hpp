@@ -1,29 +1,20 @@
-// Writing to an http(s) hub for `kernels publish`: HEAD, PUT and DELETE of single files,
-// as a WebDAV-enabled server (nginx: dav_methods PUT DELETE) or an object store accepts
-// them. Internal to the registry (publish_http.cpp).
+// Writing to an http(s) hub (the write half of the http backend): HEAD, PUT and DELETE of
+// single files, as a WebDAV-enabled server (nginx: dav_methods PUT DELETE) or an object
+// store accepts them. Internal to the registry; open_hub_writer() hands out its HubWriter.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
-#include "kh/registry/http_options.hpp"
+#include "kh/registry/hub_schemes.hpp"
 
 namespace kh::registry::detail {
-
-// How uploads authenticate. Sent only to the hub's own origin: uploads never follow redirects.
-struct HttpWriteCredentials {
-  std::string bearer;          // "Authorization: Bearer <bearer>"
-  std::string user, password;  // HTTP basic auth, when user is not empty
-  // From the environment: KH_PUBLISH_USER + KH_PUBLISH_PASSWORD (basic), else
-  // KH_PUBLISH_TOKEN, else the hub's read token (KH_TOKEN or the config file) as bearer.
-  static HttpWriteCredentials from_environment(const HttpOptions& read_options);
-};
 
 class HttpWriter {
  public:
   // Throws StatusError(KH_ERROR_INVALID_ARGUMENT) for a URL open_http_hub would refuse.
-  HttpWriter(const std::string& hub_url, HttpOptions options, HttpWriteCredentials credentials);
+  HttpWriter(const std::string& hub_url, HttpOptions options, WriteCredentials credentials);
   ~HttpWriter();
   HttpWriter(const HttpWriter&) = delete;
   HttpWriter& operator=(const HttpWriter&) = delete;
@@ -32,6 +23,8 @@ class HttpWriter {
   std::optional<uint64_t> remote_size(const std::string& rel);
   // Uploads a local file to rel (the server creates the folders).
   void put(const std::string& rel, const std::string& local_path);
+  // Uploads bytes to rel.
+  void put_bytes(const std::string& rel, const std::string& bytes);
   // Deletes rel; a file already gone is fine.
   void remove(const std::string& rel);
 
@@ -41,12 +34,17 @@ class HttpWriter {
     int64_t content_length = -1;
   };
   // One request, retried on transient failures; throws on final ones.
-  Result request(const char* method, const std::string& rel, const std::string& local_path);
-  Result attempt(const char* method, const std::string& url, const std::string& local_path);
+  // A PUT's body: a local file, or bytes in memory.
+  struct Body {
+    std::string local_path;
+    const std::string* bytes = nullptr;
+  };
+  Result request(const char* method, const std::string& rel, const Body& body);
+  Result attempt(const char* method, const std::string& url, const Body& body);
 
   std::string url_;
   HttpOptions opt_;
-  HttpWriteCredentials cred_;
+  WriteCredentials cred_;
   void* easy_ = nullptr;  // a CURL easy handle (curl.h stays inside http_writer.cpp)
 };
 

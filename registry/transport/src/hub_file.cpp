@@ -1,5 +1,5 @@
-// file:// hubs (a hub tree on a local or mounted filesystem) and open_hub(), which picks
-// the Hub implementation for a URL.
+// file:// hubs: a hub tree on a local or mounted filesystem, read (FileHub) and written
+// (FileHubWriter: files through a temp name and a rename, under the hub's publish lock).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -7,8 +7,8 @@
 #include <cerrno>
 
 #include "kh/registry/fs.hpp"
-#include "kh/registry/http_options.hpp"
 #include "kh/registry/hub.hpp"
+#include "kh/registry/hub_schemes.hpp"
 #include "kh/registry/repo_index.hpp"
 #include "kh/registry/sha256.hpp"
 #include "kh/registry/status_error.hpp"
@@ -90,31 +90,92 @@ class FileHub final : public Hub {
 
 }  // namespace
 
-void Hub::rewind_for_restart(const BlobRequest& b) {
-  const off_t end = ::lseek(b.out_fd, 0, SEEK_CUR);
-  const off_t start = end - static_cast<off_t>(b.resume_from);
-  if (end < 0 || start < 0 || ::ftruncate(b.out_fd, start) != 0 || ::lseek(b.out_fd, start, SEEK_SET) != start)
-    detail::fail_errno("cannot rewind the partial download of sha256:" + b.sha256, errno);
-}
 
-std::unique_ptr<Hub> open_hub(const std::string& url) {
+namespace {
+
+// "file:///abs/path" (or "file://localhost/abs/path") -> "/abs/path", without trailing '/'.
+std::string file_hub_root(const std::string& url) {
   constexpr std::string_view kFile = "file://";
-  if (url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0)
-    return open_http_hub(url, http_options_from_environment(url));
-  if (url.compare(0, kFile.size(), kFile) != 0) {
-    const size_t colon = url.find("://");
-    const std::string scheme = colon == std::string::npos ? "" : url.substr(0, colon);
-    fail(KH_ERROR_INVALID_ARGUMENT,
-         "hub URL '" + url + "': " + (scheme.empty() ? "no scheme" : "kh cannot read " + scheme + ":// hubs") +
-             "; kh reads file:///absolute/path, http://host/path and https://host/path hubs" +
-             (colon == std::string::npos && !url.empty() && url[0] == '/' ? " (did you mean file://" + url + "?)" : ""));
-  }
   std::string path = url.substr(kFile.size());
   if (path.rfind("localhost/", 0) == 0) path = path.substr(9);
   if (path.empty() || path[0] != '/')
     fail(KH_ERROR_INVALID_ARGUMENT, "hub URL '" + url + "': a file:// URL needs an absolute path, e.g. file:///srv/hub");
   while (path.size() > 1 && path.back() == '/') path.pop_back();
-  return std::make_unique<FileHub>(path);
+  return path;
+}
+
+// Writes go through a temp name and a rename (a reader sees the old file or the new one),
+// blobs are checked against their digest on the way in, and publishers take the hub's
+// flock (.kh-publish.lock), which every kh on this filesystem honours.
+class FileHubWriter final : public HubWriter {
+ public:
+  FileHubWriter(const std::string& root, const LockPolicy& locks)
+      : root_(root), reader_(std::make_unique<FileHub>(root)), locks_(locks) {}
+  const std::string& url() const override { return reader_->url(); }
+  Hub& reader() override { return *reader_; }
+  bool is_local() const override { return true; }
+
+  // A blob already there is kept if it hashes right (else put_blob replaces it).
+  bool has_blob(const std::string& sha256, uint64_t size) override {
+    const std::string path = root_ + "/" + blob_path(sha256);
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || static_cast<uint64_t>(st.st_size) != size) return false;
+    return sha256_file_hex(path) == sha256;
+  }
+  void put_blob(const std::string& sha256, uint64_t size, const std::string& archive_path) override {
+    (void)size;
+    const std::string blob = root_ + "/" + blob_path(sha256);
+    make_directories(detail::parent_path(blob));
+    const std::string tmp = temp_sibling(blob);
+    try {
+      detail::copy_file(archive_path, tmp, 0644);
+      if (sha256_file_hex(tmp) != sha256)
+        fail(KH_ERROR_IO, "publish: '" + archive_path + "' changed while it was being published; publish again");
+      if (::rename(tmp.c_str(), blob.c_str()) != 0) detail::fail_errno("cannot rename '" + tmp + "' to '" + blob + "'", errno);
+    } catch (...) {
+      ::unlink(tmp.c_str());
+      throw;
+    }
+    detail::fsync_directory(detail::parent_path(blob));
+  }
+  void put_metadata(const std::string& rel, const std::string& bytes) override {
+    write_file_atomic(safe_path(rel), bytes);
+  }
+  void remove_metadata(const std::string& rel) override {
+    const std::string path = safe_path(rel);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) detail::fail_errno("cannot remove '" + path + "'", errno);
+  }
+  std::unique_ptr<PublishLock> lock_publishers(const std::string& who) override {
+    (void)who;  // the holder's pid goes into the lock file; FileLock names it to whoever waits
+    make_directories(root_);
+    return std::make_unique<Held>(root_ + "/.kh-publish.lock", locks_);
+  }
+
+ private:
+  struct Held final : PublishLock {
+    Held(const std::string& path, const LockPolicy& locks) : lock(path, locks) {}
+    void check_held() override {}  // a flock stays ours until we let it go
+    FileLock lock;
+  };
+  std::string safe_path(const std::string& rel) const {
+    if (!detail::is_safe_relative_path(rel))
+      fail(KH_ERROR_INVALID_ARGUMENT, "hub " + url() + ": '" + rel + "' is not a safe relative path");
+    return root_ + "/" + rel;
+  }
+  std::string root_;
+  std::unique_ptr<Hub> reader_;
+  LockPolicy locks_;
+};
+
+}  // namespace
+
+std::unique_ptr<Hub> open_file_hub(const std::string& url, const HubAccess& access) {
+  (void)access;
+  return std::make_unique<FileHub>(file_hub_root(url));
+}
+
+std::unique_ptr<HubWriter> open_file_hub_writer(const std::string& url, const HubAccess& access) {
+  return std::make_unique<FileHubWriter>(file_hub_root(url), access.locks);
 }
 
 }  // namespace kh::registry

@@ -271,9 +271,9 @@ class HttpHub final : public Hub {
       may_bring_ = may_bring;
       double limit_s = transfer_s_;
       by_operation_ = false;
-      if (hub_.op_deadline_ != std::chrono::steady_clock::time_point::max()) {
+      if (hub_.deadline() != std::chrono::steady_clock::time_point::max()) {
         const double left =
-            std::chrono::duration<double>(hub_.op_deadline_ - std::chrono::steady_clock::now()).count();
+            std::chrono::duration<double>(hub_.deadline() - std::chrono::steady_clock::now()).count();
         if (left <= 0) fail_operation_deadline();
         if (left < limit_s) {
           limit_s = left;
@@ -349,7 +349,7 @@ class HttpHub final : public Hub {
       url_ = start_;  // a retry starts from the hub again (a redirect target may be what failed)
       hops_ = 0;
       const std::chrono::milliseconds delay = hub_.retry_delay(failures_, retry_after_s);
-      if (std::chrono::steady_clock::now() + delay >= hub_.op_deadline_) fail_operation_deadline(why);
+      if (std::chrono::steady_clock::now() + delay >= hub_.deadline()) fail_operation_deadline(why);
       // A wait the user can see, on a terminal: which host, what failed, when the next try is.
       if (hub_.show_progress())
         std::fprintf(stderr, "kh: %s: %s; attempt %d of %d failed, next try in %s s\n", hub_.parts_.origin().c_str(),
@@ -359,10 +359,12 @@ class HttpHub final : public Hub {
     }
 
     [[noreturn]] void fail_operation_deadline(const std::string& last = "") const {
+      const bool limited = hub_.limit_ < hub_.op_deadline_;
+      const std::string setting = limited ? hub_.limit_setting_ : "KH_OPERATION_TIMEOUT";
       fail(KH_ERROR_NETWORK, "GET " + sanitize_url(url_) + ": the operation's deadline of " +
-                                 seconds(hub_.opt_.operation_timeout_s) + " s (KH_OPERATION_TIMEOUT) passed" +
-                                 (last.empty() ? "" : " (last failure: " + last + ")") +
-                                 "; the hub is too slow or not answering. Try again later, or raise KH_OPERATION_TIMEOUT");
+                                 seconds(limited ? hub_.limit_s_ : hub_.opt_.operation_timeout_s) + " s (" + setting +
+                                 ") passed" + (last.empty() ? "" : " (last failure: " + last + ")") +
+                                 "; the hub is too slow or not answering. Try again later, or raise " + setting);
     }
 
     static std::string seconds(double s) {
@@ -571,6 +573,19 @@ class HttpHub final : public Hub {
 
   std::string safe_url() const { return sanitize_url(url_); }
 
+ public:
+  void set_deadline_limit(double seconds_from_now, const std::string& setting) override {
+    limit_ = std::chrono::steady_clock::now() +
+             std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds_from_now));
+    limit_s_ = seconds_from_now;
+    limit_setting_ = setting;
+  }
+  void clear_deadline_limit() override { limit_ = std::chrono::steady_clock::time_point::max(); }
+
+ private:
+  // Every request ends by the operation's deadline, or the scoped limit if that is sooner.
+  std::chrono::steady_clock::time_point deadline() const { return std::min(op_deadline_, limit_); }
+
   std::string url_;
   UrlParts parts_;
   HttpOptions opt_;
@@ -579,6 +594,9 @@ class HttpHub final : public Hub {
   std::vector<CURL*> blob_easies_;     // one per parallel blob transfer, kept for reuse
   std::mt19937 rng_;
   std::chrono::steady_clock::time_point op_deadline_;  // max(): none
+  std::chrono::steady_clock::time_point limit_ = std::chrono::steady_clock::time_point::max();  // set_deadline_limit
+  double limit_s_ = 0;
+  std::string limit_setting_;
 };
 
 }  // namespace

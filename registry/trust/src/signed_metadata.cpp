@@ -1,6 +1,6 @@
 // Verified hub metadata: the client's root chain and rollback state in the cache,
-// verified index fetches (online and from the cache), and the publisher's side for
-// file:// hubs. See signed_metadata.hpp and docs/trust.md.
+// verified index fetches (online and from the cache), and key files. The publisher's side
+// (roots, index signatures) is publish/src/hub_roots.cpp. See docs/trust.md.
 #include "kh/registry/signed_metadata.hpp"
 
 #include <fcntl.h>
@@ -17,7 +17,6 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
-#include "file_hub_signing.hpp"
 #include "internal.hpp"
 #include "kh/registry/fs.hpp"
 #include "kh/registry/hub_directory.hpp"
@@ -32,11 +31,6 @@ constexpr uint64_t kMaxIndexBytes = 64u << 20;
 constexpr uint64_t kMaxKeyFileBytes = 16u << 10;
 constexpr uint64_t kMaxStateBytes = 64u << 10;
 constexpr uint64_t kMaxRootUpdates = 1024;  // a hub cannot keep a client walking forever
-
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' && std::string(v) != "0";
-}
 
 int64_t now_or(const TrustOptions& o) { return o.now != 0 ? o.now : static_cast<int64_t>(std::time(nullptr)); }
 
@@ -144,15 +138,6 @@ void check_index(const RepoIndex& index, const std::string& repo, const std::str
                                 "serving stale metadata; ask its operator, and do not work around this");
 }
 
-std::optional<std::string> fetch_optional(Hub& hub, const std::string& rel, uint64_t max_bytes) {
-  try {
-    return hub.fetch_metadata(rel, max_bytes);
-  } catch (const StatusError& e) {
-    if (e.status() == KH_ERROR_NOT_FOUND) return std::nullopt;
-    throw;
-  }
-}
-
 // The index, fetched conditionally: when the cache holds a copy with an ETag (and, for a
 // signed hub, its signature), a 304 answer returns that copy, which is then verified like
 // a fresh one. Saves the transfer, never the verification.
@@ -212,17 +197,10 @@ void minisign_cleanse(std::string& s) {
 
 }  // namespace
 
-TrustOptions TrustOptions::from_environment() {
-  TrustOptions o;
-  o.allow_unsigned = env_flag("KH_ALLOW_UNSIGNED");
-  o.allow_expired = env_flag("KH_ALLOW_EXPIRED");
-  return o;
-}
-
 // ---- TrustStore ----
 
 TrustStore::TrustStore(const Cache& cache, std::string hub_id)
-    : dir_(cache.root() + "/hubs/" + safe_hub_id(hub_id) + "/trust") {}
+    : dir_(cache.root() + "/hubs/" + safe_hub_id(hub_id) + "/trust"), locks_(cache.locks()) {}
 
 std::optional<RootMetadata> TrustStore::trusted_root() const {
   const std::string root_dir = dir_ + "/root";
@@ -247,7 +225,7 @@ std::optional<RootMetadata> TrustStore::trusted_root() const {
 RootMetadata TrustStore::pin_root(std::string_view root_text, std::string_view source, bool replace) {
   RootMetadata root = parse_root(root_text, source);
   verify_root_self_signed(root, source);
-  FileLock lock(dir_ + "/.lock");
+  FileLock lock(dir_ + "/.lock", locks_);
   const std::string root_dir = dir_ + "/root";
   std::vector<uint64_t> versions = root_versions_in(root_dir);
   if (!versions.empty()) {
@@ -266,7 +244,7 @@ RootMetadata TrustStore::pin_root(std::string_view root_text, std::string_view s
 }
 
 RootMetadata TrustStore::update_root(Hub& hub) {
-  FileLock lock(dir_ + "/.lock");
+  FileLock lock(dir_ + "/.lock", locks_);
   std::optional<RootMetadata> trusted = trusted_root();
   if (!trusted) {
     require_kh_hub(hub);  // a wrong URL is a wrong URL, not a trust problem
@@ -274,7 +252,7 @@ RootMetadata TrustStore::update_root(Hub& hub) {
   }
   for (uint64_t step = 0; step < kMaxRootUpdates; ++step) {
     const std::string rel = "root/" + root_name(trusted->version + 1);
-    std::optional<std::string> text = fetch_optional(hub, rel, kMaxRootBytes);
+    std::optional<std::string> text = fetch_metadata_if_present(hub, rel, kMaxRootBytes);
     if (!text) return *trusted;
     const std::string source = rel + " from " + hub.url();
     RootMetadata next = parse_root(*text, source);
@@ -359,7 +337,7 @@ RepoIndex fetch_verified_index(Hub& hub, Cache& cache, const std::string& repo, 
     etag = std::move(fetched.etag);
     not_modified = fetched.not_modified;
     std::optional<std::string> sig = fetched.cached_minisig;
-    if (!sig) sig = fetch_optional(hub, rel + ".minisig", kMaxSignatureFileBytes);
+    if (!sig) sig = fetch_metadata_if_present(hub, rel + ".minisig", kMaxSignatureFileBytes);
     if (!sig)
       fail(KH_ERROR_SIGNATURE, source + " has no signature (" + rel + ".minisig): the hub's operator must publish "
                                         "with a signing key (`kernels publish --key`)");
@@ -367,7 +345,7 @@ RepoIndex fetch_verified_index(Hub& hub, Cache& cache, const std::string& repo, 
     if (fetched.cached_minisig)
       sigs = root.index_role.threshold > 1 ? fetched.cached_sigs : std::nullopt;
     else
-      sigs = root.index_role.threshold > 1 ? fetch_optional(hub, rel + ".sigs", kMaxSignatureFileBytes) : std::nullopt;
+      sigs = root.index_role.threshold > 1 ? fetch_metadata_if_present(hub, rel + ".sigs", kMaxSignatureFileBytes) : std::nullopt;
     try {
       verify_index_signatures(root, text, index_signature_entries(minisig, sigs, rel, " from " + hub.url()), source);
       if (not_modified) parse_repo_index(text, source);  // parsed again below; a damaged copy fails here
@@ -383,7 +361,7 @@ RepoIndex fetch_verified_index(Hub& hub, Cache& cache, const std::string& repo, 
     }
   }
   RepoIndex index = parse_repo_index(text, source);
-  FileLock lock(store.dir() + "/.lock");
+  FileLock lock(store.dir() + "/.lock", cache.locks());
   check_index(index, repo, source, store, options);
   if (not_modified) {
     // The cache holds exactly these bytes and signatures: only their age restarts (no
@@ -443,90 +421,7 @@ std::optional<RepoIndex> load_verified_cached_index(const Cache& cache, const st
   }
 }
 
-// ---- Publisher side ----
-
-std::optional<RootMetadata> latest_root_in_file_hub(const std::string& hub_dir) {
-  std::vector<uint64_t> versions = root_versions_in(hub_dir + "/root");
-  if (versions.empty()) return std::nullopt;
-  const std::string path = hub_dir + "/root/" + root_name(versions.back());
-  RootMetadata root = parse_root(read_regular_file(path, kMaxRootBytes), path);
-  if (root.version != versions.back())
-    fail(KH_ERROR_BAD_METADATA, path + " holds root version " + std::to_string(root.version));
-  return root;
-}
-
-RootMetadata write_next_root_to_file_hub(const std::string& hub_dir, RootSpec spec,
-                                         const std::vector<minisign::SecretKey>& signers) {
-  if (signers.empty()) fail(KH_ERROR_INVALID_ARGUMENT, "a root must be signed: give at least one secret key");
-  make_directories(hub_dir);
-  FileLock lock(hub_dir + "/.kh-publish.lock");
-  std::optional<RootMetadata> prev = latest_root_in_file_hub(hub_dir);
-  spec.version = prev ? prev->version + 1 : 1;
-  const std::string text = make_root(spec, signers);
-  const std::string rel = "root/" + root_name(spec.version);
-  RootMetadata next = parse_root(text, rel);
-  if (prev) {
-    verify_root_update(*prev, next, "the new " + rel);
-  } else {
-    verify_root_self_signed(next, "the new " + rel);
-  }
-  write_file_atomic(hub_dir + "/" + rel, text);
-  return next;
-}
-
-bool detail::check_index_signers(const std::string& hub_dir, const std::vector<minisign::SecretKey>& signers) {
-  std::optional<RootMetadata> root = latest_root_in_file_hub(hub_dir);
-  if (!root) return false;
-  if (signers.empty())
-    fail(KH_ERROR_SIGNATURE, "hub " + hub_dir + " has a root of trust (root/" + root_name(root->version) +
-                                 "), so its indexes must be signed: pass --key <secret key> (or set KH_SIGNING_KEY)");
-  std::vector<std::string> good;
-  for (const auto& key : signers) {
-    const std::string id = key.public_key().key_id_hex();
-    const auto& ids = root->index_role.keyids;
-    auto known = root->keys.find(id);
-    if (std::find(ids.begin(), ids.end(), id) == ids.end() || known == root->keys.end() ||
-        !(known->second == key.public_key()))
-      fail(KH_ERROR_SIGNATURE, "key " + id + " is not an index key of hub " + hub_dir + "'s root version " +
-                                   std::to_string(root->version) +
-                                   ": clients would refuse its signature. Sign with an index key, or add this key "
-                                   "with a new root (`kernels trust rotate`)");
-    if (std::find(good.begin(), good.end(), id) == good.end()) good.push_back(id);
-  }
-  if (good.size() < root->index_role.threshold)
-    fail(KH_ERROR_SIGNATURE, "hub " + hub_dir + "'s root version " + std::to_string(root->version) + " needs " +
-                                 std::to_string(root->index_role.threshold) + " index keys to sign an index; " +
-                                 std::to_string(good.size()) + " given. Sign in one step with all of them (repeat --key)");
-  return true;
-}
-
-void detail::write_index_signatures(const std::string& hub_dir, const std::string& repo,
-                                    const std::string& index_bytes, const std::vector<minisign::SecretKey>& signers) {
-  if (signers.empty()) fail(KH_ERROR_INVALID_ARGUMENT, "signing " + repo + "'s index: no secret key given");
-  const bool has_root = check_index_signers(hub_dir, signers);
-  const std::string rel = repo_index_path(repo);
-  std::vector<SignatureEntry> entries;
-  for (const auto& key : signers) {
-    const std::string id = key.public_key().key_id_hex();
-    bool dup = std::any_of(entries.begin(), entries.end(), [&](const SignatureEntry& e) { return e.keyid == id; });
-    if (!dup) entries.push_back({id, minisign::sign(key, index_bytes, minisign::default_trusted_comment(rel)), ""});
-  }
-  if (has_root) verify_index_signatures(*latest_root_in_file_hub(hub_dir), index_bytes, entries, "the new signatures of " + rel);
-  const std::string sigs_path = hub_dir + "/" + rel + ".sigs";
-  if (entries.size() > 1) {
-    write_file_atomic(sigs_path, serialize_signature_list(entries));
-  } else if (::unlink(sigs_path.c_str()) != 0 && errno != ENOENT) {
-    detail::fail_errno("cannot remove the stale '" + sigs_path + "'", errno);
-  }
-  write_file_atomic(hub_dir + "/" + rel + ".minisig", entries.front().sig);
-}
-
-void sign_index_in_file_hub(const std::string& hub_dir, const std::string& repo,
-                            const std::vector<minisign::SecretKey>& signers) {
-  FileLock lock(hub_dir + "/.kh-publish.lock");
-  const std::string path = hub_dir + "/" + repo_index_path(repo);
-  detail::write_index_signatures(hub_dir, repo, read_regular_file(path, kMaxIndexBytes), signers);
-}
+// ---- Key files ----
 
 void write_key_pair_files(const std::string& dir, const std::string& stem, const minisign::SecretKey& key,
                           bool overwrite) {

@@ -34,20 +34,17 @@ inline constexpr double kDefaultLockTimeoutSeconds = 30;
 // A holder that is still running or waiting on an event (state R or S in /proc) is waited
 // for up to this many times the timeout: it may be downloading a large blob for everyone.
 inline constexpr int kLiveHolderFactor = 10;
-// $KH_LOCK_TIMEOUT (seconds, 0 or more, fractions allowed), else 30. Throws
-// StatusError(KH_ERROR_INVALID_ARGUMENT) for a value that is not a number.
-double lock_timeout_seconds();
 
-// An exclusive advisory lock (flock) on a lock file, held until destruction. Waiting for
-// another process is bounded: after 1 s a line on stderr says who holds it (unless
-// KH_PROGRESS=0); at the timeout (kLiveHolderFactor times it while the holder is running)
-// StatusError(KH_ERROR_IO) names the holder's pid (from /proc/locks, else the pid each
-// holder writes into the file), its state (stopped, ...) and what to do. A stopped or
-// hung holder can so never wedge every other kh.
+// How a FileLock waits: the settings' KH_LOCK_TIMEOUT and KH_PROGRESS, handed down by
+// whoever owns the locks (the cache, a file hub's publisher).
+struct LockPolicy {
+  double timeout_s = kDefaultLockTimeoutSeconds;  // 0 or more, fractions allowed
+  bool announce_wait = true;                      // a line on stderr after 1 s of waiting
+};
+
 class FileLock {
  public:
-  // Waits up to lock_timeout_seconds().
-  explicit FileLock(const std::string& lock_path);
+  explicit FileLock(const std::string& lock_path, const LockPolicy& policy = {});
   FileLock(const std::string& lock_path, double timeout_s);
   ~FileLock();
   FileLock(const FileLock&) = delete;

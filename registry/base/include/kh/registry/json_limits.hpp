@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <string_view>
 
-#include "kh/kernel_abi.h"
+#include "kh/status.h"
 
 namespace kh::registry {
 

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "kh/kernel_abi.h"
+#include "kh/status.h"
 
 namespace kh {
 

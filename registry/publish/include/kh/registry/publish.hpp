@@ -1,13 +1,17 @@
-// Packing a build and publishing packages to a hub: file:// (publish.cpp) and http(s)://
-// with WebDAV PUT (publish_http.cpp).
+// Packing a build, and publishing packages and roots to a hub of any backend through its
+// write half (HubWriter): publish.cpp, hub_roots.cpp.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "kh/registry/fs.hpp"
+#include "kh/registry/hub_writer.hpp"
 #include "kh/registry/minisign.hpp"
 #include "kh/registry/package_manifest.hpp"
+#include "kh/registry/signed_metadata.hpp"
 #include "kh/registry/trust.hpp"
 
 namespace kh::registry {
@@ -26,38 +30,73 @@ struct PublishedVariant {
   bool already_present = false;  // identical bytes were already published
 };
 
-// Publishes every *.tar.zst in dist_dir to the file hub rooted at hub_dir: blobs first
-// (temp + rename), then each touched repo's index.json merged, its "version" bumped and
-// "expires" set to now + expires_days. Holds <hub_dir>/.kh-publish.lock meanwhile.
-// Refuses (KH_ERROR_INVALID_ARGUMENT) to replace a published variant with other bytes.
-// With signing_keys, each written index is signed (index.json.minisig, plus
-// index.json.sigs with several keys) before it is renamed into place, and an index left
-// unsigned by an earlier publish is signed as it is. A hub with a root (root/<N>.root.json)
-// must be signed by enough of its index keys: anything else is refused
-// (KH_ERROR_SIGNATURE) before the hub is touched.
+// How publish() works and checks (the same on every backend, see HubWriter).
+struct PublishOptions {
+  int expires_days = 365;  // the written indexes expire this many days from now
+  // Each written index is signed by these (index.json.minisig, plus index.json.sigs with
+  // several keys); an index left unsigned by an earlier publish is signed as it is. A hub
+  // with a root must be signed by enough of its newest root's index keys: anything else is
+  // refused (KH_ERROR_SIGNATURE) before the hub is touched.
+  std::vector<minisign::SecretKey> signing_keys;
+  // A remote hub's current indexes are verified as a client verifies them before they are
+  // merged and signed again: against the root this cache pinned for the hub.
+  std::string trust_cache;
+  LockPolicy cache_locks;
+  TrustOptions trust;
+  // Names this publisher to another one waiting for the hub's publish lock.
+  std::string who;
+};
+
+// Publishes every *.tar.zst in dist_dir to `hub`, holding its publish lock
+// (HubWriter::lock_publishers): reads each touched repo's current index, merges the new
+// builds in (refusing, KH_ERROR_INVALID_ARGUMENT, to replace a published build with other
+// bytes, before anything is written), uploads the blobs the hub lacks, then per repo the
+// signatures and the index (its "version" bumped, "expires" set), then kh-hub.json (when
+// missing) and the catalog. Just before an index is written it is read again, and just
+// after, read back: an index another publisher changed meanwhile (one that ignored the
+// lock) is never overwritten silently: the publish starts over from the new index (up to
+// three times), else fails (KH_ERROR_NETWORK) with nothing of its own index written.
+std::vector<PublishedVariant> publish(const std::string& dist_dir, HubWriter& hub, const PublishOptions& options);
+
+// publish() to the file hub rooted at hub_dir (created when missing).
 std::vector<PublishedVariant> publish_to_file_hub(const std::string& dist_dir, const std::string& hub_dir,
                                                   int expires_days = 365,
                                                   const std::vector<minisign::SecretKey>& signing_keys = {});
 
-// Publishes to an http(s) hub whose server accepts PUT and DELETE (WebDAV; nginx:
-// dav_methods PUT DELETE). Mirrors the metadata this publish touches (kh-hub.json,
-// catalog.json, the root chain, each touched repo's index and signatures) into a scratch
-// hub, publishes there exactly as publish_to_file_hub does (same checks, merge, version
-// bump, signatures), then uploads what changed: blobs the hub lacks first, then
-// signatures, then indexes, then the catalog. Just before the indexes go up, each is
-// fetched again; if another publisher changed it meanwhile, no index is written
-// (KH_ERROR_NETWORK) and the publish can simply be re-run: blobs already up are kept.
-// Credentials come from KH_PUBLISH_USER + KH_PUBLISH_PASSWORD (basic) or
-// KH_PUBLISH_TOKEN / the hub's token (bearer); KH_CA_BUNDLE as for reading.
-std::vector<PublishedVariant> publish_to_http_hub(const std::string& dist_dir, const std::string& hub_url,
-                                                  int expires_days = 365,
-                                                  const std::vector<minisign::SecretKey>& signing_keys = {});
+// Which root write_next_root() may write.
+enum class RootStep {
+  Next,    // whatever comes next (1 for a hub without a root)
+  First,   // `trust init`: refused (KH_ERROR_INVALID_ARGUMENT) when the hub has a root
+  Rotate,  // `trust rotate`: refused when it has none
+};
 
-// write_next_root_to_file_hub for an http(s) hub: mirrors its root chain into a scratch
-// folder, writes the next root there (the same checks) and uploads it with PUT (the same
-// credentials as publish_to_http_hub). first: `trust init` (refused when the hub already
-// has a root); else `trust rotate` (refused when it has none). Returns the new root.
-RootMetadata write_next_root_to_http_hub(const std::string& hub_url, RootSpec spec,
-                                         const std::vector<minisign::SecretKey>& signers, bool first);
+// The newest root/<N>.root.json of a hub, parsed (unverified): root/1, 2, ... are read until
+// one is missing. nullopt for a hub without a root.
+std::optional<RootMetadata> latest_root(Hub& hub);
+
+// Writes root/<N>.root.json, N = the hub's newest + 1, with spec's keys and thresholds
+// (spec.version is ignored), signed by every signer, under the hub's publish lock. Refuses
+// (KH_ERROR_SIGNATURE, nothing written) a root clients would refuse: for N = 1 it must be
+// self-signed by a threshold of its root keys; after that, also by a threshold of the
+// previous root's root keys. Roots only grow: a root N that appeared meanwhile is never
+// replaced (KH_ERROR_NETWORK). Returns the new root.
+RootMetadata write_next_root(HubWriter& hub, RootSpec spec, const std::vector<minisign::SecretKey>& signers,
+                             RootStep step = RootStep::Next);
+
+// The signature files of an index: index.json.minisig by the first signer and, with more
+// than one, index.json.sigs by all (empty: none, and a stale one is removed).
+struct IndexSignatures {
+  std::string minisig;
+  std::string sigs;
+};
+// Signs exactly index_bytes. With a root (the hub's newest), refuses (KH_ERROR_SIGNATURE)
+// signers that are not index keys of it, or too few of them, and checks that the result
+// meets its threshold. `hub` names the hub in messages.
+IndexSignatures sign_index(const std::optional<RootMetadata>& root, const std::string& repo,
+                           const std::string& index_bytes, const std::vector<minisign::SecretKey>& signers,
+                           const std::string& hub);
+// The signer check of sign_index alone: refuses no signers at all for a hub with a root.
+void check_index_signers(const std::optional<RootMetadata>& root, const std::vector<minisign::SecretKey>& signers,
+                         const std::string& hub);
 
 }  // namespace kh::registry

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kh/registry/fs.hpp"
 #include "kh/registry/hub.hpp"
 #include "kh/registry/package_manifest.hpp"
 #include "kh/registry/repo_index.hpp"
@@ -36,10 +37,12 @@ struct CachedPackage {
 
 class Cache {
  public:
-  explicit Cache(std::string root);
-  // $KH_CACHE, else $XDG_CACHE_HOME/kh, else $HOME/.cache/kh.
-  static std::string default_root();
+  // root: the settings' cache folder (install::Settings: $KH_CACHE, else
+  // $XDG_CACHE_HOME/kh, else $HOME/.cache/kh). Every lock the cache takes (blobs, trust
+  // state) waits as `locks` says.
+  explicit Cache(std::string root, LockPolicy locks = {});
   const std::string& root() const { return root_; }
+  const LockPolicy& locks() const { return locks_; }
 
   // The unpacked tree of blob sha256 if it is complete and intact, else nullopt. Intact:
   // every file has the identity recorded at install (kStampsName); when one differs or is
@@ -99,6 +102,7 @@ class Cache {
 
  private:
   std::string root_;
+  LockPolicy locks_;
 };
 
 }  // namespace kh::registry

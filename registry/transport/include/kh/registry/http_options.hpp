@@ -1,5 +1,5 @@
-// http(s):// hubs: the options of a connection to one hub, where they come from (the
-// environment and $XDG_CONFIG_HOME/kh/config.json), and the constructor open_hub() uses.
+// http(s):// hubs: the options of a connection to one hub, and the constructor the scheme
+// table uses. install::Settings fills the options from the environment and the config file.
 #pragma once
 
 #include <memory>
@@ -58,16 +58,6 @@ struct HttpOptions {
   // A progress line on stderr for blob downloads; Auto: only when stderr is a terminal.
   Progress progress = Progress::Auto;
 };
-
-// Options for the hub at `url` from the environment: the token from KH_TOKEN, else from
-// the config file ($XDG_CONFIG_HOME/kh/config.json, else ~/.config/kh/config.json):
-//   {"hubs": {"https://hub.example.com/kh": {"token": "..."}}}
-// (the key naming this hub exactly, or the longest key that is a path prefix of it, on
-// the same scheme, host and port); the CA bundle from KH_CA_BUNDLE; KH_PROGRESS=0 or 1
-// turns the progress line off or on whatever stderr is (default: Auto);
-// KH_PARALLEL_DOWNLOADS sets max_parallel. Throws
-// StatusError(KH_ERROR_INVALID_ARGUMENT) when the config file exists but is malformed.
-HttpOptions http_options_from_environment(const std::string& url);
 
 // An http:// or https:// hub. Throws StatusError(KH_ERROR_INVALID_ARGUMENT) for a
 // malformed URL, one with user:password@ (use a token instead), a query or a fragment.

@@ -1,9 +1,11 @@
-// A hub: a static tree of files (see docs/hub.md) reached by URL: file:// (hub_file.cpp)
-// or http(s):// (hub_http.cpp, options in http_options.hpp).
+// A hub's read half: a static tree of files (see docs/hub.md) reached by URL: file://
+// (hub_file.cpp) or http(s):// (hub_http.cpp, options in http_options.hpp). The write half
+// is hub_writer.hpp; which backend serves which URL, hub_schemes.hpp.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,13 +68,42 @@ class Hub {
     }
   }
 
+  // From now until clear_deadline_limit(), every request must end within `seconds` (or by
+  // the hub's own operation deadline, if that comes first); `setting` names what set the
+  // limit, for messages (e.g. "KH_REFRESH_TIMEOUT"). Hubs without deadlines ignore it.
+  virtual void set_deadline_limit(double seconds, const std::string& setting) {
+    (void)seconds;
+    (void)setting;
+  }
+  virtual void clear_deadline_limit() {}
+
  protected:
   // Drops a resumed request's earlier bytes: out_fd truncated to where they began.
   static void rewind_for_restart(const BlobRequest& b);
 };
 
-// Throws StatusError(KH_ERROR_INVALID_ARGUMENT) for an unsupported or malformed URL.
+// hub.fetch_metadata(relative_path, max_bytes), or nullopt when the hub has no such file
+// (KH_ERROR_NOT_FOUND); every other error is thrown.
+std::optional<std::string> fetch_metadata_if_present(Hub& hub, const std::string& relative_path, uint64_t max_bytes);
+
+// The hub at url with the built-in defaults (no token, the system's CAs): see
+// hub_schemes.hpp for the table of schemes and open_hub(url, access). Throws
+// StatusError(KH_ERROR_INVALID_ARGUMENT) for an unsupported or malformed URL.
 std::unique_ptr<Hub> open_hub(const std::string& url);
+
+// Holds a deadline limit on a hub for a scope (Hub::set_deadline_limit).
+class ScopedDeadlineLimit {
+ public:
+  ScopedDeadlineLimit(Hub& hub, double seconds, const std::string& setting) : hub_(hub) {
+    hub_.set_deadline_limit(seconds, setting);
+  }
+  ~ScopedDeadlineLimit() { hub_.clear_deadline_limit(); }
+  ScopedDeadlineLimit(const ScopedDeadlineLimit&) = delete;
+  ScopedDeadlineLimit& operator=(const ScopedDeadlineLimit&) = delete;
+
+ private:
+  Hub& hub_;
+};
 
 // Copies from a reader to out_fd while hashing; fails with KH_ERROR_VERIFICATION as soon
 // as more than expected_size bytes arrive, or at the end if the size or digest differs.

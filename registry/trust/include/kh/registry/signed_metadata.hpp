@@ -32,8 +32,8 @@ struct TrustOptions {
   bool allow_unsigned = false;
   // Seconds since the epoch to judge expiry by; 0 means now. For tests.
   int64_t now = 0;
-  // allow_unsigned from KH_ALLOW_UNSIGNED=1, allow_expired from KH_ALLOW_EXPIRED=1.
-  static TrustOptions from_environment();
+  // (install::Settings fills allow_unsigned from KH_ALLOW_UNSIGNED, allow_expired from
+  // KH_ALLOW_EXPIRED.)
 };
 
 // One hub's trust state in a cache.
@@ -66,6 +66,7 @@ class TrustStore {
 
  private:
   std::string dir_;
+  LockPolicy locks_;
 };
 
 // The verified index of repo from hub: updates the root chain, fetches index.json and its
@@ -77,16 +78,17 @@ class TrustStore {
 // options.allow_unsigned (then the index is parsed, checked and stored unverified).
 // KH_ERROR_NOT_FOUND when the hub has no such repo.
 RepoIndex fetch_verified_index(Hub& hub, Cache& cache, const std::string& repo,
-                               const TrustOptions& options = TrustOptions::from_environment());
+                               const TrustOptions& options = {});
 
 // The cached index of repo from hub `hub_id`, verified again against the cached root
 // chain, expiry and rollback state (never trusted because it is in the cache). nullopt
 // when nothing is cached. `hub_url` only names the hub in messages.
 std::optional<RepoIndex> load_verified_cached_index(const Cache& cache, const std::string& hub_id,
                                                     const std::string& hub_url, const std::string& repo,
-                                                    const TrustOptions& options = TrustOptions::from_environment());
+                                                    const TrustOptions& options = {});
 
-// ---- The publisher's side, for file:// hubs ----
+// ---- The publisher's side, for file:// hubs (implemented in publish/src/hub_roots.cpp;
+// publish.hpp has the same for any hub: latest_root, write_next_root, sign_index) ----
 
 // The newest root/<N>.root.json of the hub tree at hub_dir, parsed (unverified), or
 // nullopt when the hub has no root.

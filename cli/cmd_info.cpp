@@ -7,14 +7,14 @@
 #include "commands.hpp"
 #include "common_options.hpp"
 #include "kh/registry/package_spec.hpp"
-#include "package_fetch.hpp"
+#include "session.hpp"
 
 namespace kh::cli {
 
 void add_info_command(CLI::App& app) {
   struct Args {
     std::string spec;
-    loader::FetchOptions options;
+    install::Options options;
     bool json = false;
   };
   auto args = std::make_shared<Args>();
@@ -23,9 +23,9 @@ void add_info_command(CLI::App& app) {
   add_hub_options(cmd, args->options);
   cmd->add_flag("--json", args->json, "Print the result as JSON");
   cmd->callback([args]() {
-    const loader::FetchOptions options = loader::with_environment(args->options);
+    auto session = open_session(args->options);
     const registry::PackageSpec spec = registry::parse_package_spec(args->spec);
-    const registry::RepoIndex index = loader::load_repo_index(spec.repo(), options);
+    const registry::RepoIndex& index = session->index(spec.repo(), session->require_hub(spec.repo()));
     std::vector<const registry::Release*> shown;
     if (args->spec.find('@') == std::string::npos) {
       for (const auto& r : index.releases) shown.push_back(&r);

@@ -17,7 +17,6 @@ process, bf16 on one GPU; every row is validated before it is timed.
 import math
 
 import torch
-import torch.nn.functional as F
 
 HEAD_DIMS = ((64, 64), (80, 80), (96, 96), (128, 128), (192, 192), (256, 256), (192, 128))
 TARGET_DIMS = ((80, 80), (96, 96), (192, 192), (192, 128))
@@ -33,18 +32,20 @@ def sdpa_backends():
             ("efficient", SDPBackend.EFFICIENT_ATTENTION))
 
 
-def sdpa_call(backend, q, k, v, scale, causal):
-    """A zero-argument SDPA call restricted to `backend` on (b, h, s, d) views of q, k, v."""
-    from torch.nn.attention import sdpa_kernel
-    qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
+def checked_timing(bound, out, ref, what, reps, failures, timing, rel_error):
+    """Runs `bound` once with `out` poisoned, checks out against ref (rel error < 1e-2; a
+    failure is recorded under `what`), then times it: (Timing, error), or None."""
+    out.fill_(float("nan"))
+    bound()
+    err = ref(out) if callable(ref) else rel_error(out, ref)
+    if not err < 1e-2:
+        failures.append(f"{what}: rel error {err:.2e} against the reference")
+        return None
+    return timing([bound], reps), err
 
-    def call():
-        with sdpa_kernel([backend]):
-            return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal, scale=scale)
-    return call
 
-
-def bench_head_dims(kernels, reps, failures, timing, rel_error):
+def bench_head_dims(kernels, reps, failures, timing, rel_error, sdpa_call):
+    """timing, rel_error, sdpa_call: gpu_bench.py's (Timing, rel_error, sdpa_call)."""
     rows = []
     gen = torch.Generator(device="cuda")
     for (d, dv) in HEAD_DIMS:
@@ -77,13 +78,11 @@ def bench_head_dims(kernels, reps, failures, timing, rel_error):
                 best_label = min(base, key=base.get)
                 for target in ("sm90a", "sm80"):
                     bound = kernels[target].op("attention_fwd").bind(out, None, q, k, v, scale, causal)
-                    out.fill_(float("nan"))
-                    bound()
-                    err = rel_error(out, ref)
-                    if not err < 1e-2:
-                        failures.append(f"prefill {target} {name}: rel error {err:.2e} against SDPA")
+                    checked = checked_timing(bound, out, ref, f"prefill {target} {name} (against SDPA)", reps, failures,
+                                             timing, rel_error)
+                    if checked is None:
                         continue
-                    t = timing([bound], reps)
+                    t, err = checked
                     row = dict(kind="prefill", build=target, name=name, b=b, s=s, h=HEADS, d=d, dv=dv, causal=causal,
                                ms=t.ms, spread=t.spread, tflops=flops / t.ms / 1e9, rel_err=err, best=best_label,
                                best_ms=base[best_label], best_tflops=flops / base[best_label] / 1e9,
@@ -100,6 +99,7 @@ def bench_head_dims(kernels, reps, failures, timing, rel_error):
 
 
 def bench_varlen(kernels, reps, failures, timing, rel_error):
+    """timing, rel_error: gpu_bench.py's (Timing, rel_error)."""
     rows = []
     gen = torch.Generator(device="cuda")
     d = 128
@@ -126,20 +126,22 @@ def bench_varlen(kernels, reps, failures, timing, rel_error):
                 fwd = kernels[target].op("attention_fwd")
                 var = kernels[target].op("attention_varlen_fwd").bind(out, None, q, k, v, cu, cu, max(lens), max(lens),
                                                                       scale, causal, -1, 0.0)
-                out.fill_(float("nan"))
-                var()
-                # Validate against attention_fwd on each sequence on its own.
-                worst = 0.0
                 starts = [sum(lens[:i]) for i in range(len(lens))]
-                for s0, n in zip(starts, lens):
-                    o1 = torch.empty(1, n, HEADS, d, device="cuda", dtype=torch.bfloat16)
-                    fwd(o1, None, q[s0:s0 + n].unsqueeze(0), k[s0:s0 + n].unsqueeze(0), v[s0:s0 + n].unsqueeze(0),
-                        scale, causal)
-                    worst = max(worst, rel_error(out[s0:s0 + n], o1[0]))
-                if not worst < 1e-2:
-                    failures.append(f"varlen {target} {name}: rel error {worst:.2e} against attention_fwd per sequence")
+
+                def per_sequence(o, fwd=fwd, starts=starts):
+                    """The worst rel error of o against attention_fwd on each sequence on its own."""
+                    worst = 0.0
+                    for s0, n in zip(starts, lens):
+                        o1 = torch.empty(1, n, HEADS, d, device="cuda", dtype=torch.bfloat16)
+                        fwd(o1, None, q[s0:s0 + n].unsqueeze(0), k[s0:s0 + n].unsqueeze(0),
+                            v[s0:s0 + n].unsqueeze(0), scale, causal)
+                        worst = max(worst, rel_error(o[s0:s0 + n], o1[0]))
+                    return worst
+                checked = checked_timing(var, out, per_sequence, f"varlen {target} {name} (against attention_fwd per "
+                                         "sequence)", reps, failures, timing, rel_error)
+                if checked is None:
                     continue
-                t_var = timing([var], reps)
+                t_var, worst = checked
                 t_eq = timing([fwd.bind(out4, None, q4, k4, v4, scale, causal)], reps)
                 # One attention_fwd call per sequence (the engine's way without varlen).
                 singles = [fwd.bind(out[s0:s0 + n].unsqueeze(0), None, q[s0:s0 + n].unsqueeze(0),

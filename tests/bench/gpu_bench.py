@@ -472,7 +472,7 @@ def main():
         import attention_prefill_bench as prefill  # 1.1's head dims and varlen rows
         kernels = {t: load("attention", t, args, variants) for t in ("sm90a", "sm80")}
         prefill_reps = max(10, args.reps * 2 // 3)
-        prefill_rows = prefill.bench_head_dims(kernels, prefill_reps, failures, Timing, rel_error)
+        prefill_rows = prefill.bench_head_dims(kernels, prefill_reps, failures, Timing, rel_error, sdpa_call)
         varlen_rows = prefill.bench_varlen(kernels, prefill_reps, failures, Timing, rel_error)
     result.update(attention=attn_rows, norms=norm_rows, decode=decode_rows, prefill=prefill_rows, varlen=varlen_rows,
                   failures=failures)

@@ -16,6 +16,13 @@
 
 namespace kh_test {
 
+// The attention package's CPU library (KH_ATTENTION_CPU_LIB, set by tests/kernels/CMakeLists.txt),
+// loaded once for a test program.
+inline const kh::Kernel& attention_kernel() {
+  static const kh::Kernel kernel = kh::load_kernel_library(KH_ATTENTION_CPU_LIB);
+  return kernel;
+}
+
 // An int32 host tensor (block tables, lengths) with any strides.
 struct IntTensor {
   std::vector<int64_t> shape, strides;

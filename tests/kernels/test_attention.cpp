@@ -16,11 +16,6 @@ using namespace kh_test;
 
 namespace {
 
-const kh::Kernel& attention_kernel() {
-  static const kh::Kernel kernel = kh::load_kernel_library(KH_ATTENTION_CPU_LIB);
-  return kernel;
-}
-
 struct AttnCase {
   Dt dt = Dt::bf16;
   int64_t batch = 1, sq = 16, sk = 16, hq = 2, hkv = 2, d = 64;

@@ -22,11 +22,6 @@ using namespace kh_test;
 
 namespace {
 
-const kh::Kernel& attention_kernel() {
-  static const kh::Kernel kernel = kh::load_kernel_library(KH_ATTENTION_CPU_LIB);
-  return kernel;
-}
-
 // The workspace rule, as the docs state it (written here independently of kernels-src).
 int64_t workspace_floats(int64_t batch, int64_t q_len, int64_t hq, int64_t hkv, int64_t d, int64_t max_kv) {
   auto cdiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };

@@ -12,15 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "attention_test_support.hpp"
 #include "kernel_test_support.hpp"
 #include "kh/kh.hpp"
 
-namespace {
+using kh_test::attention_kernel;
 
-const kh::Kernel& attention_kernel() {
-  static const kh::Kernel kernel = kh::load_kernel_library(KH_ATTENTION_CPU_LIB);
-  return kernel;
-}
+namespace {
 
 nlohmann::json manifest() {
   std::ifstream f(std::string(KH_TEST_SOURCE_DIR) + "/kernels-src/attention/kernel.json");

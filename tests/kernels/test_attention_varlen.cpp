@@ -22,11 +22,6 @@ using namespace kh_test;
 
 namespace {
 
-const kh::Kernel& attention_kernel() {
-  static const kh::Kernel kernel = kh::load_kernel_library(KH_ATTENTION_CPU_LIB);
-  return kernel;
-}
-
 struct VarlenCase {
   Dt dt = Dt::bf16;
   std::vector<int64_t> lens_q = {5, 1, 0, 37}, lens_k;  // lens_k empty: lens_q

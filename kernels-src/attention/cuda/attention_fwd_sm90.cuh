@@ -519,8 +519,7 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
       hb = t % heads_batches;
       tl.head = hb % p.heads_q;
       tl.batch = hb / p.heads_q;
-      const SeqBounds s = seq_bounds(p.cu_seqlens_q, p.cu_seqlens_q_stride, p.cu_seqlens_k, p.cu_seqlens_k_stride,
-                                     p.total_q, p.total_k, p.seqlen_q, p.seqlen_k, tl.batch);
+      const SeqBounds s = launch_seq_bounds<true>(p, tl.batch);
       tl.len_q = static_cast<int>(s.len_q);
       tl.len_k = static_cast<int>(s.len_k);
       tl.q_row0 = static_cast<int>(s.q_start);

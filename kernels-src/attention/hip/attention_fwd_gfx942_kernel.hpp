@@ -265,13 +265,7 @@ __global__ void __launch_bounds__((TileConfig<kQKDim, kVDim>::kWaves * 64), kMin
   const int m_block = gridDim.x - 1 - blockIdx.x;
   const int head = blockIdx.y;
   const int batch = blockIdx.z;
-  SeqBounds seq;
-  if constexpr (kMode == Gfx942Mode::kFixed) {
-    seq.len_q = p.seqlen_q, seq.len_k = p.seqlen_k;
-  } else {
-    seq = seq_bounds(p.cu_seqlens_q, p.cu_seqlens_q_stride, p.cu_seqlens_k, p.cu_seqlens_k_stride, p.total_q,
-                     p.total_k, p.seqlen_q, p.seqlen_k, batch);
-  }
+  const SeqBounds seq = launch_seq_bounds<kMode != Gfx942Mode::kFixed>(p, batch);
   const int seqlen_q = static_cast<int>(seq.len_q);
   const int seqlen_k = static_cast<int>(seq.len_k);
   const int m0 = m_block * kBlockM;

@@ -32,7 +32,9 @@ struct PrefillTensors {
   int64_t heads_q = 0, heads_kv = 0, head_dim = 0, head_dim_v = 0;
 };
 
-kh_status check_prefill_tensors(const OpContext& c, const kh_value* args, int32_t rank, PrefillTensors* t) {
+kh_status check_prefill_tensors(const OpContext& c, const kh_value* args, uint32_t nargs, uint32_t expected_nargs,
+                                int32_t rank, PrefillTensors* t) {
+  KH_KERNEL_TRY(kh_kernels::check_nargs(c, args, nargs, expected_nargs));
   TensorView& q = t->q;
   KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kQ, "q", Presence::kRequired, &q));
   KH_KERNEL_TRY(kh_kernels::check_dtype(c, "q", q, kAttentionDtypes));
@@ -145,7 +147,22 @@ kh_status cu_seqlens_arg(const OpContext& c, const kh_value* args, uint32_t inde
   return kh_kernels::check_ndim(c, name, *t, 1, 1);
 }
 
+// The tensors' pointers, strides and head counts: rank 4 (batch, row, head, dim), rank 3
+// (row, head, dim) with batch strides 0.
 void fill_tensors(const PrefillTensors& t, AttentionParams* p) {
+  const int b = t.q.ndim == 4 ? 1 : 0;  // where the row dim is
+  const struct {
+    const TensorView& view;
+    int64_t *batch, *row, *head;
+  } strided[] = {{t.q, &p->q_batch_stride, &p->q_row_stride, &p->q_head_stride},
+                 {t.k, &p->k_batch_stride, &p->k_row_stride, &p->k_head_stride},
+                 {t.v, &p->v_batch_stride, &p->v_row_stride, &p->v_head_stride},
+                 {t.out, &p->o_batch_stride, &p->o_row_stride, &p->o_head_stride}};
+  for (const auto& x : strided) {
+    *x.batch = b ? x.view.strides[0] : 0;
+    *x.row = x.view.strides[b];
+    *x.head = x.view.strides[b + 1];
+  }
   p->out = t.out.data;
   p->lse = t.lse.present() ? t.lse.ptr<float>() : nullptr;
   p->q = t.q.data;
@@ -165,9 +182,8 @@ kh_status parse_attention_fwd_args(const kh_value* args, uint32_t nargs, const k
                                    AttentionParams* p) {
   *p = AttentionParams{};
   const OpContext c{"attention_fwd", ctx, KH_DEVICE_TYPE};
-  KH_KERNEL_TRY(kh_kernels::check_nargs(c, args, nargs, kAttentionFwdNumArgs));
   PrefillTensors t;
-  KH_KERNEL_TRY(check_prefill_tensors(c, args, 4, &t));
+  KH_KERNEL_TRY(check_prefill_tensors(c, args, nargs, kAttentionFwdNumArgs, 4, &t));
   const TensorView &q = t.q, &k = t.k, &v = t.v, &out = t.out;
   const int64_t batch = q.size(0), seqlen_q = q.size(1);
   const int64_t lse_shape[] = {batch, t.heads_q, seqlen_q};
@@ -178,10 +194,6 @@ kh_status parse_attention_fwd_args(const kh_value* args, uint32_t nargs, const k
   KH_KERNEL_TRY(check_outputs_apart(c, outputs, inputs));
 
   fill_tensors(t, p);
-  p->q_batch_stride = q.strides[0], p->q_row_stride = q.strides[1], p->q_head_stride = q.strides[2];
-  p->k_batch_stride = k.strides[0], p->k_row_stride = k.strides[1], p->k_head_stride = k.strides[2];
-  p->v_batch_stride = v.strides[0], p->v_row_stride = v.strides[1], p->v_head_stride = v.strides[2];
-  p->o_batch_stride = out.strides[0], p->o_row_stride = out.strides[1], p->o_head_stride = out.strides[2];
   p->lse_batch_stride = t.heads_q * seqlen_q, p->lse_head_stride = seqlen_q, p->lse_row_stride = 1;
   p->batch = batch;
   p->seqlen_q = seqlen_q;
@@ -193,9 +205,8 @@ kh_status parse_attention_varlen_fwd_args(const kh_value* args, uint32_t nargs, 
                                           AttentionParams* p) {
   *p = AttentionParams{};
   const OpContext c{"attention_varlen_fwd", ctx, KH_DEVICE_TYPE};
-  KH_KERNEL_TRY(kh_kernels::check_nargs(c, args, nargs, kAttentionVarlenNumArgs));
   PrefillTensors t;
-  KH_KERNEL_TRY(check_prefill_tensors(c, args, 3, &t));
+  KH_KERNEL_TRY(check_prefill_tensors(c, args, nargs, kAttentionVarlenNumArgs, 3, &t));
   const TensorView &q = t.q, &k = t.k, &v = t.v, &out = t.out;
   const int64_t total_q = q.size(0), total_k = k.size(0);
 
@@ -232,10 +243,6 @@ kh_status parse_attention_varlen_fwd_args(const kh_value* args, uint32_t nargs, 
   p->cu_seqlens_k = cu_k.ptr<const int32_t>();
   p->cu_seqlens_q_stride = cu_q.strides[0];
   p->cu_seqlens_k_stride = cu_k.strides[0];
-  p->q_row_stride = q.strides[0], p->q_head_stride = q.strides[1];
-  p->k_row_stride = k.strides[0], p->k_head_stride = k.strides[1];
-  p->v_row_stride = v.strides[0], p->v_head_stride = v.strides[1];
-  p->o_row_stride = out.strides[0], p->o_head_stride = out.strides[1];
   p->lse_head_stride = total_q, p->lse_row_stride = 1;
   p->batch = batch;
   p->seqlen_q = max_q;

@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "attention_fwd_params.hpp"
+
 #if defined(__CUDACC__) || defined(__HIP__)
 #define KH_ATTN_HD __host__ __device__ __forceinline__
 #else
@@ -57,6 +59,20 @@ KH_ATTN_HD SeqBounds seq_bounds(const int32_t* cu_q, int64_t cu_q_stride, const 
   s.len_q = vis_min<int64_t>(clamped_offset(cu_q, cu_q_stride, b + 1, s.q_start, total_q) - s.q_start, len_q);
   s.len_k = vis_min<int64_t>(clamped_offset(cu_k, cu_k_stride, b + 1, s.k_start, total_k) - s.k_start, len_k);
   return s;
+}
+
+// Sequence b of a GPU launch: attention_fwd's lengths from the parameters when kPacked is false
+// (nothing read from memory), cu_seqlens otherwise.
+template <bool kPacked>
+KH_ATTN_HD SeqBounds launch_seq_bounds(const FwdLaunchParams& p, int64_t b) {
+  if (!kPacked) {
+    SeqBounds s;
+    s.len_q = p.seqlen_q;
+    s.len_k = p.seqlen_k;
+    return s;
+  }
+  return seq_bounds(p.cu_seqlens_q, p.cu_seqlens_q_stride, p.cu_seqlens_k, p.cu_seqlens_k_stride, p.total_q,
+                    p.total_k, p.seqlen_q, p.seqlen_k, b);
 }
 
 // The keys [lo, end) that query row i (0 <= i < len_q) sees; empty when end <= lo. Row i sits

@@ -82,8 +82,8 @@ def seq_same_precision(q, k, v, scale, causal, window, softcap):
         try:
             o = F.scaled_dot_product_attention(qt.unsqueeze(0), kt.unsqueeze(0), vt.unsqueeze(0), attn_mask=mask,
                                                scale=scale, enable_gqa=hkv != hq)[0]
-        except RuntimeError:
-            o = None  # a backend without this shape: the same math by hand below
+        except (RuntimeError, ValueError, TypeError):
+            o = None  # no SDPA backend for this shape: the same math by hand below
     if o is None:
         kk = kt.repeat_interleave(hq // hkv, dim=0)
         vv = vt.repeat_interleave(hq // hkv, dim=0)
@@ -219,7 +219,10 @@ class Packed:
         for (q0, sq, k0, sk) in zip(self.starts_q, self.lens_q, self.starts_k, self.lens_k):
             q, k, v = self.q[q0:q0 + sq], self.k[k0:k0 + sk], self.v[k0:k0 + sk]
             ref_o, ref_l = seq_reference(q, k, v, scale, causal, window, softcap)
-            tp_o = seq_same_precision(q, k, v, scale, causal, window, softcap)
+            # PyTorch's same-precision result on the GPU when there is one (a CPU copy of the
+            # call, for the oracle, must not depend on CPU fp16 kernels).
+            dev = "cuda" if torch.cuda.is_available() and DEVICE == "cuda" else q.device
+            tp_o = seq_same_precision(q.to(dev), k.to(dev), v.to(dev), scale, causal, window, softcap).to(q.device)
             e.add(self.out[q0:q0 + sq], self.lse[:, q0:q0 + sq] if with_lse else None, ref_o, ref_l, tp_o,
                   check_lse=with_lse)
             covered[q0:q0 + sq] = True

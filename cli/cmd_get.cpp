@@ -7,9 +7,11 @@
 #include "commands.hpp"
 #include "common_options.hpp"
 #include "explain.hpp"
+#include "host_facts_json.hpp"
 #include "human_size.hpp"
 #include "kh/registry/lockfile.hpp"
 #include "kh/registry/package_spec.hpp"
+#include "kh/registry/status_error.hpp"
 #include "package_fetch.hpp"
 
 namespace kh::cli {
@@ -22,6 +24,7 @@ void add_get_command(CLI::App& app) {
     bool explain = false;
     bool all_targets = false;
     bool locked = false;
+    std::string device;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("get", "Fetch the builds of kernel packages that fit this machine into the cache");
@@ -38,6 +41,9 @@ void add_get_command(CLI::App& app) {
   cmd->add_option("--lockfile", args->options.lockfile,
                   "Resolve only what this lockfile pins (default with --locked: kernels.lock; else $KH_LOCKFILE)");
   cmd->add_flag("--locked", args->locked, "Refuse anything the lockfile does not pin");
+  cmd->add_option("--device", args->device,
+                  "Select for this GPU: N (device N of each backend), cuda:N or rocm:N, as `kernels doctor` lists "
+                  "them (default: the first GPU)");
   cmd->add_flag("--explain", args->explain, "Show this machine's facts and why each build was chosen or refused");
   cmd->add_flag("--json", args->json, "Print the result as one JSON object");
   cmd->footer(
@@ -48,6 +54,12 @@ void add_get_command(CLI::App& app) {
   cmd->callback([args]() {
     loader::FetchOptions given = args->options;
     if (args->locked && given.lockfile.empty()) given.lockfile = registry::kDefaultLockfileName;
+    if (!args->device.empty()) {
+      const auto device = loader::parse_device_request(args->device);
+      if (!device)
+        fail(KH_ERROR_INVALID_ARGUMENT, "--device '" + args->device + "': expected N, cuda:N or rocm:N (e.g. --device cuda:1)");
+      given.device = *device;
+    }
     loader::FetchOptions options = loader::with_environment(given);
     std::vector<loader::PackageRequest> requests;
     nlohmann::json explanations = nlohmann::json::array();
@@ -65,16 +77,22 @@ void add_get_command(CLI::App& app) {
         requests.push_back({spec_text, ""});
       }
       if (args->explain) {
-        const loader::VariantSelection selection = loader::select_variant(release.variants, loader::host_facts());
+        const loader::HostFacts& facts = loader::host_facts();
+        loader::check_device_request(facts, options.device);
+        const loader::VariantSelection selection = loader::select_variant(release.variants, facts, options.device);
         if (args->json) {
-          explanations.push_back({{"host", host_facts_json(loader::host_facts())}, {"selection", selection_json(selection)}});
+          explanations.push_back({{"host", loader::host_facts_json(facts)},
+                                  {"device", device_title(facts, options.device)},
+                                  {"selection", selection_json(selection)}});
         } else {
           if (explanations.empty()) {
-            print_host_facts(loader::host_facts());
+            print_host_facts(facts);
             std::printf("\n");
           }
           explanations.push_back(nullptr);
-          print_selection(spec.repo() + " " + registry::to_string(release.version), selection);
+          print_selection(spec.repo() + " " + registry::to_string(release.version) + " for " +
+                              device_title(facts, options.device),
+                          selection);
           std::printf("\n");
         }
       }

@@ -91,6 +91,9 @@ kh_status kh_load_kernel(const char* spec, const kh_load_options* options, kh_ke
       if (const char* variant = KH_OPTION(options, variant)) fetch.variant = variant;
       if (const char* lockfile = KH_OPTION(options, lockfile)) fetch.lockfile = lockfile;
       fetch.offline = (KH_OPTION(options, flags) & KH_LOAD_OFFLINE) != 0;
+      // A host built against 1.0 passes a struct without these: device 0, as before.
+      fetch.device.device_type = KH_OPTION(options, device_type);
+      fetch.device.device_id = KH_OPTION(options, device_id);
     }
     const kh::loader::FetchedPackage pkg = kh::loader::fetch_package(spec, fetch);
     auto library = kh::loader::KernelLibrary::open(pkg.library_path, pkg.library_sha256);

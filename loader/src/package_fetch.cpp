@@ -115,9 +115,12 @@ FetchedPackage find_in_cache(const registry::PackageSpec& spec, const registry::
       e.key = m.manifest.variant;
       e.sha256 = m.sha256;
       e.glibc = m.manifest.glibc;  // the floor holds offline too
+      e.runtime = m.manifest.runtime;  // and so do the GPU runtime's
+      e.code_object = m.manifest.code_object;
       offered.push_back(e);
     }
-  const auto& chosen = choose_variant(offered, host_facts(), options.variant, spec.repo() + " " + newest + " (cached)");
+  const auto& chosen =
+      choose_variant(offered, host_facts(), options.device, options.variant, spec.repo() + " " + newest + " (cached)");
   const std::string dir = *cache.package_dir(chosen.sha256);
   return describe(dir, chosen.sha256, "");
 }
@@ -206,15 +209,17 @@ namespace {
 // metadata TTL gets the same answer the hub metadata gave a moment ago, without reading
 // and parsing it again; the package tree must still be complete, and the library is still
 // opened and checked by KernelLibrary::open. Never used when the caller asks for fresh
-// metadata (metadata_max_age_s == 0, as `kernels get` does).
+// metadata (metadata_max_age_s == 0, as `kernels get` does). Keyed on the device too: one
+// spec loaded for two GPUs of different archs resolves to two builds.
 struct Resolution {
   std::string spec, hub_url, cache_root, variant, lockfile;
+  DeviceRequest device;
   bool offline = false;
   int64_t resolved_at = 0;
   FetchedPackage package;
   bool same_request(const std::string& s, const FetchOptions& o) const {
     return spec == s && hub_url == o.hub_url && cache_root == o.cache_root && variant == o.variant &&
-           lockfile == o.lockfile && offline == o.offline;
+           device == o.device && lockfile == o.lockfile && offline == o.offline;
   }
 };
 
@@ -248,7 +253,8 @@ void remember_resolution(const std::string& spec, const FetchOptions& options, c
     }
   if (g_resolutions.size() >= kMaxResolutions) g_resolutions.erase(g_resolutions.begin());
   g_resolutions.push_back(
-      Resolution{spec, options.hub_url, options.cache_root, options.variant, options.lockfile, options.offline, now_s(), package});
+      Resolution{spec, options.hub_url, options.cache_root, options.variant, options.lockfile, options.device, options.offline,
+                 now_s(), package});
 }
 
 // What a request resolved to before any download: a package already in the cache, or
@@ -351,7 +357,7 @@ Plan plan_locked(const registry::PackageSpec& spec, const FetchOptions& options,
     e.sha256 = sha;
     builds.push_back(e);
   }
-  const registry::VariantEntry& chosen = choose_variant(builds, host_facts(), options.variant, what);
+  const registry::VariantEntry& chosen = choose_variant(builds, host_facts(), options.device, options.variant, what);
   Plan plan;
   if (auto dir = cache.package_dir(chosen.sha256)) {
     plan.ready = describe(*dir, chosen.sha256, locked.hub);
@@ -410,7 +416,7 @@ Plan plan_fetch(const std::string& spec_text, const FetchOptions& options) {
     for (const auto& v : release.variants)
       if (v.sha256 == spec.request.sha256) variant = &v;
   } else {
-    variant = &choose_variant(release.variants, host_facts(), options.variant, what);
+    variant = &choose_variant(release.variants, host_facts(), options.device, options.variant, what);
   }
   if (variant == nullptr) fail(KH_ERROR_INTERNAL, what + ": resolved build vanished");
 

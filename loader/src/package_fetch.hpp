@@ -10,6 +10,7 @@
 #include "kh/registry/cache.hpp"
 #include "kh/registry/package_manifest.hpp"
 #include "kh/registry/repo_index.hpp"
+#include "variant_select.hpp"
 
 namespace kh::loader {
 
@@ -17,6 +18,7 @@ struct FetchOptions {
   std::string hub_url;     // empty: $KH_HUB
   std::string cache_root;  // empty: Cache::default_root()
   std::string variant;     // empty: $KH_TARGET, else select for this machine
+  DeviceRequest device;    // the GPU to select for (kh_load_options.device_type/_id); default: device 0
   bool offline = false;    // also set by KH_OFFLINE=1
   std::string lockfile;    // non-empty: resolve only what this kernels.lock pins ($KH_LOCKFILE)
   bool allow_expired = false;  // accept expired hub metadata (also KH_ALLOW_EXPIRED=1)

@@ -209,17 +209,19 @@ namespace {
 // metadata TTL gets the same answer the hub metadata gave a moment ago, without reading
 // and parsing it again; the package tree must still be complete, and the library is still
 // opened and checked by KernelLibrary::open. Never used when the caller asks for fresh
-// metadata (metadata_max_age_s == 0, as `kernels get` does). Keyed on the device too: one
-// spec loaded for two GPUs of different archs resolves to two builds.
+// metadata (metadata_max_age_s == 0, as `kernels get` does). Keyed on the device and the
+// machine too: one spec loaded for two GPUs of different archs resolves to two builds (and a
+// test that describes another machine, KH_TEST_HOST_FACTS, gets another HostFacts object).
 struct Resolution {
   std::string spec, hub_url, cache_root, variant, lockfile;
   DeviceRequest device;
+  const HostFacts* host = nullptr;
   bool offline = false;
   int64_t resolved_at = 0;
   FetchedPackage package;
   bool same_request(const std::string& s, const FetchOptions& o) const {
     return spec == s && hub_url == o.hub_url && cache_root == o.cache_root && variant == o.variant &&
-           device == o.device && lockfile == o.lockfile && offline == o.offline;
+           device == o.device && host == &host_facts() && lockfile == o.lockfile && offline == o.offline;
   }
 };
 
@@ -253,8 +255,8 @@ void remember_resolution(const std::string& spec, const FetchOptions& options, c
     }
   if (g_resolutions.size() >= kMaxResolutions) g_resolutions.erase(g_resolutions.begin());
   g_resolutions.push_back(
-      Resolution{spec, options.hub_url, options.cache_root, options.variant, options.lockfile, options.device, options.offline,
-                 now_s(), package});
+      Resolution{spec,           options.hub_url, options.cache_root, options.variant, options.lockfile,
+                 options.device, &host_facts(),   options.offline,    now_s(),         package});
 }
 
 // What a request resolved to before any download: a package already in the cache, or

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # tests/gpu/run.sh: the GPU acceptance run of kh, end to end, as users meet it: pack and
-# publish every variant (cpu, cuda-sm80, cuda-sm90a) of every package to a local file://
+# publish every variant (cpu and every cuda target of build-matrix/matrix.json) of every package to a local file://
 # hub, `kernels doctor` + `kernels get`, then tests/gpu/check_through_kh.py loads each
 # package with kh.load_kernel() (kh_load_kernel: hub -> cache -> hash-verified -> dlopen)
 # and checks every op x target x dtype x shape class against float64 references.
 #
 #   tests/gpu/run.sh stage [DIR]    here (CPU machine, nvcc present): build libkh, `kernels`,
-#                                   and the cpu, cuda-sm80 and cuda-sm90a kernel libraries,
+#                                   and the cpu and CUDA kernel libraries (the matrix's cuda targets),
 #                                   and copy them into DIR (default .gpu-stage, which
 #                                   .git/info/exclude should list) with the shared libraries
 #                                   they need, for a GPU machine that has none of them.
@@ -35,7 +35,7 @@
 # the work folder, $KH_GPU_WORK or /tmp/kh-gpu-run, which is recreated on every run).
 # Kernel builds: build-matrix/build.sh <target> <out> when it exists (the libraries are
 # taken out of the archives it packs), else the standalone kernels-src build (cmake -S
-# kernels-src -DKH_TARGET=<target>), else the dev stand-ins in tests/gpu/*/standalone.
+# kernels-src -DKH_BUILD_TARGET=<target>), else the dev stand-ins in tests/gpu/*/standalone.
 # KH_GPU_KH_SRC=<dir> builds libkh/`kernels` from another source tree (e.g. a `git archive`
 # export of a commit) when the checkout is mid-change.
 set -uo pipefail
@@ -45,7 +45,19 @@ cd "$root"
 
 ORG=kernels-community
 PKGS=(rms-norm layer-norm attention)
-GPU_TARGETS=(cuda-sm90a cuda-sm80)
+# The cuda targets of build-matrix/matrix.json ("key arch" pairs), through CMake's JSON reader
+# where cmake is, else python3's (the GPU machine may lack cmake).
+declare -A GPU_ARCH
+GPU_TARGETS=()
+while read -r key arch; do
+  GPU_TARGETS+=("$key")
+  GPU_ARCH[$key]="$arch"
+done < <(cmake -DKH_MATRIX="$root/build-matrix/matrix.json" -P "$root/build-matrix/matrix.cmake" 2>/dev/null |
+           awk '$1 == "target" && $3 == "cuda" { print $2, $4 }' |
+         grep . || python3 -c 'import json, sys
+for t in json.load(open(sys.argv[1]))["targets"]:
+    if t["backend"] == "cuda": print(t["key"], t["arch"])' "$root/build-matrix/matrix.json")
+[[ ${#GPU_TARGETS[@]} -gt 0 ]] || { echo "run.sh: no cuda targets read from build-matrix/matrix.json" >&2; exit 1; }
 mode=run
 stage=".gpu-stage"
 from_build=""
@@ -86,7 +98,7 @@ build_kh() {  # libkh.so, kernels and the CPU kernel libraries: kh's release bui
   done
 }
 
-build_gpu_target() {  # $1: cuda-sm80 | cuda-sm90a -> $stage/kernels/$1/libkh_<pkg>_cuda.so
+build_gpu_target() {  # $1: a cuda target of the matrix (cuda-sm90a) -> $stage/kernels/$1/libkh_<pkg>_cuda.so
   local target="$1" dst="$stage/kernels/$1" b="$builds/gpu-$1"
   local gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
   mkdir -p "$dst"
@@ -95,14 +107,14 @@ build_gpu_target() {  # $1: cuda-sm80 | cuda-sm90a -> $stage/kernels/$1/libkh_<p
     build-matrix/build.sh "$target" "$b/out" || return 1
     # It packs (after `kernels check-abi`); stage the checked library out of each archive.
     for pkg in "${PKGS[@]}"; do
-      local a; a="$(find "$b/out" -name "${ORG}__$pkg-*-cuda*-${target#cuda-}-*.tar.zst" | head -1)"
+      local a; a="$(find "$b/out" -name "${ORG}__$pkg-*-cuda*-${GPU_ARCH[$target]}-*.tar.zst" | head -1)"
       [[ -n "$a" ]] || { echo "build-matrix/build.sh made no $target archive of $pkg"; return 1; }
       tar --zstd -xOf "$a" "lib/$(lib_name "$pkg" cuda)" > "$dst/$(lib_name "$pkg" cuda)" || return 1
     done
     return 0
   fi
-  if cmake -S kernels-src -B "$b" "${gen[@]}" -DKH_TARGET="$target" >"$b.configure.log" 2>&1; then
-    echo "(kernels-src standalone build, KH_TARGET=$target)"
+  if cmake -S kernels-src -B "$b" "${gen[@]}" -DKH_BUILD_TARGET="$target" >"$b.configure.log" 2>&1; then
+    echo "(kernels-src standalone build, KH_BUILD_TARGET=$target)"
     cmake --build "$b" -j "$jobs" || return 1
     for pkg in "${PKGS[@]}"; do
       local f; f="$(find "$b/$pkg" -name "$(lib_name "$pkg" cuda)" | head -1)"
@@ -114,7 +126,7 @@ build_gpu_target() {  # $1: cuda-sm80 | cuda-sm90a -> $stage/kernels/$1/libkh_<p
   local arch="${target#cuda-}"
   cmake -S tests/gpu/norms/standalone -B "$b-norms" "${gen[@]}" -DKH_NORMS_ARCH="$arch" >/dev/null &&
     cmake --build "$b-norms" -j "$jobs" || return 1
-  cmake -S tests/gpu/attention/standalone -B "$b-attention" "${gen[@]}" -DKH_TARGET="$target" >/dev/null &&
+  cmake -S tests/gpu/attention/standalone -B "$b-attention" "${gen[@]}" -DKH_BUILD_TARGET="$target" >/dev/null &&
     cmake --build "$b-attention" -j "$jobs" || return 1
   cp "$b-norms/$(lib_name rms-norm cuda)" "$b-norms/$(lib_name layer-norm cuda)" \
      "$b-attention/attention-cuda/$(lib_name attention cuda)" "$dst/"
@@ -277,6 +289,14 @@ done
 step "check_through_kh.py"
 [[ ${KH_GPU_CHECK:-1} == 0 ]] && echo "(skipped: KH_GPU_CHECK=0)" ||
 timeout "${KH_GPU_CHECK_TIMEOUT:-480}" python3 "$here/check_through_kh.py" --hub "$KH_HUB" --cache "$KH_CACHE" --out "$logs" || fail "check_through_kh.py"
+
+step "check_two_gpus.py (one package for each of two GPUs; skipped with fewer)"
+python3 "$here/check_two_gpus.py" --hub "$KH_HUB" --cache "$KH_CACHE" | tee "$logs/two_gpus.txt"
+case "${PIPESTATUS[0]}" in
+  0) ;;
+  77) echo "(skipped: this machine has fewer than two CUDA GPUs)" ;;
+  *) fail "check_two_gpus.py" ;;
+esac
 
 if [[ $bench == 1 ]]; then
   step "bench_call_overhead (kh_op_call against the op's raw invoke)"

@@ -52,7 +52,6 @@ std::vector<CoverageRow> release_coverage(const std::vector<registry::VariantEnt
     gpu.major = known.major;
     gpu.minor = known.minor;
     gpu.arch = "sm" + std::to_string(known.major) + std::to_string(known.minor);
-    gpu.name = known.examples;
     CoverageRow row;
     row.backend = gpu.backend;
     row.arch = gpu.arch;
@@ -66,7 +65,6 @@ std::vector<CoverageRow> release_coverage(const std::vector<registry::VariantEnt
     gpu.arch = known.processor;
     gpu.major = target->major;
     gpu.minor = target->minor;
-    gpu.name = known.examples;
     CoverageRow row;
     row.backend = gpu.backend;
     row.arch = gpu.arch;

@@ -7,10 +7,13 @@
 #include <dlpack/dlpack.h>
 
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "kh/kh.h"
 #include "kh/registry/cache.hpp"
@@ -152,4 +155,74 @@ TEST_CASE("one package, two GPUs of different archs: two kernels with their own 
     kh_kernel_release(k);
   }
   ::unsetenv("KH_METADATA_TTL");
+}
+
+namespace {
+std::string run(const std::string& command) {
+  std::string out;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  CHECK(::pclose(pipe) == 0);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("kernels doctor, get --device and info --coverage on a machine of two GPU generations") {
+  Hub hub;
+  DescribedMachine machine(kH100A100);
+  const std::string kernels = std::string("'") + KH_KERNELS_EXE + "' ";
+  const std::string where = " --hub '" + hub.url + "' --cache '" + hub.cache + "'";
+
+  const std::string doctor = run(kernels + "doctor kh-fixtures/multi-gpu@1" + where);
+  CAPTURE(doctor);
+  CHECK(doctor.find("gpu:   cuda device 1: NVIDIA A100-SXM4-80GB (sm80)") != std::string::npos);
+  const size_t d0 = doctor.find("cuda device 0 (NVIDIA H100 80GB HBM3, sm90)"),
+               d1 = doctor.find("cuda device 1 (NVIDIA A100-SXM4-80GB, sm80)");
+  REQUIRE(d0 != std::string::npos);
+  REQUIRE(d1 != std::string::npos);
+  CHECK(doctor.find("chosen   cuda13.0-sm90a-abi1-x86_64-linux", d0) < d1);
+  CHECK(doctor.find("chosen   cuda13.0-sm80-abi1-x86_64-linux", d1) != std::string::npos);
+  CHECK(doctor.find("refused  cuda13.0-sm90a-abi1-x86_64-linux: sm90a code runs only on compute capability 9.0", d1) !=
+        std::string::npos);
+
+  const auto json = nlohmann::json::parse(run(kernels + "doctor kh-fixtures/multi-gpu@1 --json" + where));
+  const auto& pkg = json["packages"][0];
+  CHECK(pkg["chosen"] == "cuda13.0-sm90a-abi1-x86_64-linux");  // the first GPU's, at the top as before
+  REQUIRE(pkg["devices"].size() == 2);
+  CHECK(pkg["devices"][1]["chosen"] == "cuda13.0-sm80-abi1-x86_64-linux");
+  CHECK(pkg["devices"][1]["builds"][0]["fit"] == "exact");
+  CHECK(pkg["devices"][1]["builds"][0]["device"] == "cuda:1");
+  CHECK(pkg["devices"][1]["builds"][1]["refusal"] == "gpu-arch");
+  CHECK(json["host"]["gpus"].size() == 2);
+
+  const auto got = nlohmann::json::parse(run(kernels + "get kh-fixtures/multi-gpu@1 --device cuda:1 --json --explain" + where));
+  CHECK(got["packages"][0]["variant"] == "cuda13.0-sm80-abi1-x86_64-linux");
+  CHECK(got["explain"][0]["device"] == "cuda device 1 (NVIDIA A100-SXM4-80GB, sm80)");
+  const std::string bad_device = run(kernels + "get kh-fixtures/multi-gpu@1 --device cuda:7" + where + " 2>&1 || true");
+  CAPTURE(bad_device);
+  CHECK(bad_device.find("no CUDA device 7 on this machine") != std::string::npos);
+
+  const std::string coverage = run(kernels + "info kh-fixtures/multi-gpu@1 --coverage" + where);
+  CAPTURE(coverage);
+  auto row = [&](const std::string& arch) {
+    const size_t at = coverage.find("\n  " + arch + " ");
+    REQUIRE_MESSAGE(at != std::string::npos, arch);
+    return coverage.substr(at + 1, coverage.find('\n', at + 1) - at - 1);
+  };
+  auto runs = [&](const std::string& arch, const std::string& how, const std::string& build) {
+    const std::string r = row(arch);
+    CAPTURE(r);
+    CHECK(r.find(" " + how + " ") != std::string::npos);
+    CHECK(r.find(build) != std::string::npos);
+  };
+  runs("sm75", "no", "sm80 code needs compute capability 8.0 or newer");
+  runs("sm80", "native", "cuda13.0-sm80-abi1-x86_64-linux (exact)");
+  runs("sm86", "native", "cuda13.0-sm80-abi1-x86_64-linux (same-major-sass)");
+  runs("sm90", "native", "cuda13.0-sm90a-abi1-x86_64-linux (arch-specific)");
+  runs("sm100", "PTX JIT", "cuda13.0-sm80-abi1-x86_64-linux (ptx-jit)");
+  runs("sm121", "PTX JIT", "cuda13.0-sm80-abi1-x86_64-linux (ptx-jit)");
+  runs("gfx942", "no", "no build for this backend");
 }

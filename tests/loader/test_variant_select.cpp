@@ -2,8 +2,10 @@
 // tests/platform's).
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include "kh/registry/status_error.hpp"
 #include "variant_select.hpp"
@@ -149,6 +151,36 @@ TEST_CASE("the ROCm probe reads gfx targets from a KFD topology tree") {
   kh::loader::probe_rocm(&none, (root / "missing").string());
   CHECK(none.gpus.empty());
   CHECK(none.rocm_status.find("no ROCm") != std::string::npos);
+  fs::remove_all(root);
+}
+
+TEST_CASE("the ROCm probe numbers GPUs in node order and applies ROCR/HIP_VISIBLE_DEVICES") {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(KH_TEST_BINARY_DIR) / "test-work" / "kfd-topology-order";
+  fs::remove_all(root);
+  // readdir order is the filesystem's; node 10 must come after node 2.
+  for (const auto& [node, version, name] : {std::tuple<const char*, const char*, const char*>{"10", "90010", "second"},
+                                            {"2", "90402", "first"},
+                                            {"0", "0", "cpu"}}) {
+    fs::create_directories(root / node);
+    std::ofstream(root / node / "properties") << "gfx_target_version " << version << "\n";
+    std::ofstream(root / node / "name") << name << "\n";
+  }
+  HostFacts all;
+  kh::loader::probe_rocm(&all, root.string());
+  REQUIRE(all.gpus.size() == 2);
+  CHECK(all.gpus[0].name == "first");
+  CHECK(all.gpus[0].arch == "gfx942");
+  CHECK(all.gpus[1].arch == "gfx90a");
+  CHECK(all.gpus[1].index == 1);
+  ::setenv("HIP_VISIBLE_DEVICES", "1", 1);
+  HostFacts visible;
+  kh::loader::probe_rocm(&visible, root.string());
+  ::unsetenv("HIP_VISIBLE_DEVICES");
+  REQUIRE(visible.gpus.size() == 1);
+  CHECK(visible.gpus[0].arch == "gfx90a");
+  CHECK(visible.gpus[0].index == 0);
+  CHECK(visible.rocm_status.find("1 ROCm GPU(s) of 2") != std::string::npos);
   fs::remove_all(root);
 }
 

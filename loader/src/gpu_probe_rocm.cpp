@@ -22,7 +22,10 @@ namespace {
 void probe_hip_runtime(HostFacts* facts) {
   for (const char* soname : platform::kHipRuntimeSonames) {
     void* h = ::dlopen(soname, RTLD_NOW | RTLD_LOCAL);
-    if (h == nullptr) continue;
+    if (h == nullptr) {
+      ::dlerror();  // read (and so release) the failure's message
+      continue;
+    }
     using GetVersion = int (*)(int*);
     auto get_version = reinterpret_cast<GetVersion>(::dlsym(h, "hipRuntimeGetVersion"));
     int v = 0;
@@ -31,7 +34,8 @@ void probe_hip_runtime(HostFacts* facts) {
       facts->rocm_major = v / 10000000;
       facts->rocm_minor = (v / 100000) % 100;
     }
-    ::dlclose(h);
+    // Left loaded: ROCm does not support unloading its runtime (Debian's HIP 5.2 leaks what it
+    // set up when loaded a second time), and the kernel libraries' HIP shim opens the same one.
     return;
   }
 }
@@ -49,10 +53,9 @@ std::vector<long> topology_nodes(DIR* dir) {
   return nodes;
 }
 
-// ROCR_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES as the runtime applies them (ROCr's first, then
-// HIP's over what is left), when they are lists of ordinals; false when one is set in a form
-// this probe does not read (GPU UUIDs), which leaves every GPU listed.
-bool apply_visible_devices(std::vector<GpuDevice>* gpus) {
+}  // namespace
+
+bool apply_visible_rocm_devices(std::vector<GpuDevice>* gpus) {
   for (const char* name : {"ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"}) {
     const char* value = std::getenv(name);
     if (value == nullptr) continue;
@@ -70,8 +73,6 @@ bool apply_visible_devices(std::vector<GpuDevice>* gpus) {
   }
   return true;
 }
-
-}  // namespace
 
 void probe_rocm(HostFacts* facts, const std::string& topology_dir) {
   DIR* dir = ::opendir(topology_dir.c_str());
@@ -106,7 +107,7 @@ void probe_rocm(HostFacts* facts, const std::string& topology_dir) {
     gpus.push_back(g);
   }
   const size_t present = gpus.size();
-  const bool visible_read = apply_visible_devices(&gpus);
+  const bool visible_read = apply_visible_rocm_devices(&gpus);
   facts->gpus.insert(facts->gpus.end(), gpus.begin(), gpus.end());
   if (present == 0) {
     facts->rocm_status = "ROCm kernel driver present, no GPU";

@@ -51,5 +51,9 @@ const HostFacts& host_facts();
 // The probes, exposed for tests and `kernels doctor`.
 void probe_cuda(HostFacts* facts);
 void probe_rocm(HostFacts* facts, const std::string& kfd_topology_dir = "/sys/class/kfd/kfd/topology/nodes");
+// ROCR_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES as the runtime applies them (ROCr's first, then
+// HIP's over what is left), when they are lists of ordinals; false when one is set in a form
+// the probe does not read (GPU UUIDs), which leaves every GPU listed. Part of probe_rocm.
+bool apply_visible_rocm_devices(std::vector<GpuDevice>* gpus);
 
 }  // namespace kh::loader

@@ -25,7 +25,8 @@
 #                                   prints SKIP and exits 77 (ctest: skipped) where no CUDA
 #                                   GPU or PyTorch is.
 #
-# With the device tool: stage here (about 51 MB: 6 CUDA libraries, libkh, `kernels`, and
+# With the device tool: stage here (KH_GPU_TARGETS="cuda-sm90a cuda-sm80" for an H200: about
+# 51 MB: 6 CUDA libraries, libkh, `kernels`, and
 # syslib/, this machine's copies of libarchive, libcurl and their dependencies, used there
 # only for what that machine lacks: an Ubuntu 24.04 H200 machine lacked libarchive.so.13
 # alone), then `run` with carry [".gpu-stage"] and the command
@@ -71,6 +72,17 @@ case "${1:-}" in
   *) stage="$1" ;;
 esac
 stage="$(mkdir -p "$stage" && cd "$stage" && pwd)"
+# Which of them to stage and run: $KH_GPU_TARGETS (e.g. "cuda-sm90a cuda-sm80": what a Hopper
+# machine runs, and what fits the device tool's 64 MiB carry; all four CUDA targets stage
+# ~92 MB), else what `stage` recorded in the stage, else every cuda target of the matrix.
+wanted="${KH_GPU_TARGETS:-}"
+[[ -z "$wanted" && $mode != stage && -f "$stage/GPU_TARGETS" ]] && wanted="$(cat "$stage/GPU_TARGETS")"
+if [[ -n "$wanted" ]]; then
+  for t in $wanted; do
+    [[ -n "${GPU_ARCH[$t]:-}" ]] || { echo "run.sh: '$t' is not a cuda target of build-matrix/matrix.json (${GPU_TARGETS[*]})" >&2; exit 2; }
+  done
+  read -r -a GPU_TARGETS <<<"$wanted"
+fi
 builds="${from_build:-$root/build}"  # where missing pieces get built
 jobs="$(nproc 2>/dev/null || echo 2)"
 step() { printf '\n== %s\n' "$*"; }
@@ -184,6 +196,7 @@ if [[ $mode == stage ]]; then
   build_call_overhead_bench || die "bench_call_overhead build failed"
   stage_system_libraries
   git -C "$root" describe --always --dirty > "$stage/SOURCE" 2>/dev/null || true
+  echo "${GPU_TARGETS[*]}" > "$stage/GPU_TARGETS"
   step "staged in $stage ($(du -sh "$stage" | cut -f1)); carry it to the GPU machine"
   find "$stage" -type f -printf '%8s  %P\n' | sort -k2
   exit 0

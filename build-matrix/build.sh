@@ -4,7 +4,8 @@
 # stores the report in the package) into <out-dir>.
 #
 # Usage: build-matrix/build.sh <target|all> <out-dir>
-#   target: a "key" of matrix.json: cpu-x86_64, cpu-x86_64_v3, cuda-sm80, cuda-sm90a, rocm-gfx942
+#   target: a "key" of matrix.json (`cmake -DKH_MATRIX=build-matrix/matrix.json -DKH_MATRIX_FORMAT=keys
+#           -P build-matrix/matrix.cmake` lists them)
 #
 # Each target configures kernels-src standalone in $KH_MATRIX_BUILD_ROOT/<target> (default
 # build/matrix/<target>) with Ninja when present, ccache when present, and installs into
@@ -37,13 +38,14 @@ log() { printf 'build-matrix: %s\n' "$*"; }
 # The table, through CMake's JSON reader.
 max_glibc=""
 targets=()
-declare -A kh_target variant_glob requires
-while read -r kind a b c rest; do
+declare -A variant_glob requires
+while read -r kind key backend arch glob rest; do
   case "$kind" in
-    max_glibc) max_glibc="$a" ;;
-    target) targets+=("$a"); kh_target[$a]="$b"; variant_glob[$a]="$c"; requires[$a]="$rest" ;;
+    max_glibc) max_glibc="$key" ;;
+    target) targets+=("$key"); variant_glob[$key]="$glob"; requires[$key]="$rest" ;;
   esac
 done < <(cmake -DKH_MATRIX="$here/matrix.json" -P "$here/matrix.cmake")
+[ ${#targets[@]} -gt 0 ] || { echo "build-matrix: no targets read from $here/matrix.json" >&2; exit 1; }
 # A build that is not published (the GPU test machine builds on its own, newer glibc) may hold
 # its libraries to that machine's glibc instead.
 max_glibc="${KH_MATRIX_MAX_GLIBC:-$max_glibc}"
@@ -52,7 +54,7 @@ selected=()
 if [ "$want" = all ]; then
   selected=("${targets[@]}")
 else
-  [ -n "${kh_target[$want]:-}" ] || { echo "build-matrix: unknown target '$want' (known: ${targets[*]})" >&2; exit 2; }
+  [ -n "${variant_glob[$want]:-}" ] || { echo "build-matrix: unknown target '$want' (known: ${targets[*]})" >&2; exit 2; }
   selected=("$want")
 fi
 
@@ -101,9 +103,11 @@ build_target() {
     return 0
   fi
   mkdir -p "$root"
-  log "$t: configuring kernels-src (KH_TARGET=${kh_target[$t]}) in $dir"
+  log "$t: configuring kernels-src (KH_BUILD_TARGET=$t) in $dir"
+  # A tree configured before the KH_TARGET -> KH_BUILD_TARGET rename is configured afresh.
+  grep -qs '^KH_TARGET:' "$dir/CMakeCache.txt" && rm -f "$dir/CMakeCache.txt"
   # shellcheck disable=SC2086
-  cmake -S "$repo/kernels-src" -B "$dir" "${generator[@]}" -DKH_TARGET="${kh_target[$t]}" \
+  cmake -S "$repo/kernels-src" -B "$dir" "${generator[@]}" -DKH_BUILD_TARGET="$t" \
     -DCMAKE_BUILD_TYPE=Release ${KH_MATRIX_CMAKE_ARGS:-} >"$dir.configure.log" 2>&1 ||
     { cat "$dir.configure.log" >&2; return 1; }
   log "$t: building (-j$jobs)"

@@ -1,27 +1,30 @@
-# Reads build-matrix/matrix.json for build.sh (CMake is the one JSON reader every build host has).
-#   cmake -DKH_MATRIX=<matrix.json> -P matrix.cmake
-# prints "max_glibc <version>" and then one line per target:
-#   target <key> <kh_target> <variant glob> <required program>...
+# Prints the targets of build-matrix/matrix.json for scripts (CMake is the one JSON reader
+# every build host has):
+#   cmake -DKH_MATRIX=<matrix.json> [-DKH_MATRIX_BACKEND=<cpu|cuda|rocm>] [-DKH_MATRIX_FORMAT=keys] -P matrix.cmake
+# Default format: "max_glibc <version>", then one line per target:
+#   target <key> <backend> <arch> <variant glob> <required program>...
+# where the variant glob is what every variant key the target builds matches, e.g.
+# cuda*-sm90a-abi*-x86_64-linux. With KH_MATRIX_FORMAT=keys: the keys alone, one per line.
+# KH_MATRIX_BACKEND keeps the targets of one backend. The parsing is kh_matrix_targets()
+# in cmake/KhMatrix.cmake, which kh_setup_kernel_target uses too.
+cmake_minimum_required(VERSION 3.25)
 if(NOT KH_MATRIX)
   message(FATAL_ERROR "matrix.cmake: pass -DKH_MATRIX=<path to matrix.json>")
 endif()
-file(READ "${KH_MATRIX}" _json)
-string(JSON _max_glibc GET "${_json}" max_glibc)
-execute_process(COMMAND ${CMAKE_COMMAND} -E echo "max_glibc ${_max_glibc}")
-string(JSON _n LENGTH "${_json}" targets)
-math(EXPR _last "${_n} - 1")
-foreach(_i RANGE ${_last})
-  string(JSON _key GET "${_json}" targets ${_i} key)
-  string(JSON _kh_target GET "${_json}" targets ${_i} kh_target)
-  string(JSON _variant GET "${_json}" targets ${_i} variant)
-  string(JSON _nreq LENGTH "${_json}" targets ${_i} requires)
-  set(_line "target ${_key} ${_kh_target} ${_variant}")
-  if(_nreq GREATER 0)
-    math(EXPR _rlast "${_nreq} - 1")
-    foreach(_r RANGE ${_rlast})
-      string(JSON _prog GET "${_json}" targets ${_i} requires ${_r})
-      string(APPEND _line " ${_prog}")
-    endforeach()
+include("${CMAKE_CURRENT_LIST_DIR}/../cmake/KhMatrix.cmake")
+kh_matrix_read("${KH_MATRIX}")
+if(NOT KH_MATRIX_FORMAT STREQUAL "keys")
+  execute_process(COMMAND ${CMAKE_COMMAND} -E echo "max_glibc ${KH_MATRIX_MAX_GLIBC}")
+endif()
+foreach(_key IN LISTS KH_MATRIX_KEYS)
+  if(KH_MATRIX_BACKEND AND NOT KH_MATRIX_BACKEND_${_key} STREQUAL KH_MATRIX_BACKEND)
+    continue()
   endif()
-  execute_process(COMMAND ${CMAKE_COMMAND} -E echo "${_line}")
+  if(KH_MATRIX_FORMAT STREQUAL "keys")
+    execute_process(COMMAND ${CMAKE_COMMAND} -E echo "${_key}")
+  else()
+    string(JOIN " " _line target ${_key} ${KH_MATRIX_BACKEND_${_key}} ${KH_MATRIX_ARCH_${_key}}
+           ${KH_MATRIX_VARIANT_GLOB_${_key}} ${KH_MATRIX_REQUIRES_${_key}})
+    execute_process(COMMAND ${CMAKE_COMMAND} -E echo "${_line}")
+  endif()
 endforeach()

@@ -49,13 +49,22 @@ for target in ${KH_MATRIX_TARGETS:-all}; do
   "$here/build.sh" "$target" "$out"
 done
 
-# 3. The CPU kernel tests on the CPU libraries just built (x86_64_v3 where this CPU runs it).
-cpu_runs_v3() { grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo && grep -qw bmi2 /proc/cpuinfo; }
-for target in cpu-x86_64 cpu-x86_64_v3; do
+# 3. The CPU kernel tests on the CPU libraries just built (the cpu targets of matrix.json; an
+# x86-64 level above this CPU's is packed but not tested here).
+cpu_runs() {  # $1: the target's arch, x86_64 or x86_64_vN
+  case "$1" in
+    x86_64_v2) grep -qw sse4_2 /proc/cpuinfo && grep -qw popcnt /proc/cpuinfo ;;
+    x86_64_v3) grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo && grep -qw bmi2 /proc/cpuinfo ;;
+    x86_64_v4) grep -qw avx512f /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo ;;
+    *) true ;;
+  esac
+}
+while read -r kind target backend arch _; do
+  [ "$kind" = target ] && [ "$backend" = cpu ] || continue
   install="$root/$target/install"
   [ -d "$install" ] || continue
-  if [ "$target" = cpu-x86_64_v3 ] && ! cpu_runs_v3; then
-    echo "publish: this CPU lacks AVX2/FMA/BMI2: the $target libraries are packed but not tested here"
+  if ! cpu_runs "$arch"; then
+    echo "publish: this CPU cannot run $arch: the $target libraries are packed but not tested here"
     continue
   fi
   variant="$(basename "$(dirname "$(ls "$install"/rms-norm/*/lib*.so)")")"
@@ -63,7 +72,7 @@ for target in cpu-x86_64 cpu-x86_64_v3; do
   for t in "${tests[@]}"; do
     KH_MATRIX_CPU_DIR="$install" KH_MATRIX_CPU_VARIANT="$variant" "$build/tests/build_matrix/$t"
   done
-done
+done < <(cmake -DKH_MATRIX="$here/matrix.json" -P "$here/matrix.cmake")
 
 # 4. Publish. Signing: `kernels publish` signs with $KH_SIGNING_KEY when it is set.
 if [ -n "${KH_SIGNING_KEY:-}" ]; then

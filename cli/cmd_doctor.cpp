@@ -1,5 +1,6 @@
 // `kernels doctor [spec...]`: this machine's facts and, for each requested (or cached)
-// package, the build selection would choose and why every other build was refused.
+// package and each GPU of this machine, the build selection would choose for that GPU and why
+// every other build was refused.
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -9,6 +10,7 @@
 #include "commands.hpp"
 #include "common_options.hpp"
 #include "explain.hpp"
+#include "host_facts_json.hpp"
 #include "kh/registry/cache.hpp"
 #include "kh/registry/package_spec.hpp"
 #include "session.hpp"
@@ -22,7 +24,7 @@ void add_doctor_command(CLI::App& app) {
     bool json = false;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("doctor", "Show this machine's facts and which build of each package fits it, and why");
+  CLI::App* cmd = app.add_subcommand("doctor", "Show this machine's facts and which build of each package each GPU would get, and why");
   cmd->add_option("specs", args->specs, "Packages to explain (org/name[@version]); default: the packages in the cache");
   add_hub_options(cmd, args->options);
   cmd->add_flag("--json", args->json, "Print the result as JSON");
@@ -32,15 +34,28 @@ void add_doctor_command(CLI::App& app) {
     nlohmann::json packages = nlohmann::json::array();
     if (!args->json) print_host_facts(facts);
 
+    // One selection per GPU (a machine without one: the default request, CPU builds). The
+    // JSON keeps the first device's selection at the top level, as before per-device doctor.
+    const std::vector<loader::DeviceRequest> devices = every_device(facts);
     auto explain = [&](const std::string& title, const std::vector<registry::VariantEntry>& builds) {
-      const loader::VariantSelection selection = loader::select_variant(builds, facts);
+      nlohmann::json per_device = nlohmann::json::array();
+      if (!args->json) std::printf("\n%s\n", title.c_str());
+      for (const loader::DeviceRequest& device : devices) {
+        const loader::VariantSelection selection = loader::select_variant(builds, facts, device);
+        if (args->json) {
+          nlohmann::json entry = selection_json(selection);
+          entry["device"] = device_title(facts, device);
+          per_device.push_back(std::move(entry));
+        } else {
+          print_selection(device_title(facts, device), selection, 2);
+        }
+      }
       if (args->json) {
-        nlohmann::json entry = selection_json(selection);
+        nlohmann::json entry = per_device.front();
+        entry.erase("device");
         entry["package"] = title;
-        packages.push_back(entry);
-      } else {
-        std::printf("\n");
-        print_selection(title, selection);
+        entry["devices"] = std::move(per_device);
+        packages.push_back(std::move(entry));
       }
     };
 
@@ -59,13 +74,15 @@ void add_doctor_command(CLI::App& app) {
         e.key = p.manifest.variant;
         e.sha256 = p.sha256;
         e.glibc = p.manifest.glibc;  // the floor, as the index had it
+        e.runtime = p.manifest.runtime;
+        e.code_object = p.manifest.code_object;
         cached[p.manifest.name + " " + p.manifest.version + " (cached)"].push_back(e);
       }
       if (cached.empty() && !args->json) std::printf("\nNo packages in the cache; name some: kernels doctor org/name@1\n");
       for (const auto& [title, builds] : cached) explain(title, builds);
     }
     if (args->json)
-      std::printf("%s\n", nlohmann::json{{"host", host_facts_json(facts)}, {"packages", packages}}.dump(2).c_str());
+      std::printf("%s\n", nlohmann::json{{"host", loader::host_facts_json(facts)}, {"packages", packages}}.dump(2).c_str());
   });
 }
 

@@ -7,11 +7,13 @@
 #include "commands.hpp"
 #include "common_options.hpp"
 #include "explain.hpp"
+#include "host_facts_json.hpp"
 #include "human_size.hpp"
 #include "host_facts.hpp"
 #include "kh/install/install.hpp"
 #include "kh/install/resolve.hpp"
 #include "kh/registry/lockfile.hpp"
+#include "kh/registry/status_error.hpp"
 #include "session.hpp"
 #include "variant_select.hpp"
 
@@ -25,6 +27,7 @@ void add_get_command(CLI::App& app) {
     bool explain = false;
     bool all_targets = false;
     bool locked = false;
+    std::string device;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("get", "Fetch the builds of kernel packages that fit this machine into the cache");
@@ -41,6 +44,9 @@ void add_get_command(CLI::App& app) {
   cmd->add_option("--lockfile", args->options.lockfile,
                   "Resolve only what this lockfile pins (default with --locked: kernels.lock; else $KH_LOCKFILE)");
   cmd->add_flag("--locked", args->locked, "Refuse anything the lockfile does not pin");
+  cmd->add_option("--device", args->device,
+                  "Select for this GPU: N (device N of each backend), cuda:N or rocm:N, as `kernels doctor` lists "
+                  "them (default: the first GPU)");
   cmd->add_flag("--explain", args->explain, "Show this machine's facts and why each build was chosen or refused");
   cmd->add_flag("--json", args->json, "Print the result as one JSON object");
   cmd->footer(
@@ -51,10 +57,17 @@ void add_get_command(CLI::App& app) {
   cmd->callback([args]() {
     install::Options given = args->options;
     if (args->locked && given.lockfile.empty()) given.lockfile = registry::kDefaultLockfileName;
+    loader::DeviceRequest device;
+    if (!args->device.empty()) {
+      const auto parsed = loader::parse_device_request(args->device);
+      if (!parsed)
+        fail(KH_ERROR_INVALID_ARGUMENT, "--device '" + args->device + "': expected N, cuda:N or rocm:N (e.g. --device cuda:1)");
+      device = *parsed;
+    }
     // Each spec is resolved once. With --all-targets or --explain the verb chooses itself
     // (every build; or this machine's, after showing why), from the one resolution.
     const bool whole_release = args->explain || args->all_targets;
-    auto session = whole_release ? open_session_choosing_any(given) : open_session(given);
+    auto session = whole_release ? open_session_choosing_any(given) : open_session(given, device);
     std::vector<install::Resolution> plans;
     nlohmann::json explanations = nlohmann::json::array();
     for (const std::string& spec_text : args->specs) {
@@ -65,16 +78,20 @@ void add_get_command(CLI::App& app) {
       }
       const std::vector<registry::VariantEntry>& builds = resolved.release.variants;
       if (args->explain) {
-        const loader::VariantSelection selection = loader::select_variant(builds, loader::host_facts());
+        const loader::HostFacts& facts = loader::host_facts();
+        loader::check_device_request(facts, device);
+        const loader::VariantSelection selection = loader::select_variant(builds, facts, device);
         if (args->json) {
-          explanations.push_back({{"host", host_facts_json(loader::host_facts())}, {"selection", selection_json(selection)}});
+          explanations.push_back({{"host", loader::host_facts_json(facts)},
+                                  {"device", device_title(facts, device)},
+                                  {"selection", selection_json(selection)}});
         } else {
           if (explanations.empty()) {
-            print_host_facts(loader::host_facts());
+            print_host_facts(facts);
             std::printf("\n");
           }
           explanations.push_back(nullptr);
-          print_selection(resolved.repo + " " + resolved.version, selection);
+          print_selection(resolved.repo + " " + resolved.version + " for " + device_title(facts, device), selection);
           std::printf("\n");
         }
       }
@@ -82,7 +99,7 @@ void add_get_command(CLI::App& app) {
         for (const auto& v : builds) plans.push_back(install::with_build(*session, resolved, v.key));
       } else {
         // This machine's build (or --target's), refused with every build's reason when none fits.
-        const std::string& key = loader::choose_variant(builds, loader::host_facts(), session->options().variant,
+        const std::string& key = loader::choose_variant(builds, loader::host_facts(), device, session->options().variant,
                                                         resolved.repo + " " + resolved.version)
                                      .key;
         plans.push_back(install::with_build(*session, resolved, key));

@@ -6,6 +6,7 @@
 
 #include "commands.hpp"
 #include "common_options.hpp"
+#include "coverage_report.hpp"
 #include "kh/registry/package_spec.hpp"
 #include "session.hpp"
 
@@ -16,12 +17,16 @@ void add_info_command(CLI::App& app) {
     std::string spec;
     install::Options options;
     bool json = false;
+    bool coverage = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("info", "Show the versions, builds and ops of a kernel package on a hub");
   cmd->add_option("spec", args->spec, "Package: org/name, or org/name@version for one version")->required();
   add_hub_options(cmd, args->options);
   cmd->add_flag("--json", args->json, "Print the result as JSON");
+  cmd->add_flag("--coverage", args->coverage,
+                "For each GPU arch (sm75 .. sm121, gfx90a, gfx942, gfx950, gfx1100): whether the release runs "
+                "there natively, through PTX, or not at all");
   cmd->callback([args]() {
     auto session = open_session(args->options);
     const registry::PackageSpec spec = registry::parse_package_spec(args->spec);
@@ -43,7 +48,9 @@ void add_info_command(CLI::App& app) {
           if (!v.glibc.empty()) entry["glibc"] = v.glibc;
           variants.push_back(std::move(entry));
         }
-        releases.push_back({{"version", registry::to_string(r->version)}, {"yanked", r->yanked}, {"variants", variants}});
+        nlohmann::json release = {{"version", registry::to_string(r->version)}, {"yanked", r->yanked}, {"variants", variants}};
+        if (args->coverage) release["coverage"] = coverage_json(*r);
+        releases.push_back(std::move(release));
       }
       nlohmann::json out = {{"repo", index.repo}, {"metadata_version", index.version}, {"expires", index.expires},
                             {"releases", releases}};
@@ -62,6 +69,7 @@ void add_info_command(CLI::App& app) {
         std::printf("  ops:\n");
         for (const auto& op : r->variants.front().ops) std::printf("    %s\n", op.schema.c_str());
       }
+      if (args->coverage) print_coverage(index.repo, *r);
     }
   });
 }

@@ -51,14 +51,14 @@ void add_pack_command(CLI::App& app) {
     // dev and sanitizer builds still pack, with a warning. A passing report travels in the
     // package as lib/kh-abi-check.json.
     std::vector<std::pair<std::string, std::string>> extra_files;
-    std::string glibc_floor;
+    abi_check::Report floors;  // what the build needs: glibc, and of its GPU runtime
     if (args->no_abi_check) {
       // Even unchecked builds record their glibc floor: selection refuses them on a host
       // whose glibc is older, instead of a dlopen failure there. Reading it cannot fail
       // (an unreadable file is a violation in the report, which is not enforced here).
       abi_check::Policy floor_only;
       floor_only.variant = m.variant;
-      glibc_floor = abi_check::check_library(args->library, floor_only).newest_glibc;
+      floors = abi_check::check_library(args->library, floor_only);
     } else {
       const bool enforced = !args->abi.variant.empty();
       if (!enforced) args->abi.variant = m.variant;
@@ -66,7 +66,7 @@ void add_pack_command(CLI::App& app) {
         fail(KH_ERROR_INVALID_ARGUMENT, args->library + " is variant " + m.variant + ", not the --target " +
                                             args->abi.variant + "; rebuild it for that target");
       const abi_check::Report report = abi_check::check_library(args->library, args->abi);
-      glibc_floor = report.newest_glibc;
+      floors = report;
       if (report.ok())
         extra_files.emplace_back("lib/kh-abi-check.json", abi_check::report_json(report));
       else if (enforced)
@@ -81,7 +81,9 @@ void add_pack_command(CLI::App& app) {
     manifest.version = m.version;
     manifest.variant = m.variant;
     manifest.abi = loader::abi_version_text(library->abi_version());
-    manifest.glibc = glibc_floor;  // empty only for a library that needs no versioned glibc symbol
+    manifest.glibc = floors.newest_glibc;  // empty only for a library that needs no versioned glibc symbol
+    manifest.runtime = floors.runtime;     // ROCm builds: the oldest HIP runtime and the code-object version
+    manifest.code_object = static_cast<uint32_t>(floors.code_object);
     for (uint32_t i = 0; i < m.num_ops; ++i) manifest.ops.push_back({m.ops[i].name, m.ops[i].schema});
     const std::string archive = registry::pack_package(args->library, manifest, args->out_dir, extra_files);
     std::printf("packed %s %s (%s) -> %s\n", m.name, m.version, m.variant, archive.c_str());

@@ -5,21 +5,6 @@
 
 namespace kh::cli {
 
-nlohmann::json host_facts_json(const loader::HostFacts& f) {
-  nlohmann::json gpus = nlohmann::json::array();
-  for (const auto& g : f.gpus)
-    gpus.push_back({{"backend", g.backend}, {"index", g.index}, {"name", g.name}, {"arch", g.arch}});
-  return {{"cpu", f.cpu},
-          {"os", f.os},
-          {"x86_isa_level", f.x86_isa_level},
-          {"glibc", std::to_string(f.glibc_major) + "." + std::to_string(f.glibc_minor)},
-          {"cuda_driver", std::to_string(f.cuda_driver_major) + "." + std::to_string(f.cuda_driver_minor)},
-          {"cuda_status", f.cuda_status},
-          {"rocm", std::to_string(f.rocm_major) + "." + std::to_string(f.rocm_minor)},
-          {"rocm_status", f.rocm_status},
-          {"gpus", gpus}};
-}
-
 void print_host_facts(const loader::HostFacts& f) {
   std::printf("This machine\n");
   std::printf("  cpu:   %s%s, %s, glibc %d.%d\n", f.cpu.c_str(),
@@ -28,27 +13,53 @@ void print_host_facts(const loader::HostFacts& f) {
   std::printf("  cuda:  %s\n", f.cuda_status.c_str());
   std::printf("  rocm:  %s\n", f.rocm_status.c_str());
   for (const auto& g : f.gpus)
-    std::printf("  gpu %d: %s %s (%s)\n", g.index, g.backend.c_str(), g.name.c_str(), g.arch.c_str());
+    std::printf("  gpu:   %s device %d: %s (%s)\n", platform::backend_name(g.backend), g.index, g.name.c_str(),
+                g.arch.c_str());
+}
+
+std::vector<loader::DeviceRequest> every_device(const loader::HostFacts& facts) {
+  std::vector<loader::DeviceRequest> requests;
+  for (const auto& g : facts.gpus) requests.push_back({platform::dlpack_device_type(g.backend), g.index});
+  if (requests.empty()) requests.push_back({});
+  return requests;
+}
+
+std::string device_title(const loader::HostFacts& facts, const loader::DeviceRequest& request) {
+  const auto backend = platform::backend_of_device_type(request.device_type);
+  const loader::GpuDevice* gpu = backend ? facts.gpu(*backend, request.device_id) : nullptr;
+  if (gpu == nullptr) {
+    if (facts.gpus.empty()) return loader::describe(request) + " (no GPU: CPU builds only)";
+    return loader::describe(request);
+  }
+  return std::string(platform::backend_name(gpu->backend)) + " device " + std::to_string(gpu->index) + " (" +
+         (gpu->name.empty() ? "GPU" : gpu->name) + ", " + gpu->arch + ")";
 }
 
 nlohmann::json selection_json(const loader::VariantSelection& selection) {
   nlohmann::json builds = nlohmann::json::array();
-  for (const auto& v : selection.verdicts)
-    builds.push_back({{"variant", v.entry->key},
-                      {"chosen", v.entry == selection.chosen},
-                      {"compatible", v.compatible},
-                      {"rank", v.rank},
-                      {"reason", v.reason}});
+  for (const auto& v : selection.verdicts) {
+    nlohmann::json b = {{"variant", v.entry->key},
+                        {"chosen", v.entry == selection.chosen},
+                        {"compatible", v.compatible},
+                        {"rank", v.rank},
+                        {"reason", v.reason}};
+    if (v.compatible && v.fit != platform::Fit::None) b["fit"] = platform::fit_name(v.fit);
+    if (!v.compatible) b["refusal"] = loader::refusal_name(v.refusal);
+    if (v.device != nullptr)
+      b["device"] = std::string(platform::backend_name(v.device->backend)) + ":" + std::to_string(v.device->index);
+    builds.push_back(std::move(b));
+  }
   return {{"chosen", selection.chosen ? nlohmann::json(selection.chosen->key) : nlohmann::json(nullptr)},
           {"builds", builds}};
 }
 
-void print_selection(const std::string& title, const loader::VariantSelection& selection) {
-  std::printf("%s\n", title.c_str());
-  if (selection.chosen == nullptr) std::printf("  no build fits this machine\n");
+void print_selection(const std::string& title, const loader::VariantSelection& selection, int indent) {
+  const std::string pad(static_cast<size_t>(indent), ' ');
+  std::printf("%s%s\n", pad.c_str(), title.c_str());
+  if (selection.chosen == nullptr) std::printf("%s  no build fits\n", pad.c_str());
   for (const auto& v : selection.verdicts) {
     const char* label = v.entry == selection.chosen ? "chosen  " : v.compatible ? "fallback" : "refused ";
-    std::printf("  %s %s: %s\n", label, v.entry->key.c_str(), v.reason.c_str());
+    std::printf("%s  %s %s: %s\n", pad.c_str(), label, v.entry->key.c_str(), v.reason.c_str());
   }
 }
 

@@ -1,5 +1,5 @@
-// Printing this machine's facts and why each build of a release was chosen or refused:
-// shared by `kernels doctor` and `kernels get --explain`.
+// Printing this machine's facts and why each build of a release was chosen or refused, for
+// every GPU or one: shared by `kernels doctor` and `kernels get --explain`.
 #pragma once
 
 #include <string>
@@ -13,11 +13,17 @@
 
 namespace kh::cli {
 
-nlohmann::json host_facts_json(const loader::HostFacts& facts);
 void print_host_facts(const loader::HostFacts& facts);
 
+// The requests `kernels doctor` explains: one per GPU of this machine (its backend and
+// ordinal), or the default request alone on a machine without one.
+std::vector<loader::DeviceRequest> every_device(const loader::HostFacts& facts);
+// "cuda device 1 (NVIDIA A100-SXM4-80GB, sm80)", or "device 0 (no GPU: CPU builds only)".
+std::string device_title(const loader::HostFacts& facts, const loader::DeviceRequest& request);
+
 nlohmann::json selection_json(const loader::VariantSelection& selection);
-// "  chosen  cuda13.0-sm90a-...: exact arch sm90a for NVIDIA H200 (sm90)" and one line per other build.
-void print_selection(const std::string& title, const loader::VariantSelection& selection);
+// "  chosen   cuda13.0-sm90a-...: arch-specific sm90a SASS for ..." and one line per other build,
+// under `title`, each line indented by `indent` more spaces.
+void print_selection(const std::string& title, const loader::VariantSelection& selection, int indent = 0);
 
 }  // namespace kh::cli

@@ -17,8 +17,10 @@ const install::Settings& settings() {
   return s;
 }
 
-std::unique_ptr<install::Session> open_session(const install::Options& options) {
-  return std::make_unique<install::Session>(settings(), options, loader::host_build_chooser());
+std::unique_ptr<install::Session> open_session(const install::Options& options, const loader::DeviceRequest& device) {
+  install::Options with_key = options;
+  with_key.selection_key = loader::host_selection_key(device);
+  return std::make_unique<install::Session>(settings(), with_key, loader::host_build_chooser(device));
 }
 
 std::unique_ptr<install::Session> open_session_choosing_any(const install::Options& options) {

@@ -6,6 +6,7 @@
 
 #include "kh/install/session.hpp"
 #include "kh/install/settings.hpp"
+#include "variant_select.hpp"
 
 namespace kh::cli {
 
@@ -13,8 +14,9 @@ namespace kh::cli {
 // variable fails the verbs that read it, not `kernels --help`).
 const install::Settings& settings();
 
-// A session for one verb, choosing builds for this machine (the loader's selection).
-std::unique_ptr<install::Session> open_session(const install::Options& options);
+// A session for one verb, choosing builds for `device` of this machine (the loader's
+// selection; default: device 0, the first GPU).
+std::unique_ptr<install::Session> open_session(const install::Options& options, const loader::DeviceRequest& device = {});
 // A session whose chooser takes any build (the forced one, else the first): for verbs that
 // take a release as a whole (--all-targets) or choose and explain themselves (--explain).
 std::unique_ptr<install::Session> open_session_choosing_any(const install::Options& options);

@@ -1,17 +1,22 @@
 # KhHipGfx942.cmake: the HIP toolchain of the rocm-gfx942 kernel variants.
 #
-# Included by kernels-src/CMakeLists.txt for KH_TARGET=rocm-gfx942 (before the packages), it
-# finds a compiler that emits gfx942 (MI300) code objects and provides
+# Included by kh_setup_kernel_target for the rocm-gfx942 target of build-matrix/matrix.json
+# (KH_BUILD_TARGET=rocm-gfx942, before the packages), it finds a compiler that emits gfx942
+# (MI300) code objects and provides
 #
 #   kh_add_hip_kernel_library(<target> SOURCES <c++ sources>... HIP_SOURCES <hip sources>...
 #                             [PACKAGE_JSON <kernel.json>] [INCLUDE_DIRS <dir>...]
 #                             [HIP_OPTIONS <flag>...])
 #       kh_add_kernel_library(<target> ...) with the C++ sources (module.cpp, argument rules),
-#       plus the HIP sources compiled by kh_add_hip_sources(), linked against libamdhip64.
+#       plus the HIP sources compiled by kh_add_hip_sources(), plus the HIP runtime shim
+#       (kernels-src/common/src/hip_shim/): no link to libamdhip64, so the library loads under
+#       any ROCm 5.x-7.x runtime, or none (its ops then fail with KH_ERROR_DEVICE).
 #   kh_add_hip_sources(<target> <hip sources>... [OPTIONS <flag>...])
 #       compiles each source as HIP for gfx942 into an object of <target> (host code for this
 #       machine, the device code object embedded as a clang offload bundle in .hip_fatbin),
 #       with <target>'s include directories and compile definitions, hidden visibility.
+#   kh_add_hip_runtime_shim(<target>)
+#       adds the shim's sources to <target> (kh_add_hip_kernel_library does).
 #
 # and these variables:
 #   KH_ROCM_VERSION        "<major>.<minor>" of the HIP headers/runtime built against, e.g.
@@ -20,7 +25,7 @@
 #   KH_HIP_TOOLCHAIN       "rocm" (a ROCm hipcc that accepts gfx942, used as is) or
 #                          "clang" (clang-19 + Debian's HIP headers and device libraries)
 #   KH_HIP_COMPILER        the compiler used for HIP sources
-#   KH_HIP_RUNTIME_LIBRARY libamdhip64.so the libraries link (DT_NEEDED; loaded on ROCm hosts)
+#   KH_HIP_INCLUDE_DIR     the HIP headers' folder (the types the shim is written against)
 #
 # Toolchain choice (docs: DESIGN.md "Toolchain facts"): Debian 12's hipcc (ROCm 5.2, clang 15)
 # rejects gfx942. A hipcc that accepts it (a real ROCm >= 6 under $ROCM_PATH or /opt/rocm) is
@@ -95,7 +100,6 @@ if(NOT KH_HIP_TOOLCHAIN STREQUAL "clang")
       endif()
       find_path(KH_HIP_INCLUDE_DIR hip/hip_version.h HINTS "${_kh_rocm_root}/include" ENV ROCM_PATH
                 PATH_SUFFIXES include NO_DEFAULT_PATH)
-      find_library(KH_HIP_RUNTIME_LIBRARY amdhip64 HINTS "${_kh_rocm_root}/lib" NO_DEFAULT_PATH)
     elseif(KH_HIP_TOOLCHAIN STREQUAL "rocm")
       message(FATAL_ERROR "kh: ${_kh_hipcc} cannot compile for ${KH_HIP_ARCH}: ${KH_HIP_PROBE_ERROR}")
     else()
@@ -112,7 +116,7 @@ if(NOT KH_HIP_TOOLCHAIN STREQUAL "rocm")
                  DOC "clang that compiles HIP for gfx942 (Debian: clang-19)")
   endif()
   if(NOT KH_HIP_COMPILER)
-    message(FATAL_ERROR "kh: KH_TARGET=rocm-gfx942 needs clang-19 (apt-get install clang-19) "
+    message(FATAL_ERROR "kh: KH_BUILD_TARGET=rocm-gfx942 needs clang-19 (apt-get install clang-19) "
                         "or a ROCm whose hipcc accepts gfx942 (set ROCM_PATH)")
   endif()
   get_filename_component(_kh_clang_dir "${KH_HIP_COMPILER}" REALPATH)
@@ -126,8 +130,6 @@ if(NOT KH_HIP_TOOLCHAIN STREQUAL "rocm")
                DOC "clang-offload-bundler beside KH_HIP_COMPILER (Debian: clang-tools-19)")
   find_path(KH_HIP_INCLUDE_DIR hip/hip_version.h HINTS ENV ROCM_PATH PATH_SUFFIXES include
             DOC "include folder of the HIP headers (Debian: libamdhip64-dev)")
-  find_library(KH_HIP_RUNTIME_LIBRARY amdhip64 HINTS ENV ROCM_PATH PATH_SUFFIXES lib
-               DOC "libamdhip64.so (Debian: libamdhip64-dev)")
   find_path(KH_HIP_DEVICE_LIB_DIR ockl.bc
             HINTS ENV ROCM_PATH ENV HIP_DEVICE_LIB_PATH
             PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE} /usr/lib /opt/rocm
@@ -135,13 +137,12 @@ if(NOT KH_HIP_TOOLCHAIN STREQUAL "rocm")
             DOC "folder of rocm-device-libs' bitcode (Debian: rocm-device-libs)")
   # Each piece with the Debian package that provides it, so a missing one is named exactly.
   foreach(_kh_need "KH_HIP_LLVM_AS=llvm-19" "KH_HIP_LLD=lld-19" "KH_HIP_OFFLOAD_BUNDLER=clang-tools-19"
-                   "KH_HIP_INCLUDE_DIR=libamdhip64-dev" "KH_HIP_RUNTIME_LIBRARY=libamdhip64-dev"
-                   "KH_HIP_DEVICE_LIB_DIR=rocm-device-libs")
+                   "KH_HIP_INCLUDE_DIR=libamdhip64-dev" "KH_HIP_DEVICE_LIB_DIR=rocm-device-libs")
     string(REPLACE "=" ";" _kh_need "${_kh_need}")
     list(GET _kh_need 0 _kh_var)
     list(GET _kh_need 1 _kh_pkg)
     if(NOT ${_kh_var})
-      message(FATAL_ERROR "kh: KH_TARGET=rocm-gfx942: ${_kh_var} not found (in ${_kh_clang_dir} for the "
+      message(FATAL_ERROR "kh: KH_BUILD_TARGET=rocm-gfx942: ${_kh_var} not found (in ${_kh_clang_dir} for the "
                           "compiler's helpers); install it: apt-get install ${_kh_pkg}")
     endif()
   endforeach()
@@ -180,8 +181,10 @@ if(NOT KH_HIP_TOOLCHAIN STREQUAL "rocm")
 
   get_filename_component(_kh_hip_root "${KH_HIP_INCLUDE_DIR}" DIRECTORY)
   set(_kh_hip_flags "--rocm-path=${_kh_hip_root}" "--rocm-device-lib-path=${_kh_devlibs}")
-  # The runtime these libraries link is HIP 5.x: it loads code objects up to version 4
-  # (clang-19 defaults to 5). A ROCm >= 6 loads version 4 as well.
+  # Code-object version 4 (clang-19 defaults to 5): the oldest a current runtime loads, so the
+  # libraries run under HIP 5.x as under 6.x and 7.x (kernels pack records it, and the HIP
+  # runtime it needs, in the manifest; selection holds the host's runtime to them). Debian's
+  # device libraries (5.2) are built for it too.
   _kh_hip_version_from_header("${KH_HIP_INCLUDE_DIR}/hip/hip_version.h" _kh_hip_ver)
   if(_kh_hip_ver VERSION_LESS 6.0)
     list(APPEND _kh_hip_flags -mcode-object-version=4)
@@ -192,9 +195,9 @@ if(NOT KH_HIP_TOOLCHAIN STREQUAL "rocm")
   endif()
 endif()
 
-if(NOT KH_HIP_INCLUDE_DIR OR NOT KH_HIP_RUNTIME_LIBRARY)
-  message(FATAL_ERROR "kh: KH_TARGET=rocm-gfx942: HIP headers (${KH_HIP_INCLUDE_DIR}) or libamdhip64 "
-                      "(${KH_HIP_RUNTIME_LIBRARY}) not found")
+if(NOT KH_HIP_INCLUDE_DIR)
+  message(FATAL_ERROR "kh: KH_BUILD_TARGET=rocm-gfx942: the HIP headers (hip/hip_version.h) were not found; "
+                      "apt-get install libamdhip64-dev, or set ROCM_PATH")
 endif()
 _kh_hip_version_from_header("${KH_HIP_INCLUDE_DIR}/hip/hip_version.h" KH_ROCM_VERSION)
 set(KH_HIP_FLAGS -x hip --offload-arch=${KH_HIP_ARCH} ${_kh_hip_flags})
@@ -238,7 +241,29 @@ function(kh_add_hip_sources target)
   endforeach()
   set_source_files_properties(${objects} PROPERTIES EXTERNAL_OBJECT TRUE GENERATED TRUE)
   target_sources(${target} PRIVATE ${objects})
-  target_link_libraries(${target} PRIVATE "${KH_HIP_RUNTIME_LIBRARY}")
+endfunction()
+
+# The HIP runtime shim (kernels-src/common/src/hip_shim/hip_shim_runtime.cpp says what and why):
+# host C++ against the HIP headers' types, plus the platform vocabulary's offload-bundle reader
+# and runtime sonames. It defines every HIP entry point the library's code calls; the link's
+# --no-undefined names any it lacks.
+set(KH_HIP_SHIM_DIR "${KH_KERNEL_SOURCE_ROOT}/kernels-src/common/src/hip_shim")
+set(KH_HIP_SHIM_SOURCES
+  "${KH_HIP_SHIM_DIR}/hip_shim_runtime.cpp"
+  "${KH_HIP_SHIM_DIR}/hip_shim_kernels.cpp"
+  "${KH_HIP_SHIM_DIR}/hip_shim_api.cpp"
+  "${KH_KERNEL_SOURCE_ROOT}/platform/src/offload_bundle.cpp")
+function(kh_add_hip_runtime_shim target)
+  target_sources(${target} PRIVATE ${KH_HIP_SHIM_SOURCES})
+  set(includes "${KH_HIP_SHIM_DIR}" "${KH_KERNEL_SOURCE_ROOT}/platform/include")
+  # Debian's headers are in /usr/include, which must not be named with -I (it would come
+  # before the C++ library's own wrappers of the C headers).
+  if(NOT KH_HIP_INCLUDE_DIR IN_LIST CMAKE_CXX_IMPLICIT_INCLUDE_DIRECTORIES)
+    list(APPEND includes "${KH_HIP_INCLUDE_DIR}")
+  endif()
+  set_source_files_properties(${KH_HIP_SHIM_SOURCES} TARGET_DIRECTORY ${target} PROPERTIES
+    INCLUDE_DIRECTORIES "${includes}" COMPILE_DEFINITIONS "__HIP_PLATFORM_AMD__=1")
+  target_link_libraries(${target} PRIVATE ${CMAKE_DL_LIBS})
 endfunction()
 
 function(kh_add_hip_kernel_library target)
@@ -255,4 +280,5 @@ function(kh_add_hip_kernel_library target)
     target_include_directories(${target} PRIVATE ${H_INCLUDE_DIRS})
   endif()
   kh_add_hip_sources(${target} ${H_HIP_SOURCES} OPTIONS ${H_HIP_OPTIONS})
+  kh_add_hip_runtime_shim(${target})
 endfunction()

@@ -15,15 +15,16 @@
 #   KH_DEVICE_TYPE     DLDeviceType of the variant's backend: 1 cpu, 2 cuda, 10 rocm
 # CPU variants are compiled for their ISA level (cpu-x86_64_v3-... adds -march=x86-64-v3).
 #
-#   kh_setup_kernel_target(<KH_TARGET>)   (a macro: it enables languages in the caller's scope)
-# turns a build-matrix target name into what the package CMakeLists need: KH_BACKEND (cpu,
-# cuda, hip: which backend folder each package builds) and KH_VARIANT_KEY; for CUDA targets
-# it enables CUDA (nvcc from CMAKE_CUDA_COMPILER, CUDACXX, PATH or /usr/local/cuda) with
-#   cuda-sm80   CMAKE_CUDA_ARCHITECTURES 80-real;80-virtual (sm_80 SASS + compute_80 PTX)
-#   cuda-sm90a  CMAKE_CUDA_ARCHITECTURES 90a-real (-gencode=arch=compute_90a,code=sm_90a)
-# and the variant cuda<major.minor of nvcc>-<arch>-abiN-<cpu>-linux; rocm-gfx942 includes
-# cmake/KhHipGfx942.cmake (the HIP toolchain helper) and names rocm<version>-gfx942-abiN-...
-# kernels-src/CMakeLists.txt calls it; the GPU dev stand-ins in tests/gpu/*/standalone too.
+#   kh_setup_kernel_target(<KH_BUILD_TARGET>)   (a macro: it enables languages in the caller's scope)
+# turns a target of build-matrix/matrix.json (its key: cpu-x86_64_v3, cuda-sm100, rocm-gfx942)
+# into what the package CMakeLists need: KH_BACKEND (cpu, cuda, hip: which backend folder each
+# package builds) and KH_VARIANT_KEY ({backend}{version}-{arch}-abiN-{cpu}-linux, the arch from
+# the table). CUDA targets enable CUDA (nvcc from CMAKE_CUDA_COMPILER, CUDACXX, PATH or
+# /usr/local/cuda) with the CMAKE_CUDA_ARCHITECTURES the platform vocabulary gives the arch:
+#   sm80 80-real;80-virtual   sm90a 90a-real   sm100f 100f-real;100-virtual   sm120f 120f-real;120-virtual
+# (the version is nvcc's major.minor); rocm-gfx942 includes cmake/KhHipGfx942.cmake (the HIP
+# toolchain helper; the version is HIP's major.minor). kernels-src/CMakeLists.txt calls it;
+# the GPU dev stand-ins in tests/gpu/*/standalone too.
 #
 #   kh_install_kernel_library(<target> PACKAGE_DIR <dir>)
 # installs the library and its kernel.json under <prefix>/<dir>/<variant>/ when kernels-src
@@ -33,6 +34,11 @@
 get_filename_component(KH_KERNEL_SOURCE_ROOT "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
 set(KH_KERNEL_VERSION_SCRIPT "${KH_KERNEL_SOURCE_ROOT}/build-matrix/kernel.vers")
 set(KH_KERNEL_DEFAULT_VARIANT "cpu-x86_64-abi1-x86_64-linux")
+# The platform vocabulary (variant-key grammar, ISA flags, CUDA architectures; generated from
+# platform/) and the target table (build-matrix/matrix.json).
+include("${CMAKE_CURRENT_LIST_DIR}/KhPlatform.cmake")
+include("${CMAKE_CURRENT_LIST_DIR}/KhVariantKey.cmake")
+include("${CMAKE_CURRENT_LIST_DIR}/KhMatrix.cmake")
 
 # The ABI major a variant key's "abiN" must name, read from the header that defines it.
 file(STRINGS "${KH_KERNEL_SOURCE_ROOT}/abi/include/kh/kernel_abi.h" _kh_abi_major_line
@@ -52,28 +58,20 @@ if(NOT TARGET kh_kernel_common)
   target_link_libraries(kh_kernel_common INTERFACE kh_abi)
 endif()
 
-# Splits a variant key into backend, ISA/arch and device type; fails on a malformed key.
+# Splits a variant key into backend, arch and device type (kh_variant_key_parse: the grammar
+# of the platform vocabulary); fails on a malformed key or another ABI major.
 function(kh_parse_variant_key key)
-  if(NOT key MATCHES "^(cpu|cuda|rocm)([0-9.]*)-([a-z0-9_]+)-abi([0-9]+)-([a-z0-9_]+)-([a-z0-9]+)$")
-    message(FATAL_ERROR "kh: malformed variant key '${key}' "
-                        "(expected {backend}{version}-{arch}-abi{N}-{cpu}-{os}, e.g. ${KH_KERNEL_DEFAULT_VARIANT})")
+  kh_variant_key_parse("${key}" _kh_key)
+  if(_kh_key_ERROR)
+    message(FATAL_ERROR "kh: malformed variant key: ${_kh_key_ERROR} (e.g. ${KH_KERNEL_DEFAULT_VARIANT})")
   endif()
-  set(backend "${CMAKE_MATCH_1}")
-  set(arch "${CMAKE_MATCH_3}")
-  if(NOT CMAKE_MATCH_4 STREQUAL KH_ABI_VERSION_MAJOR)
-    message(FATAL_ERROR "kh: variant key '${key}' names abi${CMAKE_MATCH_4}, "
+  if(NOT _kh_key_ABI STREQUAL KH_ABI_VERSION_MAJOR)
+    message(FATAL_ERROR "kh: variant key '${key}' names abi${_kh_key_ABI}, "
                         "but kh/kernel_abi.h is ABI major ${KH_ABI_VERSION_MAJOR}")
   endif()
-  if(backend STREQUAL "cpu")
-    set(device_type 1)   # kDLCPU
-  elseif(backend STREQUAL "cuda")
-    set(device_type 2)   # kDLCUDA
-  else()
-    set(device_type 10)  # kDLROCM
-  endif()
-  set(KH_VARIANT_BACKEND "${backend}" PARENT_SCOPE)
-  set(KH_VARIANT_ARCH "${arch}" PARENT_SCOPE)
-  set(KH_VARIANT_DEVICE_TYPE "${device_type}" PARENT_SCOPE)
+  set(KH_VARIANT_BACKEND "${_kh_key_BACKEND}" PARENT_SCOPE)
+  set(KH_VARIANT_ARCH "${_kh_key_ARCH}" PARENT_SCOPE)
+  set(KH_VARIANT_DEVICE_TYPE "${_kh_key_DEVICE_TYPE}" PARENT_SCOPE)
 endfunction()
 
 function(kh_add_kernel_library target)
@@ -156,15 +154,11 @@ function(kh_add_kernel_library target)
 
   # A CPU variant is compiled for exactly the ISA level its key names.
   if(KH_VARIANT_BACKEND STREQUAL "cpu" AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
-    if(KH_VARIANT_ARCH MATCHES "^x86_64_v([234])$")
-      set(march "-march=x86-64-v${CMAKE_MATCH_1}")
-    elseif(KH_VARIANT_ARCH STREQUAL "x86_64")
-      set(march "-march=x86-64")
-    else()
+    if(NOT DEFINED KH_PLATFORM_MARCH_${KH_VARIANT_ARCH})
       message(FATAL_ERROR "kh_add_kernel_library(${target}): CPU arch '${KH_VARIANT_ARCH}' of '${variant}' "
                           "cannot be built on ${CMAKE_SYSTEM_PROCESSOR}")
     endif()
-    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:C,CXX>:${march}>)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:C,CXX>:${KH_PLATFORM_MARCH_${KH_VARIANT_ARCH}}>)
   endif()
   if(K_COMPILE_OPTIONS)
     target_compile_options(${target} PRIVATE ${K_COMPILE_OPTIONS})
@@ -212,27 +206,40 @@ function(kh_host_cpu_name out)
   set(${out} "${cpu}" PARENT_SCOPE)
 endfunction()
 
-macro(kh_setup_kernel_target kh_target)
+macro(kh_setup_kernel_target kh_build_target)
   kh_host_cpu_name(_kh_cpu)
-  if("${kh_target}" MATCHES "^cpu-([a-z0-9_]+)$")
+  kh_matrix_read("${KH_KERNEL_SOURCE_ROOT}/build-matrix/matrix.json")
+  if("${kh_build_target}" IN_LIST KH_MATRIX_KEYS)
+    set(_kh_arch "${KH_MATRIX_ARCH_${kh_build_target}}")
+    set(_kh_backend "${KH_MATRIX_BACKEND_${kh_build_target}}")
+  elseif("${kh_build_target}" STREQUAL "cpu-${_kh_cpu}")
+    # The host's baseline CPU build (what kh's own build makes for its tests), on CPUs the
+    # matrix does not publish for (aarch64).
+    set(_kh_arch "${_kh_cpu}")
+    set(_kh_backend cpu)
+  else()
+    string(REPLACE ";" ", " _kh_known "${KH_MATRIX_KEYS}")
+    message(FATAL_ERROR "KH_BUILD_TARGET=${kh_build_target}: unknown target (build-matrix/matrix.json has ${_kh_known})")
+  endif()
+  if(_kh_backend STREQUAL "cpu")
     set(KH_BACKEND cpu)
-    set(KH_VARIANT_KEY "cpu-${CMAKE_MATCH_1}-abi${KH_ABI_VERSION_MAJOR}-${_kh_cpu}-linux")
-  elseif("${kh_target}" MATCHES "^cuda-(sm80|sm90a)$")
-    set(_kh_cuda_arch "${CMAKE_MATCH_1}")
-    if(_kh_cuda_arch STREQUAL "sm80")
-      set(CMAKE_CUDA_ARCHITECTURES "80-real;80-virtual")  # SASS sm_80 + PTX compute_80 (JIT on newer GPUs)
-    else()
-      set(CMAKE_CUDA_ARCHITECTURES "90a-real")            # wgmma/setmaxnreg need the 'a' features
-    endif()
+    set(KH_VARIANT_KEY "cpu-${_kh_arch}-abi${KH_ABI_VERSION_MAJOR}-${_kh_cpu}-linux")
+  elseif(_kh_backend STREQUAL "cuda")
     if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX})
       find_program(_kh_nvcc nvcc PATHS /usr/local/cuda/bin NO_CACHE)
       if(NOT _kh_nvcc)
-        message(FATAL_ERROR "KH_TARGET=${kh_target}: nvcc not found (PATH, CUDACXX, /usr/local/cuda/bin); "
+        message(FATAL_ERROR "KH_BUILD_TARGET=${kh_build_target}: nvcc not found (PATH, CUDACXX, /usr/local/cuda/bin); "
                             "install the CUDA toolkit or pass -DCMAKE_CUDA_COMPILER=<path to nvcc>")
       endif()
       set(CMAKE_CUDA_COMPILER "${_kh_nvcc}")
     endif()
+    # CMake 3.25 checks CMAKE_CUDA_ARCHITECTURES when it enables CUDA and knows no 'f' archs;
+    # set after, the list reaches nvcc as written (--generate-code=arch=compute_100f,code=[sm_100f]).
+    set(CMAKE_CUDA_ARCHITECTURES OFF)
     enable_language(CUDA)
+    # The device code the key requires (platform vocabulary): SASS sm_80 + PTX compute_80,
+    # SASS sm_90a, SASS sm_100f + PTX compute_100, ...
+    set(CMAKE_CUDA_ARCHITECTURES "${KH_PLATFORM_CUDA_ARCHITECTURES_${_kh_arch}}")
     # CUDA 13 has no libnvToolsExt, and the FindCUDAToolkit of Debian 12's CMake 3.25 then
     # sets a property on CUDA::nvToolsExt without checking that the target exists: a
     # configure error in every package that calls find_package(CUDAToolkit). An empty
@@ -245,31 +252,18 @@ macro(kh_setup_kernel_target kh_target)
     set(CMAKE_CUDA_RUNTIME_LIBRARY Static)  # -cudart static: a kernel library needs only the driver
     string(REGEX MATCH "^[0-9]+\\.[0-9]+" _kh_cuda_mm "${CMAKE_CUDA_COMPILER_VERSION}")
     set(KH_BACKEND cuda)
-    set(KH_VARIANT_KEY "cuda${_kh_cuda_mm}-${_kh_cuda_arch}-abi${KH_ABI_VERSION_MAJOR}-${_kh_cpu}-linux")
-  elseif("${kh_target}" MATCHES "^rocm-(gfx942)$")
-    set(_kh_hip_helper "${KH_KERNEL_SOURCE_ROOT}/cmake/KhHipGfx942.cmake")
-    if(NOT EXISTS "${_kh_hip_helper}")
-      message(FATAL_ERROR "KH_TARGET=${kh_target}: cmake/KhHipGfx942.cmake (the clang-19 HIP toolchain for "
-                          "gfx942) is not in this tree yet; the rocm-gfx942 target cannot be configured")
+    set(KH_VARIANT_KEY "cuda${_kh_cuda_mm}-${_kh_arch}-abi${KH_ABI_VERSION_MAJOR}-${_kh_cpu}-linux")
+  elseif(_kh_backend STREQUAL "rocm")
+    if(NOT _kh_arch STREQUAL "gfx942")
+      message(FATAL_ERROR "KH_BUILD_TARGET=${kh_build_target}: the HIP toolchain helper (cmake/KhHipGfx942.cmake) "
+                          "builds gfx942 only, not ${_kh_arch}")
     endif()
-    # The helper sets up clang-19 + lld-19 for -x hip --offload-arch=gfx942 and may set
-    # KH_ROCM_VERSION (major.minor of the HIP it compiles against); else hip_version.h says.
-    include("${_kh_hip_helper}")
-    if(NOT KH_ROCM_VERSION)
-      find_file(_kh_hip_version_h hip/hip_version.h PATHS /opt/rocm/include /usr/include NO_CACHE)
-      if(_kh_hip_version_h)
-        file(STRINGS "${_kh_hip_version_h}" _kh_hip_mm REGEX "^#define HIP_VERSION_(MAJOR|MINOR) [0-9]+")
-        string(REGEX REPLACE ".*MAJOR ([0-9]+).*MINOR ([0-9]+).*" "\\1.\\2" KH_ROCM_VERSION "${_kh_hip_mm}")
-      endif()
-    endif()
-    if(NOT KH_ROCM_VERSION MATCHES "^[0-9]+\\.[0-9]+$")
-      message(FATAL_ERROR "KH_TARGET=${kh_target}: cannot tell the ROCm/HIP version (no KH_ROCM_VERSION from "
-                          "KhHipGfx942.cmake, no hip/hip_version.h); install libamdhip64-dev")
-    endif()
+    # The helper sets up clang-19 + lld-19 for -x hip --offload-arch=gfx942, the HIP runtime
+    # shim the libraries link instead of libamdhip64, and KH_ROCM_VERSION (major.minor of the
+    # HIP headers compiled against).
+    include("${KH_KERNEL_SOURCE_ROOT}/cmake/KhHipGfx942.cmake")
     set(KH_BACKEND hip)
-    set(KH_VARIANT_KEY "rocm${KH_ROCM_VERSION}-gfx942-abi${KH_ABI_VERSION_MAJOR}-${_kh_cpu}-linux")
-  else()
-    message(FATAL_ERROR "KH_TARGET=${kh_target}: unknown target (expected cpu-x86_64, cpu-x86_64_v3, "
-                        "cuda-sm80, cuda-sm90a or rocm-gfx942; see build-matrix/matrix.json)")
+    set(KH_VARIANT_KEY "rocm${KH_ROCM_VERSION}-${_kh_arch}-abi${KH_ABI_VERSION_MAJOR}-${_kh_cpu}-linux")
   endif()
+  kh_parse_variant_key("${KH_VARIANT_KEY}")
 endmacro()

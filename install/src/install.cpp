@@ -47,13 +47,13 @@ namespace {
 // opened and checked by the loader. Never used when the caller asks for fresh metadata
 // (metadata_max_age_s == 0, as `kernels get` does).
 struct Memo {
-  std::string spec, hub_url, cache_root, variant, lockfile;
+  std::string spec, hub_url, cache_root, variant, lockfile, selection_key;
   bool offline = false;
   int64_t at = 0;
   InstalledPackage package;
   bool same_request(const std::string& s, const Options& o) const {
     return spec == s && hub_url == o.hub_url && cache_root == o.cache_root && variant == o.variant &&
-           lockfile == o.lockfile && offline == o.offline;
+           lockfile == o.lockfile && selection_key == o.selection_key && offline == o.offline;
   }
 };
 
@@ -86,8 +86,8 @@ void remember(const std::string& spec, const Options& options, const InstalledPa
       return;
     }
   if (g_memo.size() >= kMaxMemo) g_memo.erase(g_memo.begin());
-  g_memo.push_back(
-      Memo{spec, options.hub_url, options.cache_root, options.variant, options.lockfile, options.offline, now_s(), package});
+  g_memo.push_back(Memo{spec, options.hub_url, options.cache_root, options.variant, options.lockfile,
+                        options.selection_key, options.offline, now_s(), package});
 }
 
 }  // namespace

@@ -30,12 +30,18 @@ registry::PackageManifest read_manifest(const std::string& dir) {
   fail(KH_ERROR_OFFLINE, what + " is not in the cache and offline mode allows no download");
 }
 
-// An entry standing for a cached or locked build: selection needs its key, digest and floor.
-registry::VariantEntry build_entry(const std::string& key, const std::string& sha256, const std::string& glibc = "") {
+// An entry standing for a cached or locked build: selection needs its key, digest and floors
+// (glibc, and what it needs of its GPU runtime), which a cached package's manifest holds.
+registry::VariantEntry build_entry(const std::string& key, const std::string& sha256,
+                                   const registry::PackageManifest* manifest = nullptr) {
   registry::VariantEntry e;
   e.key = key;
   e.sha256 = sha256;
-  e.glibc = glibc;
+  if (manifest != nullptr) {
+    e.glibc = manifest->glibc;
+    e.runtime = manifest->runtime;
+    e.code_object = manifest->code_object;
+  }
   return e;
 }
 
@@ -74,8 +80,8 @@ Resolution resolve_in_cache(Session& session, const registry::PackageSpec& spec,
   r.version = newest;
   r.release.version = *registry::parse_version(newest);
   for (const auto& m : matches)
-    if (m.manifest.version == newest)  // the glibc floor holds offline too
-      r.release.variants.push_back(build_entry(m.manifest.variant, m.sha256, m.manifest.glibc));
+    if (m.manifest.version == newest)  // the floors hold offline too
+      r.release.variants.push_back(build_entry(m.manifest.variant, m.sha256, &m.manifest));
   r.build = session.chooser()(r.release.variants, forced, spec.repo() + " " + newest + " (cached)");
   r.reason = "cached (offline, no hub)";
   r.installed = describe_installed(*cache.package_dir(r.build.sha256), r.build.sha256, "");
@@ -181,7 +187,7 @@ Resolution resolve(Session& session, const std::string& spec_text, const std::st
     r.version = p.version;
     r.hub_url = options.hub_url;
     r.release.version = *registry::parse_version(p.version);
-    r.build = build_entry(p.variant, p.sha256, p.manifest.glibc);
+    r.build = build_entry(p.variant, p.sha256, &p.manifest);
     r.release.variants = {r.build};
     r.reason = "cached by digest";
     r.installed = std::move(p);

@@ -77,6 +77,7 @@ kh_status kh_load_kernel(const char* spec, const kh_load_options* options, kh_ke
     kh::install::Settings settings = kh::install::Settings::from_environment();
     kh::install::Options fetch;
     fetch.metadata_max_age_s = settings.metadata_ttl_s;
+    kh::loader::DeviceRequest device;
     if (options != nullptr) {
       if (options->struct_size < offsetof(kh_load_options, hub))
         return set_error(KH_ERROR_INVALID_ARGUMENT, "kh_load_kernel: options->struct_size is too small; set it to sizeof(kh_load_options)");
@@ -85,8 +86,12 @@ kh_status kh_load_kernel(const char* spec, const kh_load_options* options, kh_ke
       if (const char* variant = KH_OPTION(options, variant)) fetch.variant = variant;
       if (const char* lockfile = KH_OPTION(options, lockfile)) fetch.lockfile = lockfile;
       fetch.offline = (KH_OPTION(options, flags) & KH_LOAD_OFFLINE) != 0;
+      // A host built against 1.0 passes a struct without these: device 0, as before.
+      device.device_type = KH_OPTION(options, device_type);
+      device.device_id = KH_OPTION(options, device_id);
     }
-    kh::install::Session session(std::move(settings), fetch, kh::loader::host_build_chooser());
+    fetch.selection_key = kh::loader::host_selection_key(device);
+    kh::install::Session session(std::move(settings), fetch, kh::loader::host_build_chooser(device));
     const kh::install::InstalledPackage pkg = kh::install::get(session, spec);
     auto library = kh::loader::KernelLibrary::open(pkg.library_path, pkg.library_sha256);
     const kh_module_desc& m = library->module();

@@ -66,7 +66,7 @@ void probe_cuda(HostFacts* facts) {
     CUdevice dev = 0;
     if (cu.device_get(&dev, i) != 0) continue;
     GpuDevice g;
-    g.backend = "cuda";
+    g.backend = platform::Backend::Cuda;
     g.index = i;
     cu.device_get_attribute(&g.major, kAttrComputeCapabilityMajor, dev);
     cu.device_get_attribute(&g.minor, kAttrComputeCapabilityMinor, dev);

@@ -3,6 +3,7 @@
 // it to their session, so that resolution itself knows no host facts.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -12,11 +13,20 @@
 
 namespace kh::loader {
 
-inline auto host_build_chooser() {
-  return [](const std::vector<registry::VariantEntry>& builds, const std::string& forced_key,
-            const std::string& what) -> const registry::VariantEntry& {
-    return choose_variant(builds, host_facts(), forced_key, what);
+// For `device` of this machine (default: device 0 / the first GPU).
+inline auto host_build_chooser(DeviceRequest device = {}) {
+  return [device](const std::vector<registry::VariantEntry>& builds, const std::string& forced_key,
+                  const std::string& what) -> const registry::VariantEntry& {
+    return choose_variant(builds, host_facts(), device, forced_key, what);
   };
+}
+
+// install::Options::selection_key of a choice made by host_build_chooser(device): the device,
+// and which HostFacts object describes the machine (a test that describes another machine with
+// KH_TEST_HOST_FACTS gets another one), so remembered answers never cross either.
+inline std::string host_selection_key(const DeviceRequest& device) {
+  return std::to_string(device.device_type) + ":" + std::to_string(device.device_id) + "@" +
+         std::to_string(reinterpret_cast<uintptr_t>(&host_facts()));
 }
 
 }  // namespace kh::loader

@@ -5,6 +5,18 @@
 #include <sys/utsname.h>
 
 #include <cstdio>
+#include <cstdlib>
+
+#ifdef KH_TEST_HOOKS
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+
+#include "host_facts_json.hpp"
+#include "kh/registry/status_error.hpp"
+#endif
 
 namespace kh::loader {
 namespace {
@@ -38,9 +50,35 @@ HostFacts detect() {
   return facts;
 }
 
+#ifdef KH_TEST_HOOKS
+// A machine described by a test (KH_TEST_HOST_FACTS=<json file>). Kept per file content
+// for the life of the process, so references handed out stay valid when a test switches
+// machines; tests describe a handful.
+const HostFacts* described_machine() {
+  const char* path = std::getenv("KH_TEST_HOST_FACTS");
+  if (path == nullptr || *path == '\0') return nullptr;
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in) fail(KH_ERROR_INVALID_ARGUMENT, std::string("KH_TEST_HOST_FACTS=") + path + ": cannot read the file");
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<HostFacts>> machines;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& slot = machines[text.str()];
+  if (!slot) {
+    const auto doc = nlohmann::json::parse(text.str(), nullptr, false);
+    slot = std::make_unique<HostFacts>(host_facts_from_json(doc, std::string("KH_TEST_HOST_FACTS=") + path));
+  }
+  return slot.get();
+}
+#endif
+
 }  // namespace
 
 const HostFacts& host_facts() {
+#ifdef KH_TEST_HOOKS
+  if (const HostFacts* described = described_machine()) return *described;
+#endif
   static const HostFacts facts = detect();
   return facts;
 }

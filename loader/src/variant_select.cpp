@@ -1,194 +1,179 @@
 // Variant selection; see variant_select.hpp. A build must match the loader's kernel ABI,
-// the OS and CPU, and have a glibc floor the host meets; then GPU builds are ranked above
-// CPU builds, and among CPU builds the highest ISA level the host supports wins.
+// the OS and CPU, and have a glibc floor the host meets; a GPU build must fit the requested
+// device of its backend (the rules are the platform vocabulary's, kh/platform/code_fit.hpp)
+// under the host's driver or runtime; CPU builds need their ISA level.
 #include "variant_select.hpp"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "kh/kernel_abi.h"
+#include "kh/platform/cpu_isa.hpp"
+#include "kh/platform/rocm_runtime.hpp"
+#include "kh/platform/variant_key.hpp"
+#include "kh/platform/versions.hpp"
 #include "kh/registry/status_error.hpp"
-#include "variant_key.hpp"
 
 namespace kh::loader {
 namespace {
 
-// "x86_64" -> 1, "x86_64_v2" -> 2, ... ; 0 if not an x86-64 ISA level name.
-int x86_isa_level_of(const std::string& arch) {
-  if (arch == "x86_64") return 1;
-  if (arch.size() == 9 && arch.compare(0, 8, "x86_64_v") == 0 && arch[8] >= '2' && arch[8] <= '4') return arch[8] - '0';
-  return 0;
-}
+using platform::Backend;
+using platform::Fit;
+using platform::MajorMinor;
 
-// Ranks: a build made for exactly this GPU beats same-major SASS, which beats JIT from
-// PTX, which beats any CPU build (whose rank is its ISA level, 1-4).
-constexpr int kRankExactGpu = 300;
-constexpr int kRankSameMajorSass = 200;
-constexpr int kRankPtxJit = 100;
-
-bool parse_major_minor(const std::string& text, int* major, int* minor) {
-  return std::sscanf(text.c_str(), "%d.%d", major, minor) == 2;
+// A GPU build's rank: its fit first, then the closeness of its arch (major * 10 + minor <
+// 1000), always above every CPU build (ranked 1-4 by ISA level).
+constexpr int kRankPerFit = 1000;
+int gpu_rank(Fit fit, int arch_major, int arch_minor) {
+  return static_cast<int>(fit) * kRankPerFit + arch_major * 10 + arch_minor;
 }
 
 std::string version_text(int major, int minor) { return std::to_string(major) + "." + std::to_string(minor); }
 
-// "sm90a" -> 9, 0, true; "sm80" -> 8, 0, false; "sm120" -> 12, 0, false.
-bool parse_sm(const std::string& arch, int* major, int* minor, bool* arch_specific) {
-  if (arch.size() < 4 || arch.compare(0, 2, "sm") != 0) return false;
-  std::string digits = arch.substr(2);
-  *arch_specific = !digits.empty() && digits.back() == 'a';
-  if (*arch_specific) digits.pop_back();
-  if (digits.size() < 2) return false;
-  for (char c : digits)
-    if (c < '0' || c > '9') return false;
-  *major = std::stoi(digits.substr(0, digits.size() - 1));
-  *minor = digits.back() - '0';
-  return true;
+std::string device_name(const GpuDevice& gpu) {
+  return (gpu.name.empty() ? std::string("GPU") : gpu.name) + " (" + platform::backend_name(gpu.backend) + " device " +
+         std::to_string(gpu.index) + ", " + gpu.arch + ")";
 }
 
-// CUDA: the driver must support the toolkit the build used; SASS for smXY runs on major X
-// with minor >= Y; "a" builds run on exactly their arch; PTX (which our non-"a" builds
-// embed, see build-matrix/matrix.json) JIT-compiles on any newer arch.
-VariantVerdict judge_cuda(VariantVerdict v, const VariantKey& key, const HostFacts& host) {
-  const GpuDevice* gpu = host.first_gpu("cuda");
-  if (gpu == nullptr) {
-    v.reason = "a CUDA build; " + host.cuda_status;
-    return v;
-  }
-  int tk_major = 0, tk_minor = 0, sm_major = 0, sm_minor = 0;
-  bool arch_specific = false;
-  if (!parse_major_minor(key.backend_version, &tk_major, &tk_minor) ||
-      !parse_sm(key.arch, &sm_major, &sm_minor, &arch_specific)) {
-    v.reason = "unrecognised CUDA version or arch in the key";
-    return v;
-  }
-  const bool driver_new_enough = host.cuda_driver_major > tk_major ||
-                                 (host.cuda_driver_major == tk_major && host.cuda_driver_minor >= tk_minor);
-  // CUDA minor-version compatibility lets an older driver of the same major run SASS, not PTX.
-  const bool minor_compatible = host.cuda_driver_major == tk_major;
-  const std::string device = gpu->name + " (" + gpu->arch + ")";
-  if (arch_specific) {
-    if (gpu->major != sm_major || gpu->minor != sm_minor) {
-      v.reason = key.arch + " code runs only on compute capability " + version_text(sm_major, sm_minor) + ", this GPU is " + device;
-      return v;
-    }
-    if (!driver_new_enough && !minor_compatible) {
-      v.reason = "built with CUDA " + key.backend_version + ", the driver supports CUDA " +
-                 version_text(host.cuda_driver_major, host.cuda_driver_minor) + "; update the NVIDIA driver";
-      return v;
-    }
-    v.compatible = true;
-    v.rank = kRankExactGpu + sm_major * 10 + sm_minor;
-    v.reason = "exact arch " + key.arch + " for " + device;
-    return v;
-  }
-  const bool sass_runs = gpu->major == sm_major && gpu->minor >= sm_minor;
-  const bool ptx_runs = gpu->major > sm_major || (gpu->major == sm_major && gpu->minor >= sm_minor);
-  if (sass_runs && (driver_new_enough || minor_compatible)) {
-    v.compatible = true;
-    v.rank = (gpu->minor == sm_minor ? kRankExactGpu : kRankSameMajorSass) + sm_major * 10 + sm_minor;
-    v.reason = (gpu->minor == sm_minor ? "exact arch " : "same-major SASS ") + key.arch + " for " + device;
-    return v;
-  }
-  if (ptx_runs) {
-    if (!driver_new_enough) {
-      v.reason = "would JIT its PTX on " + device + ", which needs a driver for CUDA " + key.backend_version +
-                 " or newer; this driver supports " + version_text(host.cuda_driver_major, host.cuda_driver_minor);
-      return v;
-    }
-    v.compatible = true;
-    v.rank = kRankPtxJit + sm_major * 10 + sm_minor;
-    v.reason = "runs on " + device + " through its compute_" + std::to_string(sm_major) + std::to_string(sm_minor) +
-               " PTX (JIT-compiled at first load)";
-    return v;
-  }
-  v.reason = key.arch + " code needs compute capability " + version_text(sm_major, sm_minor) + " or newer; this GPU is " + device;
+VariantVerdict refuse(VariantVerdict v, Refusal refusal, std::string reason) {
+  v.compatible = false;
+  v.refusal = refusal;
+  v.reason = std::move(reason);
   return v;
 }
 
-// ROCm: code objects run only on their exact gfx target; the HIP runtime must be at least
-// the version the build used.
-VariantVerdict judge_rocm(VariantVerdict v, const VariantKey& key, const HostFacts& host) {
-  const GpuDevice* gpu = host.first_gpu("rocm");
+// The GPU of `backend` the request names, or a refusal saying why there is none.
+const GpuDevice* requested_gpu(const HostFacts& host, Backend backend, const DeviceRequest& request, VariantVerdict* v) {
+  const int32_t type = platform::dlpack_device_type(backend);
+  if (request.device_type != 0 && request.device_type != type) {
+    *v = refuse(*v, Refusal::OtherBackend, std::string("a ") + platform::backend_name(backend) + " build; the request is for " +
+                                               describe(request));
+    return nullptr;
+  }
+  const GpuDevice* gpu = host.gpu(backend, request.device_id);
   if (gpu == nullptr) {
-    v.reason = "a ROCm build; " + host.rocm_status;
-    return v;
+    const std::string& status = backend == Backend::Cuda ? host.cuda_status : host.rocm_status;
+    *v = refuse(*v, Refusal::NoDevice,
+                std::string("a ") + platform::backend_name(backend) + " build; " +
+                    (host.gpu_count(backend) > 0 ? "this machine has no " + std::string(platform::backend_name(backend)) +
+                                                       " device " + std::to_string(request.device_id)
+                                                 : status));
   }
-  if (gpu->arch != key.arch) {
-    v.reason = key.arch + " code objects run only on " + key.arch + "; this GPU is " + gpu->arch;
-    return v;
-  }
-  int major = 0, minor = 0;
-  if (!parse_major_minor(key.backend_version, &major, &minor)) {
-    v.reason = "unrecognised ROCm version in the key";
-    return v;
-  }
-  if (host.rocm_major < major || (host.rocm_major == major && host.rocm_minor < minor)) {
-    v.reason = "built with ROCm " + key.backend_version + ", this machine's HIP runtime is " +
-               version_text(host.rocm_major, host.rocm_minor);
-    return v;
+  return gpu;
+}
+
+// CUDA: the device code must fit the device; the driver must support the toolkit the build
+// used, except that CUDA minor-version compatibility lets an older driver of the same major
+// run SASS (never PTX, which the driver must JIT-compile).
+VariantVerdict judge_cuda(VariantVerdict v, const platform::VariantKey& key, const HostFacts& host,
+                          const DeviceRequest& request) {
+  const GpuDevice* gpu = requested_gpu(host, Backend::Cuda, request, &v);
+  if (gpu == nullptr) return v;
+  v.device = gpu;
+  const platform::CudaArch& arch = *key.cuda;
+  const platform::CodeFit fit = platform::cuda_code_fit(arch, gpu->major, gpu->minor);
+  const std::string device = device_name(*gpu);
+  if (fit.fit == Fit::None)
+    return refuse(v, Refusal::GpuArch, platform::describe_cuda_fit(arch, gpu->major, gpu->minor, fit) + " (" + device + ")");
+  const MajorMinor toolkit = key.version();
+  const MajorMinor driver{host.cuda_driver_major, host.cuda_driver_minor};
+  const bool driver_new_enough = driver >= toolkit;
+  const bool minor_compatible = driver.major == toolkit.major;
+  if (fit.fit == Fit::PtxJit && !driver_new_enough)
+    return refuse(v, Refusal::Driver,
+                  "would JIT its PTX on " + device + ", which needs a driver for CUDA " + key.backend_version +
+                      " or newer; this driver supports " + platform::to_string(driver) + "; update the NVIDIA driver");
+  if (!driver_new_enough && !minor_compatible)
+    return refuse(v, Refusal::Driver,
+                  "built with CUDA " + key.backend_version + ", the driver supports CUDA " + platform::to_string(driver) +
+                      "; update the NVIDIA driver");
+  v.compatible = true;
+  v.fit = fit.fit;
+  v.rank = gpu_rank(fit.fit, arch.major, arch.minor);
+  v.reason = platform::describe_cuda_fit(arch, gpu->major, gpu->minor, fit) + ": " + device;
+  return v;
+}
+
+// ROCm: code objects run only on their gfx processor; the HIP runtime must be at least the
+// oldest the build records (its "runtime", else the version in its key, for builds
+// published before the field) and able to load its code-object version.
+VariantVerdict judge_rocm(VariantVerdict v, const platform::VariantKey& key, const registry::VariantEntry& entry,
+                          const HostFacts& host, const DeviceRequest& request) {
+  const GpuDevice* gpu = requested_gpu(host, Backend::Rocm, request, &v);
+  if (gpu == nullptr) return v;
+  v.device = gpu;
+  const std::string device = device_name(*gpu);
+  const auto device_target = platform::parse_amd_target(gpu->arch);
+  if (!device_target) return refuse(v, Refusal::GpuArch, "this GPU's arch '" + gpu->arch + "' is not a gfx processor");
+  const platform::CodeFit fit = platform::amd_code_fit(*key.amd, *device_target);
+  if (fit.fit == Fit::None)
+    return refuse(v, Refusal::GpuArch, platform::describe_amd_fit(*key.amd, *device_target, fit) + " (" + device + ")");
+  const MajorMinor runtime{host.rocm_major, host.rocm_minor};
+  if (runtime == MajorMinor{})
+    return refuse(v, Refusal::Runtime, "needs a HIP runtime, and none was found (libamdhip64.so.7, .6, .5): install ROCm");
+  const auto recorded = platform::parse_major_minor(entry.runtime);
+  const MajorMinor needed = recorded ? *recorded : key.version();
+  if (!(runtime >= needed))
+    return refuse(v, Refusal::Runtime,
+                  "needs HIP runtime " + platform::to_string(needed) + " or newer; this machine's is " +
+                      platform::to_string(runtime));
+  if (entry.code_object != 0) {
+    const auto oldest = platform::oldest_runtime_for_code_object(static_cast<int>(entry.code_object));
+    if (!oldest)
+      return refuse(v, Refusal::CodeObject,
+                    "carries code-object version " + std::to_string(entry.code_object) + ", which this kh does not know; upgrade kh");
+    if (!(runtime >= *oldest))
+      return refuse(v, Refusal::CodeObject,
+                    "carries code-object version " + std::to_string(entry.code_object) + ", which HIP runtimes load from " +
+                        platform::to_string(*oldest) + "; this machine's is " + platform::to_string(runtime));
   }
   v.compatible = true;
-  v.rank = kRankExactGpu;
-  v.reason = "exact arch " + key.arch + " for " + gpu->name;
+  v.fit = fit.fit;
+  v.rank = gpu_rank(fit.fit, key.amd->major, key.amd->minor);
+  v.reason = platform::describe_amd_fit(*key.amd, *device_target, fit) + ": " + device + ", HIP runtime " +
+             platform::to_string(runtime);
   return v;
 }
 
-VariantVerdict judge(const registry::VariantEntry& entry, const HostFacts& host) {
+VariantVerdict judge(const registry::VariantEntry& entry, const HostFacts& host, const DeviceRequest& request) {
   VariantVerdict v;
   v.entry = &entry;
-  const auto key = parse_variant_key(entry.key);
-  if (!key) {
-    v.reason = "not a well-formed variant key";
-    return v;
-  }
-  if (key->abi_major != KH_ABI_VERSION_MAJOR) {
-    v.reason = "built for kernel ABI " + std::to_string(key->abi_major) + ", this loader speaks " +
-               std::to_string(KH_ABI_VERSION_MAJOR);
-    return v;
-  }
-  if (key->os != host.os) {
-    v.reason = "built for " + key->os + ", this machine runs " + host.os;
-    return v;
-  }
-  if (key->cpu != host.cpu) {
-    v.reason = "built for " + key->cpu + " CPUs, this machine is " + host.cpu;
-    return v;
-  }
+  const platform::VariantKeyParse parsed = platform::parse_variant_key(entry.key);
+  if (!parsed.key) return refuse(v, Refusal::BadKey, parsed.error);
+  const platform::VariantKey& key = *parsed.key;
+  if (key.abi_major != KH_ABI_VERSION_MAJOR)
+    return refuse(v, Refusal::KernelAbi,
+                  "built for kernel ABI " + std::to_string(key.abi_major) + ", this loader speaks " +
+                      std::to_string(KH_ABI_VERSION_MAJOR));
+  if (key.os != host.os) return refuse(v, Refusal::Os, "built for " + key.os + ", this machine runs " + host.os);
+  if (key.cpu != host.cpu) return refuse(v, Refusal::Cpu, "built for " + key.cpu + " CPUs, this machine is " + host.cpu);
   // The glibc floor (recorded at pack time, carried by the index): the dynamic loader would
   // refuse the library's GLIBC_x.y symbol versions on an older glibc, so refuse it here
   // first, with a reason instead of a dlopen error.
   if (!entry.glibc.empty()) {
     const std::string host_glibc = version_text(host.glibc_major, host.glibc_minor);
-    if (!registry::is_glibc_version(entry.glibc)) {
-      v.reason = "records an unreadable glibc floor '" + entry.glibc + "'";
-      return v;
-    }
-    if (registry::compare_glibc_versions(entry.glibc, host_glibc) > 0) {
-      v.reason = "needs glibc " + entry.glibc + ", this machine has " + host_glibc;
-      return v;
-    }
+    const auto floor = platform::parse_glibc_version(entry.glibc);
+    if (!floor) return refuse(v, Refusal::Glibc, "records an unreadable glibc floor '" + entry.glibc + "'");
+    const auto have = platform::parse_glibc_version(host_glibc);
+    if (have && platform::compare(*floor, *have) > 0)
+      return refuse(v, Refusal::Glibc, "needs glibc " + entry.glibc + ", this machine has " + host_glibc);
   }
-  if (key->backend == "cpu") {
-    const int level = x86_isa_level_of(key->arch);
-    if (host.cpu == "x86_64" && level == 0) {
-      v.reason = "unknown x86-64 ISA level '" + key->arch + "'";
+  switch (key.backend) {
+    case Backend::Cpu: {
+      const int level = key.x86_level;
+      if (level > host.x86_isa_level)
+        return refuse(v, Refusal::IsaLevel,
+                      "needs ISA level x86-64-v" + std::to_string(level) + ", this CPU supports v" +
+                          std::to_string(host.x86_isa_level));
+      v.compatible = true;
+      v.rank = level;
+      v.reason = "CPU build for " + key.arch +
+                 (host.x86_isa_level ? " (this CPU supports x86-64-v" + std::to_string(host.x86_isa_level) + ")" : "");
       return v;
     }
-    if (level > host.x86_isa_level) {
-      v.reason = "needs ISA level x86-64-v" + std::to_string(level) + ", this CPU supports v" +
-                 std::to_string(host.x86_isa_level);
-      return v;
-    }
-    v.compatible = true;
-    v.rank = level;
-    v.reason = "CPU build for " + key->arch + " (this CPU supports x86-64-v" + std::to_string(host.x86_isa_level) + ")";
-    return v;
+    case Backend::Cuda: return judge_cuda(v, key, host, request);
+    case Backend::Rocm: return judge_rocm(v, key, entry, host, request);
   }
-  if (key->backend == "cuda") return judge_cuda(v, *key, host);
-  if (key->backend == "rocm") return judge_rocm(v, *key, host);
-  v.reason = "unknown backend '" + key->backend + "'";
-  return v;
+  return refuse(v, Refusal::BadKey, "unknown backend");
 }
 
 std::string list_verdicts(const VariantSelection& selection) {
@@ -199,9 +184,68 @@ std::string list_verdicts(const VariantSelection& selection) {
 
 }  // namespace
 
-VariantSelection select_variant(const std::vector<registry::VariantEntry>& variants, const HostFacts& host) {
+const char* refusal_name(Refusal refusal) {
+  switch (refusal) {
+    case Refusal::None: return "none";
+    case Refusal::BadKey: return "bad-key";
+    case Refusal::KernelAbi: return "kernel-abi";
+    case Refusal::Os: return "os";
+    case Refusal::Cpu: return "cpu";
+    case Refusal::Glibc: return "glibc";
+    case Refusal::IsaLevel: return "isa-level";
+    case Refusal::NoDevice: return "no-device";
+    case Refusal::OtherBackend: return "other-backend";
+    case Refusal::GpuArch: return "gpu-arch";
+    case Refusal::Driver: return "driver";
+    case Refusal::Runtime: return "runtime";
+    case Refusal::CodeObject: return "code-object";
+  }
+  return "?";
+}
+
+std::string describe(const DeviceRequest& request) {
+  const auto backend = platform::backend_of_device_type(request.device_type);
+  if (request.device_type == 0 || !backend) return "device " + std::to_string(request.device_id);
+  return std::string(*backend == Backend::Cuda ? "CUDA" : *backend == Backend::Rocm ? "ROCm" : "CPU") + " device " +
+         std::to_string(request.device_id);
+}
+
+std::optional<DeviceRequest> parse_device_request(std::string_view text) {
+  DeviceRequest request;
+  const size_t colon = text.find(':');
+  if (colon != std::string_view::npos) {
+    const auto backend = platform::parse_backend(text.substr(0, colon));
+    if (!backend || *backend == Backend::Cpu) return std::nullopt;
+    request.device_type = platform::dlpack_device_type(*backend);
+    text.remove_prefix(colon + 1);
+  }
+  if (text.empty() || text.size() > 4) return std::nullopt;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    request.device_id = request.device_id * 10 + (c - '0');
+  }
+  return request;
+}
+
+void check_device_request(const HostFacts& host, const DeviceRequest& request) {
+  const auto backend = platform::backend_of_device_type(request.device_type);
+  if (request.device_type != 0 && (!backend || *backend == Backend::Cpu))
+    fail(KH_ERROR_INVALID_ARGUMENT, "device type " + std::to_string(request.device_type) +
+                                        " is not a GPU kh builds for: use 2 (kDLCUDA), 10 (kDLROCM) or 0 (any)");
+  if (request.device_id < 0) fail(KH_ERROR_INVALID_ARGUMENT, "device id " + std::to_string(request.device_id) + " is negative");
+  if (request.device_id == 0) return;  // the first GPU, or none: CPU builds then
+  const int cuda = host.gpu_count(Backend::Cuda), rocm = host.gpu_count(Backend::Rocm);
+  const bool exists = request.device_type == 0 ? request.device_id < std::max(cuda, rocm)
+                                               : request.device_id < (*backend == Backend::Cuda ? cuda : rocm);
+  if (!exists)
+    fail(KH_ERROR_INVALID_ARGUMENT, "no " + describe(request) + " on this machine: it has " + std::to_string(cuda) +
+                                        " CUDA and " + std::to_string(rocm) + " ROCm device(s); `kernels doctor` lists them");
+}
+
+VariantSelection select_variant(const std::vector<registry::VariantEntry>& variants, const HostFacts& host,
+                                const DeviceRequest& device) {
   VariantSelection selection;
-  for (const auto& entry : variants) selection.verdicts.push_back(judge(entry, host));
+  for (const auto& entry : variants) selection.verdicts.push_back(judge(entry, host, device));
   std::stable_sort(selection.verdicts.begin(), selection.verdicts.end(), [](const VariantVerdict& a, const VariantVerdict& b) {
     if (a.compatible != b.compatible) return a.compatible;
     return a.rank > b.rank;
@@ -212,7 +256,8 @@ VariantSelection select_variant(const std::vector<registry::VariantEntry>& varia
 }
 
 const registry::VariantEntry& choose_variant(const std::vector<registry::VariantEntry>& variants, const HostFacts& host,
-                                             const std::string& forced_key, const std::string& what) {
+                                             const DeviceRequest& device, const std::string& forced_key,
+                                             const std::string& what) {
   if (!forced_key.empty()) {
     for (const auto& entry : variants)
       if (entry.key == forced_key) return entry;
@@ -220,10 +265,12 @@ const registry::VariantEntry& choose_variant(const std::vector<registry::Variant
     for (const auto& entry : variants) offered += "\n  " + entry.key;
     fail(KH_ERROR_NOT_FOUND, what + " has no build '" + forced_key + "'; it offers:" + offered);
   }
-  const VariantSelection selection = select_variant(variants, host);
+  check_device_request(host, device);
+  const VariantSelection selection = select_variant(variants, host, device);
   if (selection.chosen == nullptr)
     fail(KH_ERROR_NO_COMPATIBLE_VARIANT,
-         what + " has no build for this machine (" + host.cpu + "-" + host.os + "); builds offered:" +
+         what + " has no build for this machine (" + host.cpu + "-" + host.os +
+             (device == DeviceRequest{} ? std::string() : ", " + describe(device)) + "); builds offered:" +
              (selection.verdicts.empty() ? std::string(" none") : list_verdicts(selection)));
   return *selection.chosen;
 }

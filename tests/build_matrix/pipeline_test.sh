@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ctest build_matrix_pipeline: build-matrix/publish.sh into a fresh file hub, then
-# `kernels info --json` must show every package with every expected variant, and the
-# published index must give every variant its glibc floor.
+# `kernels info --json` must show every package with every variant of build-matrix/matrix.json,
+# the published index must give every variant its glibc floor, and the ROCm builds their HIP
+# runtime and code-object floors.
 # Usage: pipeline_test.sh <source-dir> <kh-build-dir> <work-dir>
 # Environment (set by tests/build_matrix/CMakeLists.txt): KH_KERNELS, and
 #   KH_MATRIX_EXPECT_GFX942=1|0  whether rocm*-gfx942 is expected (flip it there, option
@@ -11,18 +12,17 @@ src="$1" build="$2" work="$3"
 rm -rf "$work"
 mkdir -p "$work"
 
-# The expectation, one glob per variant every package must have.
-expected=(
-  "cpu-x86_64-abi1-x86_64-linux"
-  "cpu-x86_64_v3-abi1-x86_64-linux"
-  "cuda13.0-sm80-abi1-x86_64-linux"
-  "cuda13.0-sm90a-abi1-x86_64-linux"
-)
-targets="cpu-x86_64 cpu-x86_64_v3 cuda-sm80 cuda-sm90a"
-if [ "${KH_MATRIX_EXPECT_GFX942:-1}" = 1 ]; then
-  expected+=("rocm*-gfx942-abi1-x86_64-linux")
-  targets="$targets rocm-gfx942"
-fi
+# The expectation, one glob per variant every package must have: every target of the matrix
+# (its variant glob), the rocm ones only when expected.
+expected=()
+targets=""
+while read -r kind key backend _arch glob _; do
+  [ "$kind" = target ] || continue
+  [ "$backend" = rocm ] && [ "${KH_MATRIX_EXPECT_GFX942:-1}" != 1 ] && continue
+  expected+=("$glob")
+  targets="$targets $key"
+done < <(cmake -DKH_MATRIX="$src/build-matrix/matrix.json" -P "$src/build-matrix/matrix.cmake")
+[ ${#expected[@]} -gt 0 ] || { echo "pipeline: no targets read from build-matrix/matrix.json" >&2; exit 1; }
 
 # Every expected target must build here: a missing toolchain is a failure, not a skip.
 KH_BUILD_DIR="$build" KH_MATRIX_REQUIRE=1 KH_MATRIX_TARGETS="$targets" \
@@ -60,6 +60,16 @@ for pkg_dir in "$src"/kernels-src/*/; do
   else
     echo "pipeline: $repo: $floors of $builds builds in $index record a glibc floor" >&2
     status=1
+  fi
+  # ROCm builds record the oldest HIP runtime and their code-object version (what selection
+  # holds the host's runtime to), and need no HIP runtime to be packed or published.
+  if [ "${KH_MATRIX_EXPECT_GFX942:-1}" = 1 ]; then
+    if grep -qE '"runtime": "[0-9]+\.[0-9]+"' "$index" && grep -qE '"code_object": [0-9]+' "$index"; then
+      echo "pipeline: $repo: the ROCm build records runtime $(grep -o '"runtime": "[^"]*"' "$index" | cut -d'"' -f4) and code object v$(grep -o '"code_object": [0-9]*' "$index" | grep -o '[0-9]*$')"
+    else
+      echo "pipeline: $repo: the ROCm build in $index records no runtime / code_object floor" >&2
+      status=1
+    fi
   fi
 done
 [ "$status" = 0 ] && echo "pipeline: every package has all ${#expected[@]} variants"

@@ -23,6 +23,8 @@ const std::string kFixtures = KH_ABI_FIXTURE_DIR;
 const std::string kCpu = "cpu-x86_64-abi1-x86_64-linux";
 const std::string kSm80 = "cuda13.0-sm80-abi1-x86_64-linux";
 const std::string kSm90a = "cuda13.0-sm90a-abi1-x86_64-linux";
+const std::string kSm100f = "cuda13.0-sm100f-abi1-x86_64-linux";
+const std::string kSm120f = "cuda13.0-sm120f-abi1-x86_64-linux";
 const std::string kGfx942 = "rocm5.2-gfx942-abi1-x86_64-linux";
 
 std::string fixture(const std::string& name) { return kFixtures + "/lib" + name + ".so"; }
@@ -87,8 +89,19 @@ std::string make_fatbin(const std::vector<FatbinEntry>& entries) {
   return out + body;
 }
 
-// A clang offload bundle holding one entry per triple (host entries are empty).
-std::string make_bundle(const std::vector<std::string>& triples) {
+// The first bytes of an AMDGPU HSA code object: e_ident with ELFOSABI_AMDGPU_HSA (64) and
+// the code-object version's EI_ABIVERSION (2: v4, 3: v5, 4: v6).
+std::string amdgpu_elf_ident(int abi_version) {
+  std::string ident("\x7f" "ELF\x02\x01\x01", 7);
+  ident += static_cast<char>(64);
+  ident += static_cast<char>(abi_version);
+  ident.resize(16, '\0');
+  return ident;
+}
+
+// A clang offload bundle holding one entry per triple (host entries are empty), each device
+// entry an AMDGPU code object of EI_ABIVERSION `abi_version` (0: bytes that are not one).
+std::string make_bundle(const std::vector<std::string>& triples, int abi_version = 2) {
   std::string header = "__CLANG_OFFLOAD_BUNDLE__";
   append_u64(header, triples.size());
   size_t header_size = header.size();
@@ -96,7 +109,9 @@ std::string make_bundle(const std::vector<std::string>& triples) {
   std::string payloads;
   std::string entries;
   for (const std::string& t : triples) {
-    const std::string code = t.rfind("host-", 0) == 0 ? "" : std::string("\x7f" "ELF-code-object", 16);
+    const std::string code = t.rfind("host-", 0) == 0 ? ""
+                             : abi_version == 0   ? std::string("\x7f" "ELF-code-object", 16)
+                                                  : amdgpu_elf_ident(abi_version);
     append_u64(entries, header_size + payloads.size());
     append_u64(entries, code.size());
     append_u64(entries, t.size());
@@ -207,6 +222,17 @@ TEST_CASE("abi check: CUDA device code from nvcc") {
   SUBCASE("a CPU variant carries no device code") {
     CHECK(names_rule(check(fixture("abi_fixture_cuda_sm80"), kCpu), "gpu-arch", "a CPU variant carries no device code"));
   }
+  SUBCASE("Blackwell family builds: SASS sm_100f / sm_120f + plain PTX") {
+    const Report b = check(fixture("abi_fixture_cuda_sm100f"), kSm100f);
+    CAPTURE(kh::abi_check::report_text(b));
+    CHECK(b.ok());
+    CHECK(b.gpu_code == std::vector<GpuCode>{{"ptx", "compute_100"}, {"sass", "sm_100f"}});
+    CHECK(check(fixture("abi_fixture_cuda_sm120f"), kSm120f).ok());
+    // Family SASS is not plain SASS: the plain key refuses it, and the family key the plain fixture.
+    CHECK(names_rule(check(fixture("abi_fixture_cuda_sm100f"), "cuda13.0-sm100-abi1-x86_64-linux"), "gpu-arch",
+                     "carries sass sm_100f"));
+    CHECK(names_rule(check(fixture("abi_fixture_cuda_sm120f"), kSm100f), "gpu-arch", "carries no sass sm_100f"));
+  }
 }
 
 TEST_CASE("abi check: HIP offload bundles") {
@@ -216,12 +242,40 @@ TEST_CASE("abi check: HIP offload bundles") {
     const Report r = check(lib, kGfx942);
     CAPTURE(kh::abi_check::report_text(r));
     CHECK(r.ok());
-    CHECK(r.gpu_code == std::vector<GpuCode>{{"amdgcn", "gfx942"}});
+    CHECK(r.gpu_code == std::vector<GpuCode>{{"amdgcn", "gfx942", 4}});
+    // What pack records: code-object v4, which the HIP shim runs under HIP 5.0 and newer.
+    CHECK(r.code_object == 4);
+    CHECK(r.runtime == "5.0");
+    CHECK(kh::abi_check::report_json(r).find("\"runtime\": \"5.0\"") != std::string::npos);
   }
-  SUBCASE("a target id with features still names gfx942") {
+  SUBCASE("code-object v6 needs ROCm 6.3; mixed versions are refused") {
+    const Report v6 = check(with_hip_section(make_bundle({"hipv4-amdgcn-amd-amdhsa--gfx942"}, 4), "abi_fixture_gfx942_v6"),
+                            kGfx942);
+    CHECK(v6.ok());
+    CHECK(v6.code_object == 6);
+    CHECK(v6.runtime == "6.3");
+    std::string mixed = make_bundle({"hipv4-amdgcn-amd-amdhsa--gfx942"}, 2);
+    mixed.resize(4096, '\0');
+    mixed += make_bundle({"hipv4-amdgcn-amd-amdhsa--gfx942"}, 3);
+    CHECK(names_rule(check(with_hip_section(mixed, "abi_fixture_gfx942_mixed"), kGfx942), "gpu-arch", "are mixed"));
+    CHECK(names_rule(check(with_hip_section(make_bundle({"hipv4-amdgcn-amd-amdhsa--gfx942"}, 0), "abi_fixture_gfx942_junk"),
+                           kGfx942),
+                     "gpu-arch", "not an AMDGPU HSA ELF"));
+  }
+  SUBCASE("a target id with features names gfx942, but runs on fewer of them than the key promises") {
     const std::string lib = with_hip_section(make_bundle({"hipv4-amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-"}),
                                              "abi_fixture_gfx942_features");
-    CHECK(check(lib, kGfx942).ok());
+    const Report r = check(lib, kGfx942);
+    CHECK(rules(r) == std::vector<std::string>{"gpu-arch"});
+    CHECK(names_rule(r, "gpu-arch", "run only where those features are set"));
+  }
+  SUBCASE("a hard HIP runtime dependency (DT_NEEDED libamdhip64.so.5) is refused") {
+    const Report r = check(with_hip_section(make_bundle({"hipv4-amdgcn-amd-amdhsa--gfx942"}), "abi_fixture_hip_pinned_code"),
+                           kGfx942);
+    CHECK(r.ok());  // the section alone is fine; the pinned soname is what is refused:
+    const Report pinned = check(fixture("abi_fixture_hip_pinned"), kGfx942);
+    CHECK(names_rule(pinned, "rocm-runtime", "libamdhip64.so.5"));
+    CHECK(names_rule(pinned, "rocm-runtime", "kh_add_hip_kernel_library"));
   }
   SUBCASE("the wrong gfx arch is refused") {
     const std::string lib = with_hip_section(make_bundle({"hipv4-amdgcn-amd-amdhsa--gfx90a"}), "abi_fixture_gfx90a");
@@ -249,10 +303,13 @@ TEST_CASE("abi check: HIP offload bundles") {
 
 TEST_CASE("abi check: fatbin parser") {
   bool ok = false;
-  SUBCASE("kinds, archs and the 'a' flag") {
-    const auto code = parse_fatbin(make_fatbin({{2, 80, 0x11}, {1, 80, 0x8011}, {2, 90, 0x100011}}), ok);
+  SUBCASE("kinds, archs and the 'a' and 'f' flags") {
+    // Flags as nvcc 13.0 writes them (measured): 0x100000 arch-specific, 0x200000 family.
+    const auto code = parse_fatbin(
+        make_fatbin({{2, 80, 0x11}, {1, 80, 0x8011}, {2, 90, 0x100011}, {2, 100, 0x1200011}, {1, 100, 0x208011}}), ok);
     CHECK(ok);
-    CHECK(code == std::vector<GpuCode>{{"sass", "sm_80"}, {"ptx", "compute_80"}, {"sass", "sm_90a"}});
+    CHECK(code == std::vector<GpuCode>{{"sass", "sm_80"}, {"ptx", "compute_80"}, {"sass", "sm_90a"}, {"sass", "sm_100f"},
+                                       {"ptx", "compute_100f"}});
   }
   SUBCASE("containers separated by zero padding") {
     std::string two = make_fatbin({{2, 80, 0x11}});

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # tests/gpu/run.sh: the GPU acceptance run of kh, end to end, as users meet it: pack and
-# publish every variant (cpu, cuda-sm80, cuda-sm90a) of every package to a local file://
+# publish every variant (cpu and every cuda target of build-matrix/matrix.json) of every package to a local file://
 # hub, `kernels doctor` + `kernels get`, then tests/gpu/check_through_kh.py loads each
 # package with kh.load_kernel() (kh_load_kernel: hub -> cache -> hash-verified -> dlopen)
 # and checks every op x target x dtype x shape class against float64 references.
 #
 #   tests/gpu/run.sh stage [DIR]    here (CPU machine, nvcc present): build libkh, `kernels`,
-#                                   and the cpu, cuda-sm80 and cuda-sm90a kernel libraries,
+#                                   and the cpu and CUDA kernel libraries (the matrix's cuda targets),
 #                                   and copy them into DIR (default .gpu-stage, which
 #                                   .git/info/exclude should list) with the shared libraries
 #                                   they need, for a GPU machine that has none of them.
@@ -28,7 +28,8 @@
 #                                   prints SKIP and exits 77 (ctest: skipped) where no CUDA
 #                                   GPU or PyTorch is.
 #
-# With the device tool: stage here (about 51 MB: 6 CUDA libraries, libkh, `kernels`, and
+# With the device tool: stage here (KH_GPU_TARGETS="cuda-sm90a cuda-sm80" for an H200: about
+# 51 MB: 6 CUDA libraries, libkh, `kernels`, and
 # syslib/, this machine's copies of libarchive, libcurl and their dependencies, used there
 # only for what that machine lacks: an Ubuntu 24.04 H200 machine lacked libarchive.so.13
 # alone), then `run` with carry [".gpu-stage"] and the command
@@ -38,7 +39,7 @@
 # the work folder, $KH_GPU_WORK or /tmp/kh-gpu-run, which is recreated on every run).
 # Kernel builds: build-matrix/build.sh <target> <out> when it exists (the libraries are
 # taken out of the archives it packs), else the standalone kernels-src build (cmake -S
-# kernels-src -DKH_TARGET=<target>), else the dev stand-ins in tests/gpu/*/standalone.
+# kernels-src -DKH_BUILD_TARGET=<target>), else the dev stand-ins in tests/gpu/*/standalone.
 # KH_GPU_KH_SRC=<dir> builds libkh/`kernels` from another source tree (e.g. a `git archive`
 # export of a commit) when the checkout is mid-change.
 set -uo pipefail
@@ -48,7 +49,19 @@ cd "$root"
 
 ORG=kernels-community
 PKGS=(rms-norm layer-norm attention activation rotary)
-GPU_TARGETS=(cuda-sm90a cuda-sm80)
+# The cuda targets of build-matrix/matrix.json ("key arch" pairs), through CMake's JSON reader
+# where cmake is, else python3's (the GPU machine may lack cmake).
+declare -A GPU_ARCH
+GPU_TARGETS=()
+while read -r key arch; do
+  GPU_TARGETS+=("$key")
+  GPU_ARCH[$key]="$arch"
+done < <(cmake -DKH_MATRIX="$root/build-matrix/matrix.json" -P "$root/build-matrix/matrix.cmake" 2>/dev/null |
+           awk '$1 == "target" && $3 == "cuda" { print $2, $4 }' |
+         grep . || python3 -c 'import json, sys
+for t in json.load(open(sys.argv[1]))["targets"]:
+    if t["backend"] == "cuda": print(t["key"], t["arch"])' "$root/build-matrix/matrix.json")
+[[ ${#GPU_TARGETS[@]} -gt 0 ]] || { echo "run.sh: no cuda targets read from build-matrix/matrix.json" >&2; exit 1; }
 mode=run
 stage=".gpu-stage"
 from_build=""
@@ -62,6 +75,17 @@ case "${1:-}" in
   *) stage="$1" ;;
 esac
 stage="$(mkdir -p "$stage" && cd "$stage" && pwd)"
+# Which of them to stage and run: $KH_GPU_TARGETS (e.g. "cuda-sm90a cuda-sm80": what a Hopper
+# machine runs, and what fits the device tool's 64 MiB carry; all four CUDA targets stage
+# ~92 MB), else what `stage` recorded in the stage, else every cuda target of the matrix.
+wanted="${KH_GPU_TARGETS:-}"
+[[ -z "$wanted" && $mode != stage && -f "$stage/GPU_TARGETS" ]] && wanted="$(cat "$stage/GPU_TARGETS")"
+if [[ -n "$wanted" ]]; then
+  for t in $wanted; do
+    [[ -n "${GPU_ARCH[$t]:-}" ]] || { echo "run.sh: '$t' is not a cuda target of build-matrix/matrix.json (${GPU_TARGETS[*]})" >&2; exit 2; }
+  done
+  read -r -a GPU_TARGETS <<<"$wanted"
+fi
 builds="${from_build:-$root/build}"  # where missing pieces get built
 jobs="$(nproc 2>/dev/null || echo 2)"
 step() { printf '\n== %s\n' "$*"; }
@@ -89,7 +113,7 @@ build_kh() {  # libkh.so, kernels and the CPU kernel libraries: kh's release bui
   done
 }
 
-build_gpu_target() {  # $1: cuda-sm80 | cuda-sm90a -> $stage/kernels/$1/libkh_<pkg>_cuda.so
+build_gpu_target() {  # $1: a cuda target of the matrix (cuda-sm90a) -> $stage/kernels/$1/libkh_<pkg>_cuda.so
   local target="$1" dst="$stage/kernels/$1" b="$builds/gpu-$1"
   local gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
   mkdir -p "$dst"
@@ -108,8 +132,8 @@ build_gpu_target() {  # $1: cuda-sm80 | cuda-sm90a -> $stage/kernels/$1/libkh_<p
     done
     return 0
   fi
-  if cmake -S kernels-src -B "$b" "${gen[@]}" -DKH_TARGET="$target" >"$b.configure.log" 2>&1; then
-    echo "(kernels-src standalone build, KH_TARGET=$target)"
+  if cmake -S kernels-src -B "$b" "${gen[@]}" -DKH_BUILD_TARGET="$target" >"$b.configure.log" 2>&1; then
+    echo "(kernels-src standalone build, KH_BUILD_TARGET=$target)"
     cmake --build "$b" -j "$jobs" || return 1
     for pkg in "${PKGS[@]}"; do
       local f; f="$(find "$b/$pkg" -name "$(lib_name "$pkg" cuda)" | head -1)"
@@ -121,7 +145,7 @@ build_gpu_target() {  # $1: cuda-sm80 | cuda-sm90a -> $stage/kernels/$1/libkh_<p
   local arch="${target#cuda-}"
   cmake -S tests/gpu/norms/standalone -B "$b-norms" "${gen[@]}" -DKH_NORMS_ARCH="$arch" >/dev/null &&
     cmake --build "$b-norms" -j "$jobs" || return 1
-  cmake -S tests/gpu/attention/standalone -B "$b-attention" "${gen[@]}" -DKH_TARGET="$target" >/dev/null &&
+  cmake -S tests/gpu/attention/standalone -B "$b-attention" "${gen[@]}" -DKH_BUILD_TARGET="$target" >/dev/null &&
     cmake --build "$b-attention" -j "$jobs" || return 1
   cp "$b-norms/$(lib_name rms-norm cuda)" "$b-norms/$(lib_name layer-norm cuda)" \
      "$b-attention/attention-cuda/$(lib_name attention cuda)" "$dst/"
@@ -189,6 +213,7 @@ if [[ $mode == stage ]]; then
   build_call_overhead_bench || die "bench_call_overhead build failed"
   stage_system_libraries
   git -C "$root" describe --always --dirty > "$stage/SOURCE" 2>/dev/null || true
+  echo "${GPU_TARGETS[*]}" > "$stage/GPU_TARGETS"
   step "staged in $stage ($(du -sh "$stage" | cut -f1)); carry it to the GPU machine"
   find "$stage" -type f -printf '%8s  %P\n' | sort -k2
   exit 0
@@ -307,6 +332,14 @@ done
 step "check_through_kh.py"
 [[ ${KH_GPU_CHECK:-1} == 0 ]] && echo "(skipped: KH_GPU_CHECK=0)" ||
 timeout "${KH_GPU_CHECK_TIMEOUT:-480}" python3 "$here/check_through_kh.py" --hub "$KH_HUB" --cache "$KH_CACHE" --out "$logs" || fail "check_through_kh.py"
+
+step "check_two_gpus.py (one package for each of two GPUs; skipped with fewer)"
+python3 "$here/check_two_gpus.py" --hub "$KH_HUB" --cache "$KH_CACHE" | tee "$logs/two_gpus.txt"
+case "${PIPESTATUS[0]}" in
+  0) ;;
+  77) echo "(skipped: this machine has fewer than two CUDA GPUs)" ;;
+  *) fail "check_two_gpus.py" ;;
+esac
 
 if [[ $bench == 1 ]]; then
   step "bench_call_overhead (kh_op_call against the op's raw invoke)"

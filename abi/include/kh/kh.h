@@ -52,6 +52,15 @@ typedef struct kh_load_options {
   const char* cache_dir; /* cache root; default $KH_CACHE, else $XDG_CACHE_HOME/kh, else ~/.cache/kh */
   const char* variant;   /* force this variant key; default $KH_TARGET, else select for this machine */
   const char* lockfile;  /* resolve only what this kernels.lock pins; default $KH_LOCKFILE */
+  /* --- appended later: hosts built against an older kh.h pass a smaller struct_size and get device 0 --- */
+  /* The GPU to select the build for, as DLPack names devices (DLDevice): device_type kDLCUDA (2)
+   * or kDLROCM (10) and that backend's device ordinal device_id (CUDA_VISIBLE_DEVICES and
+   * HIP_VISIBLE_DEVICES apply, as for the host's own runtime). device_type 0: each GPU build is
+   * judged against device device_id of its own backend. Default {0, 0}: the first GPU. A device
+   * this machine lacks is KH_ERROR_INVALID_ARGUMENT. Loading one package for two devices of
+   * different archs gives two kernels, each with its build (kh_kernel_variant). */
+  int32_t device_type;
+  int32_t device_id;
 } kh_load_options;
 
 /* Resolves spec ("org/name", "org/name@1.2", "org/name@sha256:<hex>", ...), uses the

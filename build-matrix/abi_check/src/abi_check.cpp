@@ -13,36 +13,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kh/platform/device_code.hpp"
+#include "kh/platform/rocm_runtime.hpp"
+#include "kh/platform/variant_key.hpp"
+
 namespace kh::abi_check {
 namespace {
 
+using platform::VariantKey;
+
 constexpr const char* kEntryPoint = "kh_kernel_negotiate";
 constexpr size_t kMaxLibraryBytes = size_t{2} << 30;
-
-// The variant key's parts that the rules need.
-struct VariantKey {
-  std::string backend, version, arch, cpu, os;
-};
-
-bool parse_variant(const std::string& key, VariantKey& v) {
-  // {backend}{version}-{arch}-abi{N}-{cpu}-{os}
-  std::vector<std::string> parts;
-  std::stringstream ss(key);
-  for (std::string p; std::getline(ss, p, '-');) parts.push_back(p);
-  if (parts.size() != 5 || parts[2].rfind("abi", 0) != 0 || parts[2].size() < 4) return false;
-  const std::string& head = parts[0];
-  for (const char* b : {"cuda", "rocm", "cpu"}) {
-    if (head.rfind(b, 0) == 0) {
-      v.backend = b;
-      v.version = head.substr(std::strlen(b));
-    }
-  }
-  if (v.backend.empty() || (v.backend == "cpu") != v.version.empty()) return false;
-  v.arch = parts[1];
-  v.cpu = parts[3];
-  v.os = parts[4];
-  return !v.arch.empty() && !v.cpu.empty() && !v.os.empty();
-}
 
 // The soname's stem: "libc.so.6" -> "libc", "ld-linux-x86-64.so.2" -> "ld-linux-x86-64".
 std::string soname_stem(const std::string& soname) {
@@ -51,7 +32,7 @@ std::string soname_stem(const std::string& soname) {
 }
 
 // Why a DT_NEEDED library is refused; empty when it is allowed.
-std::string needed_refusal(const std::string& soname, const Policy& policy, const VariantKey& v, std::string& rule) {
+std::string needed_refusal(const std::string& soname, const Policy& policy, std::string& rule) {
   static const std::set<std::string> base = {"libc", "libm", "libdl", "libpthread", "librt", "libgcc_s"};
   const std::string stem = soname_stem(soname);
   rule = "needed";
@@ -61,7 +42,11 @@ std::string needed_refusal(const std::string& soname, const Policy& policy, cons
     return "links libstdc++ dynamically (" + soname +
            "); link it statically (-static-libstdc++, as kh_add_kernel_library does) or pass --allow-libstdcxx";
   }
-  if (stem == "libamdhip64" && v.backend == "rocm") return "";
+  if (stem == "libamdhip64") {
+    rule = "rocm-runtime";
+    return "needs " + soname + ": a kernel library must not pin one HIP runtime (it would not load where ROCm " +
+           "has another soname); build it with kh_add_hip_kernel_library, whose HIP shim opens the runtime at run time";
+  }
   if (stem.rfind("libcudart", 0) == 0) {
     rule = "cudart";
     return "needs " + soname + ": the CUDA runtime must be linked statically (-cudart static, CUDA_RUNTIME_LIBRARY Static)";
@@ -70,28 +55,15 @@ std::string needed_refusal(const std::string& soname, const Policy& policy, cons
     rule = "cudart";
     return "needs " + soname + ": the driver must not be a link-time dependency (the static CUDA runtime loads it at run time)";
   }
-  return "needs " + soname + ", which is not on the allow-list (libc, libm, libdl, libpthread, librt, libgcc_s, ld-linux" +
-         std::string(v.backend == "rocm" ? ", libamdhip64" : "") + "; libstdc++ with --allow-libstdcxx)";
+  return "needs " + soname + ", which is not on the allow-list (libc, libm, libdl, libpthread, librt, libgcc_s, ld-linux; " +
+         "libstdc++ with --allow-libstdcxx)";
 }
 
-// The device code a variant must carry, exactly.
-std::vector<GpuCode> expected_gpu_code(const VariantKey& v, std::string& error) {
-  if (v.backend == "cpu") return {};
-  if (v.backend == "cuda") {
-    const std::string& a = v.arch;  // sm80, sm90a
-    if (a.size() < 4 || a.rfind("sm", 0) != 0 || !std::all_of(a.begin() + 2, a.end() - (a.back() == 'a'), ::isdigit)) {
-      error = "CUDA arch '" + a + "' is not sm<NN>[a]";
-      return {};
-    }
-    const std::string sm = a.substr(2);
-    if (a.back() == 'a') return {{"sass", "sm_" + sm}};  // arch-specific code has no forward-compatible PTX
-    return {{"ptx", "compute_" + sm}, {"sass", "sm_" + sm}};
-  }
-  if (v.arch.rfind("gfx", 0) != 0) {
-    error = "ROCm arch '" + v.arch + "' is not gfx<N>";
-    return {};
-  }
-  return {{"amdgcn", v.arch}};
+// The device code a variant must carry, exactly (the platform vocabulary's rule).
+std::vector<GpuCode> expected_gpu_code(const VariantKey& v) {
+  std::vector<GpuCode> out;
+  for (const platform::DeviceCode& c : platform::required_device_code(v)) out.push_back({platform::kind_name(c.kind), c.arch});
+  return out;
 }
 
 struct Elf {
@@ -177,7 +149,7 @@ void inspect(const Elf& elf, const Policy& policy, const VariantKey& v, Report& 
   }
   for (const std::string& so : r.needed) {
     std::string rule;
-    const std::string why = needed_refusal(so, policy, v, rule);
+    const std::string why = needed_refusal(so, policy, rule);
     if (!why.empty()) violate(rule, why);
   }
 
@@ -237,7 +209,7 @@ void inspect(const Elf& elf, const Policy& policy, const VariantKey& v, Report& 
       std::string rule;
       // A library already refused as DT_NEEDED is not named twice.
       const bool is_needed = std::find(r.needed.begin(), r.needed.end(), lib) != r.needed.end();
-      if (lib != "(unversioned)" && !is_needed && !needed_refusal(lib, policy, v, rule).empty() &&
+      if (lib != "(unversioned)" && !is_needed && !needed_refusal(lib, policy, rule).empty() &&
           bad_undefined.insert(lib).second)
         violate("undefined", "'" + name + "' (and any other symbol from " + lib + ") comes from " + lib +
                                  ", which is not an allowed library");
@@ -278,24 +250,46 @@ void inspect_device_code(const Elf& elf, const VariantKey& v, Report& r) {
     if (!ok) violate("gpu-arch", std::string(section) + ": " + error);
   }
   std::sort(found.begin(), found.end(), [](const GpuCode& a, const GpuCode& b) {
-    return a.kind != b.kind ? a.kind < b.kind : a.arch < b.arch;
+    if (a.kind != b.kind) return a.kind < b.kind;
+    return a.arch != b.arch ? a.arch < b.arch : a.code_object < b.code_object;
   });
   found.erase(std::unique(found.begin(), found.end()), found.end());
   r.gpu_code = found;
 
-  std::string error;
-  const std::vector<GpuCode> want = expected_gpu_code(v, error);
-  if (!error.empty()) {
-    violate("variant", error);
-    return;
-  }
+  const std::vector<GpuCode> want = expected_gpu_code(v);
   auto show = [](const GpuCode& c) { return c.kind + " " + c.arch; };
-  // amdgcn target ids may carry features (gfx942:sramecc+:xnack-): the processor must match.
+  // amdgcn target ids may carry features (gfx942:sramecc+:xnack-): the processor must match
+  // (and the features are checked below).
   auto matches = [](const GpuCode& want_one, const GpuCode& have) {
     if (want_one.kind != have.kind) return false;
     if (have.kind == "amdgcn") return have.arch.substr(0, have.arch.find(':')) == want_one.arch;
     return have.arch == want_one.arch;
   };
+  if (v.amd) {
+    // A key names the processor only, so its code objects must run on every device of it:
+    // features left 'any', one code-object version the recorded runtime floor can follow.
+    for (const GpuCode& h : found) {
+      if (h.kind != "amdgcn") continue;
+      const auto target = platform::parse_amd_target(h.arch);
+      if (target && (target->sramecc != platform::AmdFeature::Any || target->xnack != platform::AmdFeature::Any))
+        violate("gpu-arch", "carries " + show(h) + " code objects, which run only where those features are set; "
+                            "variant " + r.policy.variant + " promises every " + v.amd->processor +
+                            " (build for --offload-arch=" + v.amd->processor + ")");
+      if (h.code_object == 0) {
+        violate("gpu-arch", "a " + show(h) + " code object is not an AMDGPU HSA ELF of a known code-object version");
+      } else if (r.code_object != 0 && r.code_object != h.code_object) {
+        violate("gpu-arch", "code objects of code-object versions " + std::to_string(r.code_object) + " and " +
+                                std::to_string(h.code_object) + " are mixed; build every source with one -mcode-object-version");
+      }
+      r.code_object = std::max(r.code_object, h.code_object);
+    }
+    if (r.code_object != 0) {
+      const auto oldest = platform::oldest_runtime_for_code_object(r.code_object);
+      platform::MajorMinor floor = platform::kOldestShimRuntime;
+      if (oldest && floor < *oldest) floor = *oldest;
+      r.runtime = platform::to_string(floor);
+    }
+  }
   for (const GpuCode& w : want)
     if (std::none_of(found.begin(), found.end(), [&](const GpuCode& h) { return matches(w, h); }))
       violate("gpu-arch", "carries no " + show(w) + " code, which variant " + r.policy.variant + " requires");
@@ -308,14 +302,9 @@ void inspect_device_code(const Elf& elf, const VariantKey& v, Report& r) {
 }  // namespace
 
 int compare_versions(const std::string& a, const std::string& b) {
-  std::stringstream sa(a), sb(b);
-  std::string pa, pb;
-  while (true) {
-    const bool ha = static_cast<bool>(std::getline(sa, pa, '.')), hb = static_cast<bool>(std::getline(sb, pb, '.'));
-    if (!ha && !hb) return 0;
-    const long na = ha ? std::strtol(pa.c_str(), nullptr, 10) : 0, nb = hb ? std::strtol(pb.c_str(), nullptr, 10) : 0;
-    if (na != nb) return na < nb ? -1 : 1;
-  }
+  // GLIBC_ symbol versions, read with the platform vocabulary; "" (none yet) is the oldest.
+  return platform::compare(platform::parse_glibc_version(a).value_or(platform::GlibcVersion{}),
+                           platform::parse_glibc_version(b).value_or(platform::GlibcVersion{}));
 }
 
 Report check_library(const std::string& path, const Policy& policy) {
@@ -323,13 +312,12 @@ Report check_library(const std::string& path, const Policy& policy) {
   r.policy = policy;
   const size_t slash = path.find_last_of('/');
   r.library = slash == std::string::npos ? path : path.substr(slash + 1);
-  VariantKey v;
-  if (!parse_variant(policy.variant, v)) {
-    r.violations.push_back({"variant", "'" + policy.variant +
-                                           "' is not a variant key {backend}{version}-{arch}-abi{N}-{cpu}-{os}, "
-                                           "e.g. cuda13.0-sm80-abi1-x86_64-linux"});
+  const platform::VariantKeyParse parsed = platform::parse_variant_key(policy.variant);
+  if (!parsed.key) {
+    r.violations.push_back({"variant", parsed.error});
     return r;
   }
+  const VariantKey& v = *parsed.key;
   if (!policy.max_glibc.empty() && policy.max_glibc.find_first_not_of("0123456789.") != std::string::npos) {
     r.violations.push_back({"glibc", "the allowed glibc '" + policy.max_glibc + "' is not a version such as 2.34"});
     return r;
@@ -357,7 +345,13 @@ std::string report_json(const Report& r) {
   for (const UndefinedBy& u : r.undefined) j["undefined"][u.library] = u.count;
   j["glibc"] = r.newest_glibc;
   j["gpu_code"] = nlohmann::ordered_json::array();
-  for (const GpuCode& c : r.gpu_code) j["gpu_code"].push_back({{"kind", c.kind}, {"arch", c.arch}});
+  for (const GpuCode& c : r.gpu_code) {
+    nlohmann::ordered_json code = {{"kind", c.kind}, {"arch", c.arch}};
+    if (c.code_object != 0) code["code_object"] = c.code_object;
+    j["gpu_code"].push_back(std::move(code));
+  }
+  if (r.code_object != 0) j["code_object"] = r.code_object;
+  if (!r.runtime.empty()) j["runtime"] = r.runtime;
   j["violations"] = nlohmann::ordered_json::array();
   for (const Violation& x : r.violations) j["violations"].push_back({{"rule", x.rule}, {"message", x.message}});
   return j.dump(2) + "\n";
@@ -370,7 +364,9 @@ std::string report_text(const Report& r) {
     for (const GpuCode& c : r.gpu_code) code += (code.empty() ? "" : ", ") + c.kind + " " + c.arch;
     out = r.library + ": ABI ok for " + r.policy.variant + " (exports " + std::to_string(r.exports.size()) +
           ", needs GLIBC_" + (r.newest_glibc.empty() ? "-" : r.newest_glibc) +
-          (code.empty() ? "" : ", device code: " + code) + ")\n";
+          (code.empty() ? "" : ", device code: " + code) +
+          (r.runtime.empty() ? "" : ", code-object v" + std::to_string(r.code_object) + ", HIP runtime " + r.runtime + "+") +
+          ")\n";
     return out;
   }
   for (const Violation& v : r.violations) out += r.library + ": " + v.rule + ": " + v.message + "\n";

@@ -5,6 +5,8 @@
 #include <string>
 
 #include "kh/abi_check/abi_check.hpp"
+#include "kh/platform/offload_bundle.hpp"
+#include "kh/platform/rocm_runtime.hpp"
 
 namespace kh::abi_check {
 namespace {
@@ -22,17 +24,25 @@ T load(const unsigned char* p) {
 //           u32 compressed size, u32 ?, u16 minor, u16 major, u32 arch (e.g. 80, 90),
 //           u32 name offset, u32 name size, u64 flags, ...
 // Flag 0x100000 marks arch-specific ('a') code: sm_90a, compute_90a (measured with nvcc
-// 13.0: the only byte that differs between -gencode code=sm_90 and code=sm_90a).
+// 13.0: the only byte that differs between -gencode code=sm_90 and code=sm_90a); flag
+// 0x200000 family-specific ('f') code: sm_100f, compute_100f (measured the same way).
 constexpr uint32_t kFatbinMagic = 0xBA55ED50u;
 constexpr uint16_t kFatbinKindPtx = 1;
 constexpr uint16_t kFatbinKindElf = 2;
 constexpr uint64_t kFatbinFlagArchSpecific = 0x100000u;
+constexpr uint64_t kFatbinFlagFamilySpecific = 0x200000u;
 constexpr size_t kFatbinHeaderSize = 16;
 constexpr size_t kFatbinEntryMinSize = 0x30;
 
-constexpr char kBundleMagic[] = "__CLANG_OFFLOAD_BUNDLE__";
-constexpr size_t kBundleMagicSize = sizeof kBundleMagic - 1;  // 24
-constexpr char kCompressedBundleMagic[] = "CCOB";
+
+// The code-object version of an AMDGPU HSA ELF (e_ident: EI_OSABI 64, EI_ABIVERSION); 0 if
+// the bytes are not one.
+int amdgpu_code_object_version(const unsigned char* p, size_t n) {
+  constexpr size_t kEiOsAbi = 7, kEiAbiVersion = 8;
+  constexpr unsigned char kElfOsAbiAmdgpuHsa = 64;
+  if (n < 16 || std::memcmp(p, "\x7f" "ELF", 4) != 0 || p[kEiOsAbi] != kElfOsAbiAmdgpuHsa) return 0;
+  return platform::code_object_version_of_abi_version(p[kEiAbiVersion]).value_or(0);
+}
 
 bool all_zero(const unsigned char* p, size_t n) {
   for (size_t i = 0; i < n; ++i)
@@ -77,7 +87,9 @@ bool parse_cuda_fatbin(const unsigned char* data, size_t size, std::vector<GpuCo
         error = "fatbin entry at offset " + std::to_string(e) + " overruns its container";
         return false;
       }
-      const std::string sm = std::to_string(arch) + ((flags & kFatbinFlagArchSpecific) ? "a" : "");
+      const std::string sm = std::to_string(arch) + ((flags & kFatbinFlagArchSpecific)     ? "a"
+                                                     : (flags & kFatbinFlagFamilySpecific) ? "f"
+                                                                                           : "");
       if (kind == kFatbinKindElf)
         out.push_back({"sass", "sm_" + sm});
       else if (kind == kFatbinKindPtx)
@@ -96,10 +108,8 @@ bool parse_cuda_fatbin(const unsigned char* data, size_t size, std::vector<GpuCo
   return true;
 }
 
-// A clang offload bundle: "__CLANG_OFFLOAD_BUNDLE__", u64 entry count, then per entry
-// u64 offset (from the bundle's start), u64 size, u64 triple size, the triple
-// ("hipv4-amdgcn-amd-amdhsa--gfx942", "host-x86_64-unknown-linux-gnu-"). A linked library
-// holds one bundle per translation unit, each aligned (clang pads with zeros).
+// The .hip_fatbin section: one clang offload bundle per translation unit (the platform
+// vocabulary reads each, kh/platform/offload_bundle.hpp), aligned with zero padding.
 bool parse_offload_bundles(const unsigned char* data, size_t size, std::vector<GpuCode>& out, std::string& error) {
   size_t pos = 0;
   int bundles = 0;
@@ -108,42 +118,21 @@ bool parse_offload_bundles(const unsigned char* data, size_t size, std::vector<G
       ++pos;
       continue;
     }
-    if (size - pos >= 4 && std::memcmp(data + pos, kCompressedBundleMagic, 4) == 0) {
-      error = "compressed offload bundle (CCOB) at offset " + std::to_string(pos) +
-              " cannot be inspected; build without --offload-compress";
+    platform::OffloadBundle bundle;
+    std::string why;
+    if (!platform::read_offload_bundle(data + pos, size - pos, bundle, why)) {
+      error = why + " at offset " + std::to_string(pos) + " of .hip_fatbin";
       return false;
     }
-    if (size - pos < kBundleMagicSize + 8 || std::memcmp(data + pos, kBundleMagic, kBundleMagicSize) != 0) {
-      error = "no __CLANG_OFFLOAD_BUNDLE__ magic at offset " + std::to_string(pos) + " of .hip_fatbin";
-      return false;
-    }
-    const unsigned char* b = data + pos;
-    const size_t avail = size - pos;
-    const uint64_t count = load<uint64_t>(b + kBundleMagicSize);
-    size_t h = kBundleMagicSize + 8;
-    size_t bundle_end = h;
-    for (uint64_t i = 0; i < count; ++i) {
-      if (avail - h < 24) {
-        error = "truncated offload bundle header at offset " + std::to_string(pos);
-        return false;
-      }
-      const uint64_t off = load<uint64_t>(b + h), sz = load<uint64_t>(b + h + 8), tsz = load<uint64_t>(b + h + 16);
-      h += 24;
-      if (tsz > avail - h || off > avail || sz > avail - off) {
-        error = "offload bundle entry " + std::to_string(i) + " at offset " + std::to_string(pos) + " overruns .hip_fatbin";
-        return false;
-      }
-      const std::string triple(reinterpret_cast<const char*>(b + h), tsz);
-      h += tsz;
-      bundle_end = std::max<size_t>({bundle_end, h, off + sz});
-      if (triple.rfind("host-", 0) == 0) continue;
-      const size_t dashes = triple.find("--");
-      if (triple.find("amdgcn") != std::string::npos && dashes != std::string::npos)
-        out.push_back({"amdgcn", triple.substr(dashes + 2)});
+    for (const platform::OffloadBundleEntry& e : bundle.entries) {
+      if (e.triple.rfind("host-", 0) == 0) continue;
+      const std::string target = e.amdgcn_target();
+      if (!target.empty())
+        out.push_back({"amdgcn", target, amdgpu_code_object_version(e.data, e.size)});
       else
-        out.push_back({"offload", triple});
+        out.push_back({"offload", e.triple});
     }
-    pos += std::max(bundle_end, h);
+    pos += bundle.size;
     ++bundles;
   }
   if (bundles == 0) {

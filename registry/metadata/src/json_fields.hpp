@@ -75,6 +75,10 @@ bool is_abi_text(std::string_view s);
 // The optional "glibc" member of obj: "" when absent, else a valid glibc version, or bad().
 std::string optional_glibc_at(const FieldReader& r, const nlohmann::json& obj, const std::string& parent);
 // An "ops" array: [{"name": ..., "schema": ...}].
+// The optional "runtime" ("major.minor") and "code_object" (1-99) members of obj, or bad().
+void optional_runtime_floor_at(const FieldReader& r, const nlohmann::json& obj, const std::string& parent,
+                               std::string* runtime, uint32_t* code_object);
+void write_runtime_floor(nlohmann::ordered_json& obj, const std::string& runtime, uint32_t code_object);
 std::vector<OpInfo> parse_ops(const FieldReader& r, const nlohmann::json& ops, const std::string& path);
 
 }  // namespace kh::registry::detail

@@ -50,6 +50,7 @@ PackageManifest parse_package_manifest(std::string_view json_text, std::string_v
   m.abi = r.string_at(doc, "", "abi");
   if (!detail::is_abi_text(m.abi)) r.bad("abi", "expected '<major>.<minor>', e.g. '1.0'");
   m.glibc = detail::optional_glibc_at(r, doc, "");
+  detail::optional_runtime_floor_at(r, doc, "", &m.runtime, &m.code_object);
   m.library = r.string_at(doc, "", "library");
   if (!detail::is_safe_relative_path(m.library)) r.bad("library", "'" + m.library + "' is not a safe relative path");
   m.ops = detail::parse_ops(r, r.array_at(doc, "", "ops"), "ops");
@@ -84,6 +85,7 @@ std::string serialize_package_manifest(const PackageManifest& manifest) {
   doc["variant"] = manifest.variant;
   doc["abi"] = manifest.abi;
   if (!manifest.glibc.empty()) doc["glibc"] = manifest.glibc;
+  detail::write_runtime_floor(doc, manifest.runtime, manifest.code_object);
   doc["library"] = manifest.library;
   ojson ops = ojson::array();
   for (const OpInfo& op : manifest.ops) ops.push_back(ojson{{"name", op.name}, {"schema", op.schema}});

@@ -8,6 +8,7 @@
 #include "kh/registry/sha256.hpp"
 #include "kh/registry/status_error.hpp"
 #include "json_fields.hpp"
+#include "kh/platform/versions.hpp"
 
 namespace kh::registry {
 namespace {
@@ -31,39 +32,13 @@ bool is_abi_text_impl(std::string_view s) {
   return true;
 }
 
-// The numbers of a dotted version; empty when the text is not 2 or 3 decimal numbers of at
-// most 4 digits each (glibc's own versions are "2.36"; its oldest symbol versions "2.2.5").
-std::vector<int> glibc_version_parts(std::string_view s) {
-  std::vector<int> parts;
-  size_t start = 0;
-  while (true) {
-    size_t dot = s.find('.', start);
-    std::string_view part = s.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
-    if (part.empty() || part.size() > 4) return {};
-    int value = 0;
-    for (char c : part) {
-      if (c < '0' || c > '9') return {};
-      value = value * 10 + (c - '0');
-    }
-    parts.push_back(value);
-    if (dot == std::string_view::npos) break;
-    start = dot + 1;
-  }
-  if (parts.size() < 2 || parts.size() > 3) return {};
-  return parts;
-}
-
 }  // namespace
 
-bool is_glibc_version(std::string_view text) { return !glibc_version_parts(text).empty(); }
+bool is_glibc_version(std::string_view text) { return platform::parse_glibc_version(text).has_value(); }
 
 int compare_glibc_versions(std::string_view a, std::string_view b) {
-  std::vector<int> x = glibc_version_parts(a), y = glibc_version_parts(b);
-  x.resize(3, 0);  // "2.36" is "2.36.0"
-  y.resize(3, 0);
-  for (size_t i = 0; i < 3; ++i)
-    if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
-  return 0;
+  return platform::compare(platform::parse_glibc_version(a).value_or(platform::GlibcVersion{}),
+                           platform::parse_glibc_version(b).value_or(platform::GlibcVersion{}));
 }
 
 namespace detail {
@@ -78,6 +53,27 @@ std::string optional_glibc_at(const FieldReader& r, const nlohmann::json& obj, c
   std::string text = it->get<std::string>();
   if (!is_glibc_version(text)) r.bad(path, "'" + text + "' is not a glibc version like \"2.36\" or \"2.2.5\"");
   return text;
+}
+
+void optional_runtime_floor_at(const FieldReader& r, const nlohmann::json& obj, const std::string& parent,
+                               std::string* runtime, uint32_t* code_object) {
+  if (auto it = obj.find("runtime"); it != obj.end()) {
+    const std::string path = FieldReader::join(parent, "runtime");
+    if (!it->is_string() || !platform::parse_major_minor(it->get<std::string>()))
+      r.bad(path, "expected a runtime version \"major.minor\", e.g. \"5.0\"");
+    *runtime = it->get<std::string>();
+  }
+  if (auto it = obj.find("code_object"); it != obj.end()) {
+    const std::string path = FieldReader::join(parent, "code_object");
+    if (!it->is_number_unsigned() || it->get<uint64_t>() == 0 || it->get<uint64_t>() > 99)
+      r.bad(path, "expected a code-object version, an integer from 1 to 99");
+    *code_object = static_cast<uint32_t>(it->get<uint64_t>());
+  }
+}
+
+void write_runtime_floor(nlohmann::ordered_json& obj, const std::string& runtime, uint32_t code_object) {
+  if (!runtime.empty()) obj["runtime"] = runtime;
+  if (code_object != 0) obj["code_object"] = code_object;
 }
 
 std::vector<OpInfo> parse_ops(const FieldReader& r, const nlohmann::json& ops, const std::string& path) {
@@ -221,6 +217,7 @@ RepoIndex parse_repo_index(std::string_view json_text, std::string_view source) 
       ve.abi = r.string_at(vit.value(), vpath, "abi");
       if (!is_abi_text(ve.abi)) r.bad(vpath + ".abi", "expected '<major>.<minor>', e.g. '1.0'");
       ve.glibc = detail::optional_glibc_at(r, vit.value(), vpath);  // optional: older entries lack it
+      detail::optional_runtime_floor_at(r, vit.value(), vpath, &ve.runtime, &ve.code_object);
       ve.ops = parse_ops(r, r.array_at(vit.value(), vpath, "ops"), vpath + ".ops");
       rel.variants.push_back(std::move(ve));
     }
@@ -257,6 +254,7 @@ std::string serialize_repo_index(const RepoIndex& index) {
       for (const OpInfo& op : v->ops) ops.push_back(ojson{{"name", op.name}, {"schema", op.schema}});
       ojson entry{{"sha256", v->sha256}, {"size", v->size}, {"abi", v->abi}};
       if (!v->glibc.empty()) entry["glibc"] = v->glibc;
+      detail::write_runtime_floor(entry, v->runtime, v->code_object);
       entry["ops"] = std::move(ops);
       variants[v->key] = std::move(entry);
     }

@@ -225,6 +225,8 @@ void merge(std::map<std::string, RepoState>& repos, std::vector<Incoming>& incom
     ve.size = in.pv.size;
     ve.abi = in.manifest.abi;
     ve.glibc = in.manifest.glibc;  // the glibc floor travels to the index, where selection reads it
+    ve.runtime = in.manifest.runtime;  // so does what the build needs of its GPU runtime
+    ve.code_object = in.manifest.code_object;
     ve.ops = in.manifest.ops;
     rel->variants.push_back(std::move(ve));
     std::sort(rel->variants.begin(), rel->variants.end(),

@@ -27,7 +27,7 @@ for variant in "${VARIANTS[@]}"; do
   lib=$build/attention-cuda/libkh_attention_cuda.so
   if [[ ! -f "$lib" ]]; then
     echo "== building $lib"
-    cmake -S tests/gpu/attention/standalone -B "$build" -G Ninja -DKH_TARGET=cuda-$variant > "$LOG/cmake_$variant.log" 2>&1 &&
+    cmake -S tests/gpu/attention/standalone -B "$build" -G Ninja -DKH_BUILD_TARGET=cuda-$variant > "$LOG/cmake_$variant.log" 2>&1 &&
       cmake --build "$build" -j "$(nproc)" >> "$LOG/cmake_$variant.log" 2>&1 || { tail -40 "$LOG/cmake_$variant.log"; rc=1; continue; }
   fi
   check="tests/gpu/attention/attention_dev_check.py --module $lib"

@@ -28,6 +28,10 @@ struct Options {
   // Reuse cached metadata younger than this instead of asking the hub: kh_load_kernel sets
   // KH_METADATA_TTL; `kernels get` leaves 0 (always ask).
   int64_t metadata_max_age_s = 0;
+  // What the chooser's answer depends on besides the builds (the device asked for and the
+  // machine's facts), as the entry point spells it: answers remembered in this process are kept
+  // per value, so one spec loaded for two GPUs of different archs resolves to two builds.
+  std::string selection_key;
 };
 
 // How a build is chosen among a release's: the loader's selection for this machine, given

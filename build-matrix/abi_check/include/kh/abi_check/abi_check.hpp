@@ -18,12 +18,13 @@ struct Policy {
 // One piece of device code found in the library.
 struct GpuCode {
   std::string kind;  // "sass" (CUDA cubin), "ptx", "amdgcn" (HIP code object)
-  std::string arch;  // "sm_80", "sm_90a", "compute_80", "gfx942" (target id features kept: "gfx942:xnack-")
-  bool operator==(const GpuCode& o) const { return kind == o.kind && arch == o.arch; }
+  std::string arch;  // "sm_80", "sm_90a", "sm_100f", "compute_80", "gfx942" (target id features kept: "gfx942:xnack-")
+  int code_object = 0;  // amdgcn: the AMDGPU code-object version of its ELF (4, 5, 6); 0 if not one
+  bool operator==(const GpuCode& o) const { return kind == o.kind && arch == o.arch && code_object == o.code_object; }
 };
 
 struct Violation {
-  std::string rule;     // exports | needed | undefined | glibc | cudart | gpu-arch | elf | variant
+  std::string rule;     // exports | needed | undefined | glibc | cudart | rocm-runtime | gpu-arch | elf | variant
   std::string message;  // what was found, and what the library should do instead
 };
 
@@ -40,6 +41,10 @@ struct Report {
   std::vector<UndefinedBy> undefined;   // undefined dynamic symbols per library, sorted by library
   std::string newest_glibc;             // e.g. "2.34" from .gnu.version_r; empty when none
   std::vector<GpuCode> gpu_code;        // distinct, sorted
+  // ROCm libraries: the code-object version of their code objects, and the oldest HIP
+  // runtime that loads them through the HIP shim (`kernels pack` records both in the manifest).
+  int code_object = 0;
+  std::string runtime;
   std::vector<Violation> violations;
   bool ok() const { return violations.empty(); }
 };
@@ -48,14 +53,17 @@ struct Report {
 //  exports    only kh_kernel_negotiate is exported (defined global/weak in .dynsym), and no
 //             STB_GNU_UNIQUE symbol is defined;
 //  needed     every DT_NEEDED is allowed: libc, libm, libdl, libpthread, librt, libgcc_s,
-//             ld-linux; libstdc++ with allow_libstdcxx; libamdhip64 for rocm variants;
+//             ld-linux; libstdc++ with allow_libstdcxx;
 //  cudart     never libcudart or libcuda as DT_NEEDED (the runtime is linked statically, the
 //             driver reached with dlopen);
+//  rocm-runtime  never libamdhip64 as DT_NEEDED: a soname pins one ROCm release (the HIP shim
+//             kh_add_hip_kernel_library links opens whichever runtime is there, 5.x to 7.x);
 //  undefined  every versioned undefined symbol comes from an allowed library;
 //  glibc      the newest GLIBC_ version required is at most policy.max_glibc;
-//  gpu-arch   the device code is exactly what the variant names: cuda smXY -> SASS sm_XY +
-//             PTX compute_XY, cuda smXYa -> SASS sm_XYa only, rocm gfxN -> amdgcn gfxN only,
-//             cpu -> none;
+//  gpu-arch   the device code is exactly what the variant names (kh/platform/device_code.hpp):
+//             cuda smXY -> SASS sm_XY + PTX compute_XY, smXYa -> SASS sm_XYa only, smXYf ->
+//             SASS sm_XYf + PTX compute_XY, rocm gfxN -> amdgcn gfxN only (features 'any', one
+//             code-object version), cpu -> none;
 //  elf        a 64-bit little-endian ELF shared object for the variant's CPU;
 //  variant    the key itself is well formed.
 // Never throws for a bad or unreadable file: that is an `elf` violation.
@@ -67,7 +75,7 @@ std::string report_json(const Report& report);
 // Human-readable lines: "rule: message" per violation, or a one-line summary when ok.
 std::string report_text(const Report& report);
 
-// Compares dotted version numbers ("2.2.5" < "2.34"); <0, 0, >0.
+// Compares GLIBC_ versions ("2.2.5" < "2.34"; "" is older than any); <0, 0, >0.
 int compare_versions(const std::string& a, const std::string& b);
 
 // Device code parsers, exposed for tests. Each appends what it recognizes and returns

@@ -4,6 +4,7 @@
 // { "schema": 1, "name": "kernels-community/rms-norm", "version": "1.0.0",
 //   "variant": "cpu-x86_64-abi1-x86_64-linux", "abi": "1.0",
 //   "glibc": "2.36",        // the glibc floor: newest GLIBC_ symbol version the library needs
+//   "runtime": "5.0", "code_object": 4,   // ROCm builds: oldest HIP runtime, code-object version
 //   "library": "lib/libkh_rms_norm.so",
 //   "ops": [ { "name": "...", "schema": "..." } ],
 //   "files": [ { "path": "lib/libkh_rms_norm.so", "sha256": "...", "size": 123 } ] }
@@ -34,6 +35,10 @@ struct PackageManifest {
   // publishing copies it into the index entry. Optional when read: packages packed before
   // the field existed lack it. Empty: no versioned glibc symbol needed, no floor.
   std::string glibc;
+  // What the build needs of its GPU runtime (RepoIndex's VariantEntry has the same fields):
+  // recorded by `kernels pack` from the ABI check, copied into the index at publish.
+  std::string runtime;
+  uint32_t code_object = 0;
   std::vector<OpInfo> ops;
   std::vector<ManifestFile> files;  // every file but the manifest itself, sorted by path
 };

@@ -14,6 +14,7 @@
 //         "cpu-x86_64-abi1-x86_64-linux": {
 //           "sha256": "<64 hex>", "size": 12345, "abi": "1.0",
 //           "glibc": "2.36",                // newest GLIBC_ symbol version the library needs
+//           "runtime": "5.0", "code_object": 4,   // ROCm builds: oldest HIP runtime, AMDGPU code-object version
 //           "ops": [ { "name": "rms_norm", "schema": "rms_norm(...) -> ()" } ]
 //         } } } } }
 #pragma once
@@ -48,6 +49,13 @@ struct VariantEntry {
   // from its package manifest at publish. Empty: not recorded (entries published before
   // the field existed, or a library that needs no versioned glibc symbol); no floor checked.
   std::string glibc;
+  // What the build needs of its GPU runtime, copied from its package manifest at publish
+  // (ROCm builds record both; empty / 0 where not recorded): the oldest runtime version it
+  // runs under ("5.0": HIP 5.0), and the AMDGPU code-object version of its device code.
+  // Selection refuses the build on a host whose runtime is older or cannot load that
+  // code-object version (docs/hub.md).
+  std::string runtime;
+  uint32_t code_object = 0;
   std::vector<OpInfo> ops;
 };
 
@@ -71,7 +79,8 @@ RepoIndex parse_repo_index(std::string_view json_text, std::string_view source);
 std::string serialize_repo_index(const RepoIndex& index);  // pretty JSON, stable order
 
 // A glibc version as the index and manifest write it: two or three decimal numbers, "2.36"
-// or "2.2.5" (the forms GLIBC_ symbol versions take).
+// or "2.2.5" (the forms GLIBC_ symbol versions take). Both read with the platform
+// vocabulary (kh/platform/versions.hpp).
 bool is_glibc_version(std::string_view text);
 // Compares two such versions numerically ("2.9" < "2.36"); <0, 0, >0. Both must be valid.
 int compare_glibc_versions(std::string_view a, std::string_view b);

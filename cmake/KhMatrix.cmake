@@ -1,0 +1,70 @@
+# KhMatrix.cmake: reads build-matrix/matrix.json, the one list of kh's build targets, and
+# checks each target against the platform vocabulary (cmake/KhPlatform.cmake). Used by
+# kh_setup_kernel_target (cmake/KhKernelLibrary.cmake) and by build-matrix/matrix.cmake,
+# which prints the table for the scripts.
+#
+#   kh_matrix_read(<matrix.json>)
+# sets, in the caller's scope:
+#   KH_MATRIX_KEYS               the target keys, in the file's order
+#   KH_MATRIX_MAX_GLIBC          the newest GLIBC_ a library may require
+#   KH_MATRIX_BACKEND_<key>      cpu | cuda | rocm
+#   KH_MATRIX_ARCH_<key>         the variant key's arch: x86_64_v3, sm100f, gfx942
+#   KH_MATRIX_VARIANT_GLOB_<key> what its variant keys match: cuda*-sm100f-abi*-*-linux
+#   KH_MATRIX_REQUIRES_<key>     program[=Debian package] entries
+include_guard(DIRECTORY)
+include("${CMAKE_CURRENT_LIST_DIR}/KhPlatform.cmake")
+
+function(kh_matrix_read path)
+  file(READ "${path}" json)
+  string(JSON max_glibc ERROR_VARIABLE err GET "${json}" max_glibc)
+  if(err)
+    message(FATAL_ERROR "kh: ${path}: no \"max_glibc\": ${err}")
+  endif()
+  string(JSON n ERROR_VARIABLE err LENGTH "${json}" targets)
+  if(err OR n EQUAL 0)
+    message(FATAL_ERROR "kh: ${path}: no \"targets\" list: ${err}")
+  endif()
+  math(EXPR last "${n} - 1")
+  set(keys "")
+  foreach(i RANGE ${last})
+    foreach(field key backend arch)
+      string(JSON ${field} ERROR_VARIABLE err GET "${json}" targets ${i} ${field})
+      if(err)
+        message(FATAL_ERROR "kh: ${path}: target ${i} has no string \"${field}\": ${err}")
+      endif()
+    endforeach()
+    if(NOT backend IN_LIST KH_PLATFORM_BACKENDS)
+      message(FATAL_ERROR "kh: ${path}: target ${key}: backend '${backend}' is not one of ${KH_PLATFORM_BACKENDS}")
+    endif()
+    if(NOT arch MATCHES "${KH_PLATFORM_ARCH_REGEX_${backend}}")
+      message(FATAL_ERROR "kh: ${path}: target ${key}: '${arch}' is not a ${backend} arch of the platform vocabulary")
+    endif()
+    if(backend STREQUAL "cuda" AND NOT DEFINED KH_PLATFORM_CUDA_ARCHITECTURES_${arch})
+      message(FATAL_ERROR "kh: ${path}: target ${key}: nvcc 13.0 has no ${arch} (cmake/KhPlatform.cmake lists what it has)")
+    endif()
+    if(key IN_LIST keys)
+      message(FATAL_ERROR "kh: ${path}: target ${key} appears twice")
+    endif()
+    list(APPEND keys "${key}")
+    if(backend STREQUAL "cpu")
+      set(glob "cpu-${arch}-abi*-*-linux")
+    else()
+      set(glob "${backend}*-${arch}-abi*-*-linux")
+    endif()
+    string(JSON nreq LENGTH "${json}" targets ${i} requires)
+    set(requires "")
+    if(nreq GREATER 0)
+      math(EXPR rlast "${nreq} - 1")
+      foreach(r RANGE ${rlast})
+        string(JSON req GET "${json}" targets ${i} requires ${r})
+        list(APPEND requires "${req}")
+      endforeach()
+    endif()
+    set(KH_MATRIX_BACKEND_${key} "${backend}" PARENT_SCOPE)
+    set(KH_MATRIX_ARCH_${key} "${arch}" PARENT_SCOPE)
+    set(KH_MATRIX_VARIANT_GLOB_${key} "${glob}" PARENT_SCOPE)
+    set(KH_MATRIX_REQUIRES_${key} "${requires}" PARENT_SCOPE)
+  endforeach()
+  set(KH_MATRIX_KEYS "${keys}" PARENT_SCOPE)
+  set(KH_MATRIX_MAX_GLIBC "${max_glibc}" PARENT_SCOPE)
+endfunction()

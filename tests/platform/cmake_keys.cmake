@@ -1,0 +1,28 @@
+# ctest platform_cmake_agrees: CMake's kh_variant_key_parse (cmake/KhVariantKey.cmake, on the
+# generated cmake/KhPlatform.cmake) accepts and refuses the keys test_platform.cpp checks the
+# C++ parser with (keys.txt, one per line: "good <key>" or "bad <key>"), and every target of
+# build-matrix/matrix.json passes the vocabulary's checks (kh_matrix_read).
+cmake_minimum_required(VERSION 3.25)
+include("${KH_SOURCE_DIR}/cmake/KhVariantKey.cmake")
+include("${KH_SOURCE_DIR}/cmake/KhMatrix.cmake")
+kh_matrix_read("${KH_SOURCE_DIR}/build-matrix/matrix.json")
+file(STRINGS "${CMAKE_CURRENT_LIST_DIR}/keys.txt" lines)
+set(checked 0)
+foreach(line IN LISTS lines)
+  if(NOT line MATCHES "^(good|bad) (.*)$")
+    continue()
+  endif()
+  set(want "${CMAKE_MATCH_1}")
+  set(key "${CMAKE_MATCH_2}")
+  kh_variant_key_parse("${key}" k)
+  if(want STREQUAL "good" AND k_ERROR)
+    message(SEND_ERROR "CMake refuses '${key}', which platform/ accepts: ${k_ERROR}")
+  elseif(want STREQUAL "bad" AND NOT k_ERROR)
+    message(SEND_ERROR "CMake accepts '${key}', which platform/ refuses")
+  endif()
+  math(EXPR checked "${checked} + 1")
+endforeach()
+foreach(key IN LISTS KH_MATRIX_KEYS)
+  message(STATUS "matrix target ${key}: ${KH_MATRIX_BACKEND_${key}} ${KH_MATRIX_ARCH_${key}} -> ${KH_MATRIX_VARIANT_GLOB_${key}}")
+endforeach()
+message(STATUS "${checked} keys read alike by CMake and platform/")

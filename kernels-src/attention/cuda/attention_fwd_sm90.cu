@@ -102,11 +102,11 @@ int sm90_sm_count() {
 }
 
 bool sm90_varlen_persistent() {
-  static const bool on = [] {
-    const char* v = std::getenv("KH_ATTENTION_VARLEN_PERSISTENT");
-    return v == nullptr || v[0] != '0';
-  }();
-  return on;
+  // Read at each call (the only caller is the launch of a full-attention varlen call: one
+  // getenv, no work that grows with the batch), so that one benchmark process can time both
+  // paths (tests/bench/attention_prefill_bench.py sets it between calls, never during one).
+  const char* v = std::getenv("KH_ATTENTION_VARLEN_PERSISTENT");
+  return v == nullptr || v[0] != '0';
 }
 
 cudaError_t run_attention_fwd_sm90(const FwdLaunchParams& p, cudaStream_t stream) {

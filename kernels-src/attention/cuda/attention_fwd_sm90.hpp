@@ -108,7 +108,8 @@ int sm90_sm_count();
 
 // Whether attention_varlen_fwd may run on the persistent grid (full attention, up to
 // Sm90TileConfig::kSchedSeqs sequences): yes unless KH_ATTENTION_VARLEN_PERSISTENT=0 (one CTA per
-// tile, the path of 1.1.0, for comparisons). Read once.
+// tile, the path of 1.1.0, for comparisons). Read at each such call, so that a benchmark can
+// switch it between calls; nothing else in the process should change it while calls run.
 bool sm90_varlen_persistent();
 
 // One per translation unit; causal is chosen inside.

@@ -255,8 +255,9 @@ VARLEN_CASES = [
     ("many short", [1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 0, 144], None, 4, 2, 128, 128, True, -1, 0.0, 0, 1, 0),
     ("many short full", [1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 0, 144], None, 4, 2, 128, 128, False, -1, 0.0, 0, 1, 0),
     # sm90a full attention runs the persistent grid: more tiles than CTAs (132 SMs on an H200),
-    # so CTAs take several, of sequences of unequal lengths (the list puts the longest first).
-    ("persistent, tiles > SMs", [700, 1, 1100, 333, 0, 900], [900, 5, 1100, 40, 7, 900], 16, 4, 128, 128, False,
+    # so CTAs take several, of sequences of unequal lengths (the list puts the longest first);
+    # a sequence with rows and no keys (its tiles: 0 and -inf, listed last).
+    ("persistent, tiles > SMs", [700, 1, 1100, 333, 0, 900], [900, 0, 1100, 40, 7, 900], 16, 4, 128, 128, False,
      -1, 0.0, 5, 1, 0),
     ("persistent d64, tiles > SMs", [700, 1, 1100, 333, 0, 900], None, 16, 4, 64, 64, False, -1, 0.0, 3, 1, 0),
 ]

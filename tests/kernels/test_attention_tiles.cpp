@@ -3,15 +3,20 @@
 // over many shapes: which keys a row sees (causal bottom-right, window), which key blocks a tile
 // of rows must visit (none it skips holds a visible key), which blocks need no per-element
 // mask (every valid row sees all of them), where a packed sequence's rows are (cu_seqlens
-// clamped as documented), and which compiled head-dim bucket serves a call. The GPU kernels run
-// this code on the device; a mistake here would be a wrong mask there.
+// clamped as documented), the persistent varlen grid's tile list (every tile once, longest
+// sequences first), and which compiled head-dim bucket serves a call. The GPU kernels run this
+// code on the device; a mistake here would be a wrong mask, or a tile computed twice or never,
+// there.
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <numeric>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "attention_fwd_buckets.hpp"
+#include "attention_varlen_schedule.hpp"
 #include "attention_visibility.hpp"
 
 using kh_attention::KeyRange;
@@ -142,6 +147,142 @@ TEST_CASE("attention tiles: packed sequences from cu_seqlens, clamped") {
     CHECK(s.k_start == want[b][0]);
     CHECK(s.len_k == want[b][1]);
   }
+}
+
+namespace {
+
+// The tile list of attention_varlen_schedule.hpp as the sm90a kernel builds it (steps 1 and 2,
+// one "thread" per sequence), from cu_seqlens as the kernel reads them.
+struct VarlenList {
+  std::vector<int32_t> first_tile, seq_of_rank;
+  int32_t total() const { return first_tile.back(); }
+};
+
+VarlenList build_varlen_list(const std::vector<int32_t>& cu_q, const std::vector<int32_t>& cu_k, int64_t max_q,
+                             int64_t max_k, int32_t heads, int32_t block_m, int32_t block_n) {
+  const int32_t n = static_cast<int32_t>(cu_q.size()) - 1;
+  std::vector<int32_t> keys(n), tiles(n);
+  for (int32_t b = 0; b < n; ++b) {
+    const SeqBounds s = seq_bounds(cu_q.data(), 1, cu_k.data(), 1, cu_q.back(), cu_k.back(), max_q, max_k, b);
+    keys[b] = kh_attention::varlen_seq_key(s, block_n);
+    tiles[b] = kh_attention::varlen_seq_tiles(s, block_m, heads);
+  }
+  VarlenList l;
+  l.first_tile.assign(n + 1, -7);  // a value no step writes: every entry must be written
+  l.seq_of_rank.assign(n, -7);
+  for (int32_t b = 0; b < n; ++b) {
+    const kh_attention::VarlenRank r = kh_attention::varlen_seq_rank(keys.data(), tiles.data(), n, b);
+    REQUIRE(r.rank >= 0);
+    REQUIRE(r.rank < n);
+    CHECK(l.seq_of_rank[r.rank] == -7);  // no two sequences share a rank
+    l.seq_of_rank[r.rank] = b;
+    l.first_tile[r.rank] = r.first_tile;
+    if (r.rank == n - 1) l.first_tile[n] = r.first_tile + tiles[b];
+  }
+  return l;
+}
+
+std::vector<int32_t> offsets(const std::vector<int32_t>& lens) {
+  std::vector<int32_t> cu(1, 0);
+  for (int32_t len : lens) cu.push_back(cu.back() + len);
+  return cu;
+}
+
+}  // namespace
+
+TEST_CASE("attention tiles: the persistent varlen tile list holds every tile once, longest sequences first") {
+  using kh_attention::VarlenTile;
+  std::mt19937 rng(1212);
+  int lists = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const int32_t n = 1 + static_cast<int32_t>(rng() % (trial < 300 ? 12 : 300));
+    const int32_t heads = 1 + static_cast<int32_t>(rng() % 5);
+    const int32_t block_m = std::vector<int32_t>{64, 128, 192}[rng() % 3];
+    const int32_t block_n = std::vector<int32_t>{80, 96, 112, 128}[rng() % 4];
+    std::vector<int32_t> lens_q(n), lens_k(n);
+    for (int32_t b = 0; b < n; ++b) {
+      // Empty sequences, a row or a key, lengths around block edges, equal lengths (ties).
+      const int kind = static_cast<int>(rng() % 6);
+      lens_q[b] = kind == 0 ? 0 : kind == 1 ? 1 : kind == 2 ? block_m * (1 + static_cast<int32_t>(rng() % 3))
+                                                            : static_cast<int32_t>(rng() % 700);
+      lens_k[b] = rng() % 4 == 0 ? lens_q[b] : static_cast<int32_t>(rng() % 700);
+    }
+    const std::vector<int32_t> cu_q = offsets(lens_q), cu_k = offsets(lens_k);
+    const int64_t max_q = *std::max_element(lens_q.begin(), lens_q.end());
+    const int64_t max_k = *std::max_element(lens_k.begin(), lens_k.end());
+    const VarlenList l = build_varlen_list(cu_q, cu_k, max_q, max_k, heads, block_m, block_n);
+    CAPTURE(trial);
+    CAPTURE(n);
+    CAPTURE(heads);
+    CAPTURE(block_m);
+    CAPTURE(block_n);
+
+    // Every (sequence, head, query block with a row) exactly once.
+    std::vector<std::tuple<int32_t, int32_t, int32_t>> want, got;
+    for (int32_t b = 0; b < n; ++b)
+      for (int32_t h = 0; h < heads; ++h)
+        for (int32_t m = 0; m * block_m < lens_q[b]; ++m) want.emplace_back(b, h, m);
+    REQUIRE(l.total() == static_cast<int32_t>(want.size()));
+    std::vector<VarlenTile> order;
+    for (int32_t p = 0; p < l.total(); ++p) {
+      const VarlenTile t = kh_attention::varlen_tile_at(l.first_tile.data(), l.seq_of_rank.data(), n, heads, p);
+      REQUIRE(t.seq >= 0);
+      REQUIRE(t.seq < n);
+      got.emplace_back(t.seq, t.head, t.m_block);
+      order.push_back(t);
+    }
+    std::sort(want.begin(), want.end());
+    std::sort(got.begin(), got.end());
+    CHECK(got == want);
+
+    // The order as designed: key blocks descending, ties by sequence index; within a sequence
+    // head after head, each head's query blocks from the last one down.
+    auto key_blocks = [&](int32_t b) { return (lens_k[b] + block_n - 1) / block_n; };
+    for (size_t i = 1; i < order.size(); ++i) {
+      const VarlenTile a = order[i - 1], c = order[i];
+      CAPTURE(i);
+      if (a.seq != c.seq) {
+        CHECK(key_blocks(a.seq) >= key_blocks(c.seq));
+        if (key_blocks(a.seq) == key_blocks(c.seq)) CHECK(a.seq < c.seq);
+        CHECK(a.m_block == 0);                  // a sequence's tiles are contiguous: it ended
+        CHECK(c.head == 0);
+        CHECK((c.m_block + 1) * block_m >= lens_q[c.seq]);  // the next starts at its last block
+      } else if (a.head != c.head) {
+        CHECK(c.head == a.head + 1);
+        CHECK(a.m_block == 0);
+      } else {
+        CHECK(c.m_block == a.m_block - 1);
+      }
+    }
+    ++lists;
+  }
+  CHECK(lists == 400);
+
+  // The bench's mix: 8k, 1k, 5k, 2k tokens at d = 128 (128 x 128 tiles), 16 heads: the 8k
+  // sequence's 1024 tiles, then the 5k one's 640, the 2k one's 256, the 1k one's 128.
+  const VarlenList l = build_varlen_list(offsets({8192, 1024, 5120, 2048}), offsets({8192, 1024, 5120, 2048}), 8192,
+                                         8192, 16, 128, 128);
+  CHECK(l.first_tile == std::vector<int32_t>{0, 1024, 1664, 1920, 2048});
+  CHECK(l.seq_of_rank == std::vector<int32_t>{0, 2, 3, 1});
+  const VarlenTile first = kh_attention::varlen_tile_at(l.first_tile.data(), l.seq_of_rank.data(), 4, 16, 0);
+  CHECK(first.seq == 0);
+  CHECK(first.head == 0);
+  CHECK(first.m_block == 63);
+  const VarlenTile last = kh_attention::varlen_tile_at(l.first_tile.data(), l.seq_of_rank.data(), 4, 16, 2047);
+  CHECK(last.seq == 1);
+  CHECK(last.head == 15);
+  CHECK(last.m_block == 0);
+}
+
+TEST_CASE("attention tiles: the persistent varlen tile list from clamped cu_seqlens") {
+  // Offsets outside the rules shorten sequences as seq_bounds documents, and the list follows
+  // them: packed rows 500 (the last offset), max_seqlen 7: a negative start (0..9, capped at 7
+  // rows), 9..14, an end below its start (no rows), 11..500 (capped at 7).
+  const std::vector<int32_t> cu = {-4, 9, 14, 11, 500};
+  const VarlenList l = build_varlen_list(cu, cu, 7, 7, 2, 64, 128);
+  CHECK(l.total() == 2 * 3);  // three sequences with rows, one 64-row block each, 2 heads
+  CHECK(l.seq_of_rank == std::vector<int32_t>{0, 1, 3, 2});  // one key block each; the empty one last
+  CHECK(l.first_tile == std::vector<int32_t>{0, 2, 4, 6, 6});
 }
 
 TEST_CASE("attention tiles: the head-dim bucket of every supported call") {

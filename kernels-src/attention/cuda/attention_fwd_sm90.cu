@@ -4,6 +4,7 @@
 // instantiation for the call's head dims and dtype.
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 
 #include "attention_fwd_sm90.hpp"
 
@@ -98,6 +99,14 @@ int sm90_sm_count() {
     counts[dev].store(n, std::memory_order_relaxed);
   }
   return n;
+}
+
+bool sm90_varlen_persistent() {
+  // Read at each call (the only caller is the launch of a full-attention varlen call: one
+  // getenv, no work that grows with the batch), so that one benchmark process can time both
+  // paths (tests/bench/attention_prefill_bench.py sets it between calls, never during one).
+  const char* v = std::getenv("KH_ATTENTION_VARLEN_PERSISTENT");
+  return v == nullptr || v[0] != '0';
 }
 
 cudaError_t run_attention_fwd_sm90(const FwdLaunchParams& p, cudaStream_t stream) {

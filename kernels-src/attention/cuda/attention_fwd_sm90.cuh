@@ -6,10 +6,12 @@
 // q k^T (then softcap tanh(s / softcap)), lse optional, rows that see nothing give 0 / -inf.
 // Tiles of 64 query rows per consumer warpgroup of one head (Sm90TileConfig, per head-dim
 // bucket). attention_fwd: one persistent CTA per SM walks a static schedule of tiles (causal:
-// longest first, see the kernel); attention_varlen_fwd: one CTA per tile of max_seqlen_q, so
-// that the hardware deals the uneven tiles of sequences of unequal lengths (longest first
-// there too), and tiles past a sequence's end exit at once. Warpgroups (setmaxnreg moves
-// registers from the producer to the consumers):
+// longest first, see the kernel); attention_varlen_fwd, full attention: the same persistent
+// grid over a list of the call's tiles that each CTA builds from cu_seqlens
+// (attention_varlen_schedule.hpp: longest sequences first); other varlen calls: one CTA per
+// tile of max_seqlen_q, so that the hardware deals the uneven tiles of sequences of unequal
+// lengths (longest first there too), and tiles past a sequence's end exit at once.
+// Warpgroups (setmaxnreg moves registers from the producer to the consumers):
 //  - the last one, the producer: one thread issues TMA loads (swizzled boxes of 16, 32 or 64
 //    columns) of each tile's Q, then of its K and V blocks into a ring of stages guarded by
 //    full/empty mbarriers (the ring runs on across tiles, and Q of the next tile loads once
@@ -43,6 +45,7 @@
 
 #include "attention_cuda_common.cuh"
 #include "attention_fwd_sm90.hpp"
+#include "attention_varlen_schedule.hpp"
 #include "attention_visibility.hpp"
 #include "wgmma_sm90.cuh"
 
@@ -151,7 +154,9 @@ using cuda_common::fast_tanh;
 // each is its own instantiation:
 //   kFixed    attention_fwd without window or soft-cap, scale > 0;
 //   kVarlen   attention_varlen_fwd likewise: per-sequence offsets and lengths from cu_seqlens,
-//             one CTA per tile, V rows past a packed sequence zeroed;
+//             full attention on the persistent grid (the tile list of
+//             attention_varlen_schedule.hpp, up to kSchedSeqs sequences), else one CTA per
+//             tile; V rows past a packed sequence zeroed;
 //   kGeneral  anything else: a window (a lower bound in the mask), a soft-cap or a scale <= 0
 //             (scores transformed before the max), either op.
 // A head dim below the bucket's needs nothing but the store predicate (TMA zero-fills the
@@ -464,9 +469,38 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
   }
 }
 
+// The tile list of a persistent varlen grid (attention_varlen_schedule.hpp, steps 1 and 2), by
+// every thread of the CTA before the roles split: the sequences' keys and tile counts go to
+// `scratch` (the Q tile, free until the producer's first load), then each thread places its
+// sequences. Every CTA builds the same list from the same cu_seqlens. Not inlined: inlined into
+// the kernel it made ptxas spill 208 bytes a consumer thread at d = 96 (160 registers), though
+// it runs before the consumers' setmaxnreg.
+template <typename Cfg>
+__device__ __noinline__ void build_varlen_tile_list(const FwdLaunchParams& p, int32_t* scratch, int32_t* first_tile,
+                                                    int32_t* seq_of_rank) {
+  int32_t* const keys = scratch;
+  int32_t* const tiles = scratch + Cfg::kSchedSeqs;
+  const int tid = static_cast<int>(threadIdx.x);
+  for (int b = tid; b < p.batch; b += Cfg::kThreads) {
+    const SeqBounds s = launch_seq_bounds<true>(p, b);
+    keys[b] = varlen_seq_key(s, Cfg::kBlockN);
+    tiles[b] = varlen_seq_tiles(s, Cfg::kBlockM, p.heads_q);
+  }
+  __syncthreads();
+  for (int b = tid; b < p.batch; b += Cfg::kThreads) {
+    const VarlenRank r = varlen_seq_rank(keys, tiles, p.batch, b);
+    seq_of_rank[r.rank] = b;
+    first_tile[r.rank] = r.first_tile;
+    if (r.rank == p.batch - 1) first_tile[p.batch] = r.first_tile + tiles[b];
+  }
+  // These generic-proxy accesses to the Q tile come before the producer's TMA writes to it.
+  detail::fence_proxy_async_shared();
+}
+
 template <int kQKDim, int kVDim, typename T, bool kCausal, Sm90Mode kMode>
 __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
-    attention_fwd_sm90_kernel(const __grid_constant__ FwdLaunchParams p, const __grid_constant__ FwdTensorMaps maps) {
+    attention_fwd_sm90_kernel(const __grid_constant__ FwdLaunchParams p, const __grid_constant__ FwdTensorMaps maps,
+                              const bool varlen_listed) {
   using namespace detail;
   using Cfg = Sm90TileConfig<kQKDim, kVDim>;
   constexpr int kBlockM = Cfg::kBlockM;
@@ -494,6 +528,13 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
   const int lane = tid & 31;
 
   const bool varlen = kMode == Sm90Mode::kVarlen || (kMode == Sm90Mode::kGeneral && p.cu_seqlens_q != nullptr);
+  // Varlen full attention on the persistent grid: tiles from the list every CTA builds below
+  // (attention_varlen_schedule.hpp), first_tile[batch + 1] and seq_of_rank[batch] after the
+  // barriers. The host sets varlen_listed only for such calls; causal instances carry none of it.
+  constexpr bool kListable = kMode == Sm90Mode::kVarlen && !kCausal;
+  const bool listed = kListable && varlen_listed;
+  int32_t* const sched_first = reinterpret_cast<int32_t*>(smem + Cfg::kSchedOffset);
+  int32_t* const sched_seq = sched_first + p.batch + 1;
   const int window_left = kMode == Sm90Mode::kGeneral ? p.window_left : -1;
   const int m_blocks = (p.seqlen_q + kBlockM - 1) / kBlockM;  // varlen: of max_seqlen_q
   // attention_fwd's causal tiles end at the last query row, so the partial tile (seqlen_q %
@@ -502,7 +543,7 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
   // d = 64: 4224 rows in 192-row tiles; aligned at row 0, the padding cost 6% of a causal call.)
   const int m_shift = kCausal ? m_blocks * kBlockM - p.seqlen_q : 0;
   const int heads_batches = p.heads_q * p.batch;
-  const int num_tiles = m_blocks * heads_batches;
+  int num_tiles = m_blocks * heads_batches;  // listed: the list's length, once it is built
   const int group = p.heads_q / p.heads_kv;
   // Tile order. attention_fwd non-causal: q block fastest, then head, then batch, so that
   // CTAs running side by side share K and V in L2. Causal: longest first across all heads
@@ -510,21 +551,33 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
   // (longest-processing-time order). Varlen (one CTA per tile, dealt by the hardware in
   // order): q block slowest too, counted from each sequence's end for causal calls (the
   // tiles that see the most keys first) and from max_seqlen_q down for the others (the tiles
-  // only long sequences have first); tiles past a sequence's rows are empty.
+  // only long sequences have first); tiles past a sequence's rows are empty. Listed (varlen
+  // full attention on the persistent grid): tile t of the list, which holds only tiles with
+  // rows, longest sequences first, q block fastest.
   auto tile_of = [&](int t) {
     Sm90Tile tl;
     int hb;
     if (varlen) {
-      const int m_idx = t / heads_batches;
-      hb = t % heads_batches;
-      tl.head = hb % p.heads_q;
-      tl.batch = hb / p.heads_q;
+      int m_block = 0, m_idx = 0;
+      if (listed) {
+        const VarlenTile v = varlen_tile_at(sched_first, sched_seq, p.batch, p.heads_q, t);
+        tl.head = v.head;
+        tl.batch = v.seq;
+        m_block = v.m_block;
+      } else {
+        m_idx = t / heads_batches;
+        hb = t % heads_batches;
+        tl.head = hb % p.heads_q;
+        tl.batch = hb / p.heads_q;
+      }
       const SeqBounds s = launch_seq_bounds<true>(p, tl.batch);
       tl.len_q = static_cast<int>(s.len_q);
       tl.len_k = static_cast<int>(s.len_k);
       tl.q_row0 = static_cast<int>(s.q_start);
       tl.k_row0 = static_cast<int>(s.k_start);
-      tl.m0 = kCausal ? tl.len_q - (m_idx + 1) * kBlockM : (m_blocks - 1 - m_idx) * kBlockM;
+      tl.m0 = listed    ? m_block * kBlockM
+              : kCausal ? tl.len_q - (m_idx + 1) * kBlockM
+                        : (m_blocks - 1 - m_idx) * kBlockM;
     } else {
       int m_block;
       if constexpr (kCausal) {
@@ -545,18 +598,21 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
     return tl;
   };
   // The k-th tile this CTA takes (num_tiles: none left): rounds of gridDim.x tiles; causal
-  // rounds alternate direction (CTA i takes position i of even rounds and gridDim.x - 1 - i
-  // of odd ones), so long and short tiles pair up across rounds. A grid of num_tiles CTAs
-  // (varlen) takes one tile each.
+  // and listed rounds alternate direction (CTA i takes position i of even rounds and
+  // gridDim.x - 1 - i of odd ones), so long and short tiles pair up across rounds. A grid of
+  // num_tiles CTAs (varlen, not listed) takes one tile each.
   auto scheduled = [&](int k) {
     const int g = static_cast<int>(gridDim.x), b = static_cast<int>(blockIdx.x);
-    const int pos = k * g + ((kCausal && (k & 1)) ? g - 1 - b : b);
+    const int pos = k * g + (((kCausal || listed) && (k & 1)) ? g - 1 - b : b);
     return pos < num_tiles ? pos : num_tiles;
   };
-  // A varlen CTA whose tile holds no row of its sequence has nothing to write.
-  if (varlen) {
+  // A varlen CTA (one per tile) whose tile holds no row of its sequence has nothing to write.
+  if (varlen && !listed) {
     const Sm90Tile tl = tile_of(static_cast<int>(blockIdx.x));
     if (!(tl.m0 < tl.len_q && tl.m0 + kBlockM > 0)) return;
+  }
+  if constexpr (kListable) {
+    if (listed) build_varlen_tile_list<Cfg>(p, reinterpret_cast<int32_t*>(smem), sched_first, sched_seq);
   }
 
   if (tid == 0) {
@@ -571,6 +627,7 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
+  if (listed) num_tiles = sched_first[p.batch];
 
   if (warp >= Cfg::kConsumerWarps) {  // producer warpgroup; one thread issues every copy
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Cfg::kProducerRegs));
@@ -621,21 +678,33 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
 // +10% at s = 1k on the H200 against one CTA per tile. Causal, with the longest-first snake
 // order: d = 64 +2-9%, d = 128 -3% (s = 1k) to +3-6% (s >= 8k); dealt round-robin in the
 // q-block order instead, it lost 40% at d = 64 s = 4k (every CTA drew the same q block).
-// attention_varlen_fwd: one CTA per tile (a static deal of tiles whose cost depends on lengths
-// the host does not read would leave SMs idle; the hardware deals them as SMs free up).
+// attention_varlen_fwd, full attention, up to kSchedSeqs sequences: the persistent grid over
+// the list each CTA builds (a tile's cost is its sequence's key blocks; the list puts the
+// longest sequences first). With one CTA per tile instead (the 1.1.0 path, still that of causal
+// and general varlen calls and of KH_ATTENTION_VARLEN_PERSISTENT=0) every tile paid its
+// prologue and the grid of max_seqlen_q tiles per sequence its empty CTAs: 0.81x of
+// attention_fwd's TFLOP/s on the H200 at lengths 8k/1k/5k/2k and 2k/1k/4k/1k/3k/1k/2k/2k.
+// Causal varlen keeps it: its tiles' costs differ within a sequence, and a list by sequence
+// (cuda/NOTES.md) balanced worse in a model than the hardware's dealing (0.95-1.00x measured).
 template <int kQKDim, int kVDim, typename T, bool kCausal, Sm90Mode kMode>
 cudaError_t launch_attention_fwd_sm90(const FwdLaunchParams& p, const FwdTensorMaps& maps, cudaStream_t stream) {
   using Cfg = Sm90TileConfig<kQKDim, kVDim>;
-  constexpr int kSmem = Cfg::kSmemBytes;
+  constexpr bool kListable = kMode == Sm90Mode::kVarlen && !kCausal;
+  constexpr int kSmemMax = Cfg::kSmemBytes + (kListable ? Cfg::sched_bytes(Cfg::kSchedSeqs) : 0);
+  static_assert(kSmemMax <= 227 * 1024, "over the sm90 shared-memory limit per CTA");
   auto kernel = attention_fwd_sm90_kernel<kQKDim, kVDim, T, kCausal, kMode>;
-  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemMax);
   if (err != cudaSuccess) return err;
+  const bool varlen = p.cu_seqlens_q != nullptr;
+  const bool listed = kListable && p.batch <= Cfg::kSchedSeqs && sm90_varlen_persistent();
+  const int smem = Cfg::kSmemBytes + (listed ? Cfg::sched_bytes(p.batch) : 0);
+  // Tiles of max_seqlen_q per sequence (listed: an upper bound on the list's length).
   const int64_t tiles = static_cast<int64_t>((p.seqlen_q + Cfg::kBlockM - 1) / Cfg::kBlockM) * p.heads_q * p.batch;
   if (tiles > INT32_MAX) return cudaErrorNotSupported;
-  const int grid = p.cu_seqlens_q != nullptr ? static_cast<int>(tiles)
-                                             : static_cast<int>(std::min<int64_t>(tiles, sm90_sm_count()));
+  const int grid = varlen && !listed ? static_cast<int>(tiles)
+                                     : static_cast<int>(std::min<int64_t>(tiles, sm90_sm_count()));
   if (grid == 0) return cudaSuccess;
-  kernel<<<grid, Cfg::kThreads, kSmem, stream>>>(p, maps);
+  kernel<<<grid, Cfg::kThreads, smem, stream>>>(p, maps, listed);
   return cudaGetLastError();
 }
 

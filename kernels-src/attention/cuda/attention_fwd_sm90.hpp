@@ -73,6 +73,18 @@ struct Sm90TileConfig {
   static constexpr int kSmemBytes = kBarOffset + 16 * 8 + 1024;  // + slack to align the base
   static_assert(kQBytes % 1024 == 0 && kOBytes % 1024 == 0, "tiles of whole swizzle patterns");
   static_assert(kSmemBytes <= 227 * 1024, "over the sm90 shared-memory limit per CTA");
+
+  // attention_varlen_fwd on the persistent grid (attention_varlen_schedule.hpp): the tile list
+  // after the barriers, first_tile[batch + 1] then seq_of_rank[batch] (int32), in launches of
+  // that path only. Up to kSchedSeqs sequences: 512 (building the list costs O(batch^2 /
+  // threads) a CTA, ~1-3 us at 512), fewer where shared memory is short (d = 256: 224); calls
+  // with more sequences run one CTA per tile. While the list is built, the sequences' keys and
+  // tile counts sit in the Q tile (free until the first Q load).
+  static constexpr int kSchedOffset = kBarOffset + 16 * 8;
+  static constexpr int kSchedRoom = 227 * 1024 - kSmemBytes;
+  static constexpr int kSchedSeqs = (kSchedRoom - 4) / 8 / 32 * 32 < 512 ? (kSchedRoom - 4) / 8 / 32 * 32 : 512;
+  static constexpr int sched_bytes(int batch) { return (2 * batch + 1) * 4; }
+  static_assert(kSchedSeqs >= 32 && 2 * kSchedSeqs * 4 <= kQBytes, "no room for the varlen tile list");
 };
 
 // Where a 4-D tensor map puts the row, head and batch dims (1..3; dim 0 is head_dim): the
@@ -93,6 +105,12 @@ cudaError_t run_attention_fwd_sm90(const FwdLaunchParams& p, cudaStream_t stream
 
 // The current device's SM count (a persistent grid's size), cached per device.
 int sm90_sm_count();
+
+// Whether attention_varlen_fwd may run on the persistent grid (full attention, up to
+// Sm90TileConfig::kSchedSeqs sequences): yes unless KH_ATTENTION_VARLEN_PERSISTENT=0 (one CTA per
+// tile, the path of 1.1.0, for comparisons). Read at each such call, so that a benchmark can
+// switch it between calls; nothing else in the process should change it while calls run.
+bool sm90_varlen_persistent();
 
 // One per translation unit; causal is chosen inside.
 template <int kQKDim, int kVDim, ElementType kType>

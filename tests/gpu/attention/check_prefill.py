@@ -12,7 +12,9 @@ Per target (sm90a, sm80) x dtype x shape class: outputs poisoned with NaN, rando
   as memory a caller left uninitialised could be) neither read into any output nor written.
 Varlen shapes: lengths 0, 1, odd, q and k lengths that differ, longer than one tile, a sequence
 past the last (the V rows a tile reads beyond its sequence), GQA/MQA, window, soft-cap, every
-head-dim bucket and lengths below it, strided cu_seqlens, max_seqlen above the longest.
+head-dim bucket and lengths below it, strided cu_seqlens, max_seqlen above the longest; on
+sm90a, full attention on the persistent grid (the tile list each CTA builds from cu_seqlens:
+several tiles a CTA, hundreds of sequences) and past the list's sequence limit (one CTA a tile).
 Also: the CPU build against ref64 and the GPU builds against the CPU build; CUDA graph capture
 then replay, bit-identical to the eager call, and a replay after cu_seqlens and q changed in
 place (nothing read on the host); bad calls refused with the argument named, output untouched.
@@ -251,6 +253,24 @@ VARLEN_CASES = [
     ("head dim 40", [129, 2], [129, 64], 4, 1, 40, 40, False, -1, 0.0, 0, 1, 0),
     ("head dim 136", [70, 140], None, 2, 2, 136, 136, True, -1, 0.0, 2, 1, 0),
     ("many short", [1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 0, 144], None, 4, 2, 128, 128, True, -1, 0.0, 0, 1, 0),
+    ("many short full", [1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 0, 144], None, 4, 2, 128, 128, False, -1, 0.0, 0, 1, 0),
+    # sm90a full attention runs the persistent grid: more tiles than CTAs (132 SMs on an H200),
+    # so CTAs take several, of sequences of unequal lengths (the list puts the longest first);
+    # a sequence with rows and no keys (its tiles: 0 and -inf, listed last).
+    ("persistent, tiles > SMs", [700, 1, 1100, 333, 0, 900], [900, 0, 1100, 40, 7, 900], 16, 4, 128, 128, False,
+     -1, 0.0, 5, 1, 0),
+    ("persistent d64, tiles > SMs", [700, 1, 1100, 333, 0, 900], None, 16, 4, 64, 64, False, -1, 0.0, 3, 1, 0),
+]
+
+# Hundreds of short sequences (the list is built by every thread of a CTA, several sequences a
+# thread): 450 under the sm90a list's limit at d128 (512), 230 over it at d256 (224: one CTA a
+# tile there).
+_MANY = torch.Generator().manual_seed(450)
+VARLEN_CASES += [
+    ("450 sequences full", torch.randint(0, 40, (450,), generator=_MANY).tolist(), None, 2, 1, 128, 128, False, -1,
+     0.0, 2, 1, 0),
+    ("230 sequences full d256", torch.randint(0, 40, (230,), generator=_MANY).tolist(), None, 2, 1, 256, 256, False,
+     -1, 0.0, 2, 1, 0),
 ]
 
 
@@ -279,9 +299,10 @@ def check_varlen(res, kernels, gen, quick, targets, expect_error):
                 run_varlen_case(res, op, target, dtype, case, gen)
             # every fast head-dim bucket through varlen
             for (d, dv) in FAST_DIMS:
-                run_varlen_case(res, op, target, dtype,
-                                ("varlen head dims", [77, 0, 160], [90, 4, 160], 4, 2, d, dv, True, -1, 0.0, 3, 1, 0),
-                                gen)
+                for causal in (True, False):
+                    run_varlen_case(res, op, target, dtype,
+                                    ("varlen head dims" + ("" if causal else " full"), [77, 0, 160], [90, 4, 160], 4,
+                                     2, d, dv, causal, -1, 0.0, 3, 1, 0), gen)
         check_graph(res, kernels, target, gen)
         check_bad_args(res, kernels, target, expect_error)
 
@@ -339,17 +360,13 @@ def check_varlen_oracle(res, kernels, gen, targets):
                         "; ".join(problems) or f"lse |gpu - cpu| {lse_err:.1e}")
 
 
-def check_graph(res, kernels, target, gen):
-    """Capture a call in a CUDA graph: replay == eager bit for bit; after cu_seqlens and q change
-    in place (same totals, lengths within max_seqlen), a replay computes the new call."""
-    op = kernels[("attention", target)].op("attention_varlen_fwd")
-    fwd = kernels[("attention", target)].op("attention_fwd")
-    dtype = torch.bfloat16
-    name = "varlen lens [300, 17, 0, 129] -> [17, 129, 300, 0], d96 GQA 8/2 causal"
+def check_varlen_graph(res, op, target, gen, dtype, causal):
+    """One varlen call captured, replayed, and replayed after new cu_seqlens (see check_graph)."""
+    name = "varlen lens [300, 17, 0, 129] -> [17, 129, 300, 0], d96 GQA 8/2 " + ("causal" if causal else "full")
     try:
         pk = Packed([300, 17, 0, 129], [300, 17, 0, 129], 8, 2, 96, 96, dtype, gen, tail=3)
         scale = 1.0 / math.sqrt(96)
-        pk.call(op, scale, True, -1, 0.0)
+        pk.call(op, scale, causal, -1, 0.0)
         sync()
         eager_o, eager_l = pk.out.clone(), pk.lse.clone()
         pk.out.fill_(float("nan"))
@@ -359,7 +376,7 @@ def check_graph(res, kernels, target, gen):
         s.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(s):
             with torch.cuda.graph(g, stream=s):
-                op(pk.out, pk.lse, pk.q, pk.k, pk.v, pk.cu_q, pk.cu_k, pk.max_q, pk.max_k, scale, True, -1, 0.0,
+                op(pk.out, pk.lse, pk.q, pk.k, pk.v, pk.cu_q, pk.cu_k, pk.max_q, pk.max_k, scale, causal, -1, 0.0,
                    stream=s)
         torch.cuda.current_stream().wait_stream(s)
         sync()
@@ -380,7 +397,7 @@ def check_graph(res, kernels, target, gen):
         pk.lse.fill_(float("nan"))
         g.replay()
         sync()
-        e = pk.compare(scale, True, -1, 0.0)
+        e = pk.compare(scale, causal, -1, 0.0)
         tol, problems = e.verdict()
         if not untouched:
             problems.append("capture ran the kernel")
@@ -390,6 +407,18 @@ def check_graph(res, kernels, target, gen):
                 "; ".join(problems) or "replay bit-identical; new cu_seqlens honoured")
     except (kh.Error, RuntimeError) as ex:
         res.add("attention_varlen_fwd", target, "bf16", "graph", name, False, detail=f"{type(ex).__name__}: {ex}")
+
+
+def check_graph(res, kernels, target, gen):
+    """Capture a call in a CUDA graph: replay == eager bit for bit; after cu_seqlens and q change
+    in place (same totals, lengths within max_seqlen), a replay computes the new call. Causal
+    (one CTA a tile on sm90a) and full (the persistent grid, whose tile list a replay rebuilds
+    from the new cu_seqlens)."""
+    op = kernels[("attention", target)].op("attention_varlen_fwd")
+    fwd = kernels[("attention", target)].op("attention_fwd")
+    dtype = torch.bfloat16
+    for causal in (True, False):
+        check_varlen_graph(res, op, target, gen, dtype, causal)
     # attention_fwd at a 1.1 head dim, captured and replayed.
     name = "attention_fwd d80 b2 s700 h8/2 causal"
     try:

@@ -1,0 +1,88 @@
+// attention_varlen_schedule.hpp: the tile schedule of a persistent attention_varlen_fwd grid,
+// computed on the device from cu_seqlens (host and device code; checked against brute force in
+// tests/kernels/test_attention_tiles.cpp).
+//
+// A persistent CTA walks a static list of tiles (query block, head, sequence). The list holds
+// only tiles with rows (no tile of one sequence past its end), and puts the most expensive
+// first, so that the cheap ones fill the gaps at the end of the grid (longest processing time
+// first). For full (non-causal) attention a tile's cost is its sequence's key blocks, the same
+// for every tile of the sequence, so the order is by sequence: key blocks descending (ties: the
+// lower index first), then head, then query block (fastest, from the last one down, as
+// attention_fwd's persistent grid orders them: CTAs side by side read one head's K and V
+// from L2).
+//
+// Each CTA builds the list itself, without host work or memory beyond its shared memory:
+//   1. every thread takes sequences b = tid, tid + threads, ...: its key (varlen_seq_key) and
+//      its tile count (varlen_seq_tiles), into shared memory;
+//   2. every thread takes the same sequences again: varlen_seq_rank gives where the sequence
+//      goes (rank) and its first tile (the tiles of the sequences ranked before it); the
+//      thread writes seq_of_rank[rank] = b and first_tile[rank], and the last-ranked one
+//      first_tile[n] = the number of tiles;
+//   3. varlen_tile_at(p) finds tile p of the list by binary search over first_tile.
+// Step 2 is O(n) a sequence (O(n^2 / threads) a CTA), so the kernel takes this path up to a
+// bounded number of sequences (Sm90TileConfig::kSchedSeqs) and keeps one CTA per tile above it.
+#pragma once
+
+#include <cstdint>
+
+#include "attention_visibility.hpp"
+
+namespace kh_attention {
+
+// The sort key of a sequence: the key blocks each of its tiles visits (full attention, no
+// window: all of them); -1 for a sequence without query rows (it has no tiles: last).
+KH_ATTN_HD int32_t varlen_seq_key(const SeqBounds& s, int32_t block_n) {
+  return s.len_q > 0 ? static_cast<int32_t>((s.len_k + block_n - 1) / block_n) : -1;
+}
+
+// The tiles of a sequence: heads x query blocks. Fits int32 because the launch refuses calls
+// whose heads x ceil(max_seqlen_q / block_m) x batch does not.
+KH_ATTN_HD int32_t varlen_seq_tiles(const SeqBounds& s, int32_t block_m, int32_t heads) {
+  return heads * static_cast<int32_t>((s.len_q + block_m - 1) / block_m);
+}
+
+// Where sequence i goes in the list of n sequences (key descending, ties by index) and the
+// list position of its first tile. keys[j], tiles[j]: varlen_seq_key / varlen_seq_tiles of j.
+struct VarlenRank {
+  int32_t rank = 0, first_tile = 0;
+};
+
+KH_ATTN_HD VarlenRank varlen_seq_rank(const int32_t* keys, const int32_t* tiles, int32_t n, int32_t i) {
+  VarlenRank r;
+  const int32_t key = keys[i];
+  for (int32_t j = 0; j < n; ++j) {
+    const int32_t kj = keys[j];
+    if (kj > key || (kj == key && j < i)) {
+      ++r.rank;
+      r.first_tile += tiles[j];
+    }
+  }
+  return r;
+}
+
+// Tile p (0 <= p < first_tile[n]) of the list: first_tile[0..n] and seq_of_rank[0..n) as
+// step 2 leaves them. m_block counts query blocks from row 0.
+struct VarlenTile {
+  int32_t seq = 0, head = 0, m_block = 0;
+};
+
+KH_ATTN_HD VarlenTile varlen_tile_at(const int32_t* first_tile, const int32_t* seq_of_rank, int32_t n, int32_t heads,
+                                     int32_t p) {
+  // The last rank whose first tile is <= p: it has tiles (ranks without any come last, and
+  // their first tile is the total, > p).
+  int32_t lo = 0, hi = n - 1;
+  while (lo < hi) {
+    const int32_t mid = (lo + hi + 1) >> 1;
+    if (first_tile[mid] <= p) lo = mid;
+    else hi = mid - 1;
+  }
+  const int32_t m_blocks = (first_tile[lo + 1] - first_tile[lo]) / heads;
+  const int32_t off = p - first_tile[lo];
+  VarlenTile t;
+  t.seq = seq_of_rank[lo];
+  t.head = off / m_blocks;
+  t.m_block = m_blocks - 1 - (off - t.head * m_blocks);
+  return t;
+}
+
+}  // namespace kh_attention

@@ -286,8 +286,7 @@ std::vector<PublishedVariant> publish_once(std::vector<Incoming> incoming, HubWr
       if (!options.signing_keys.empty() && state.before && !state.before_minisig) {
         const IndexSignatures sigs = sign_index(root, repo, *state.before, options.signing_keys, hub.url());
         lock.check_held();
-        if (!sigs.sigs.empty()) hub.put_metadata(rel + ".sigs", sigs.sigs);
-        hub.put_metadata(rel + ".minisig", sigs.minisig);
+        hub.put_index(repo, *state.before, sigs.minisig, sigs.sigs);
       }
       continue;
     }
@@ -310,16 +309,7 @@ std::vector<PublishedVariant> publish_once(std::vector<Incoming> incoming, HubWr
     // the lock, or one whose lease ran out): then start over from what is there now.
     lock.check_held();
     if (fetch_metadata_if_present(reader, rel, kIndexMaxBytes) != state.before) throw IndexChanged{rel};
-    if (sigs) {
-      if (sigs->sigs.empty())
-        hub.remove_metadata(rel + ".sigs");
-      else
-        hub.put_metadata(rel + ".sigs", sigs->sigs);
-      hub.put_metadata(rel + ".minisig", sigs->minisig);
-    } else if (state.before_minisig) {
-      hub.remove_metadata(rel + ".minisig");  // a signature of the old index would not verify the new one
-    }
-    hub.put_metadata(rel, text);
+    hub.put_index(repo, text, sigs ? sigs->minisig : "", sigs ? sigs->sigs : "");
     if (fetch_metadata_if_present(reader, rel, kIndexMaxBytes) != text) throw IndexChanged{rel};
   }
 

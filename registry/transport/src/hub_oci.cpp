@@ -339,12 +339,14 @@ class OciHubWriter final : public HubWriter {
     json layers = json::array({layer_of(index, f.media_type, f.title)});
     if (!minisig.empty()) layers.push_back(layer_of(minisig, oci_file(rel + ".minisig")->media_type, "index.json.minisig"));
     if (!sigs.empty()) layers.push_back(layer_of(sigs, oci_file(rel + ".sigs")->media_type, "index.json.sigs"));
-    // Every build the index names is a layer too: the registry keeps what a manifest
-    // references (its garbage collector removes the rest), and a copy of the tag moves them.
+    // Every build the index names that the registry holds is a layer too: the registry
+    // keeps what a manifest references (its garbage collector removes the rest), and a copy
+    // of the tag moves them. (A mirror of some builds only names the others without them.)
     const RepoIndex parsed = parse_repo_index(index, "the index being written to " + url());
     for (const Release& r : parsed.releases)
       for (const VariantEntry& v : r.variants)
-        layers.push_back(json{{"mediaType", kPackageType},
+        if (has_blob(v.sha256, v.size))
+          layers.push_back(json{{"mediaType", kPackageType},
                               {"digest", "sha256:" + v.sha256},
                               {"size", v.size},
                               {"annotations", {{kTitle, to_string(r.version) + "/" + v.key}}}});

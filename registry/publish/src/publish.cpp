@@ -242,6 +242,7 @@ std::vector<PublishedVariant> publish_once(std::vector<Incoming> incoming, HubWr
   for (const Incoming& in : incoming)
     if (!repos.count(in.pv.repo)) repos.emplace(in.pv.repo, read_repo(hub, in.pv.repo, root.has_value(), options));
   merge(repos, incoming);
+  KH_TEST_PAUSE("publish-merged");  // race tests: two publishers hold their merge here at once
 
   // Blobs first: a reader never meets an index naming a blob the hub lacks.
   for (const Incoming& in : incoming)

@@ -30,6 +30,12 @@ void test_hook(const char* point) {
   const char* at = std::getenv("KH_TEST_CRASH_AT");
   if (at != nullptr && std::string(at) == point) ::_exit(86);
 }
+void test_pause(const char* point) {
+  const char* at = std::getenv("KH_TEST_PAUSE_AT");
+  if (at == nullptr || std::string(at) != point) return;
+  const char* ms = std::getenv("KH_TEST_PAUSE_MS");
+  ::usleep(static_cast<useconds_t>((ms != nullptr ? std::atoi(ms) : 1000) * 1000));
+}
 #endif
 
 namespace {

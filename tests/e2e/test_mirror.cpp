@@ -8,11 +8,13 @@
 #include <doctest/doctest.h>
 
 #include <ctime>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "../servers/nginx_fixture.hpp"
 #include "../servers/registry_fixture.hpp"
+#include "kh/kh.h"
 #include "kh/registry/fs.hpp"
 #include "kh/registry/publish.hpp"
 #include "kh/registry/sha256.hpp"
@@ -56,6 +58,17 @@ CommandResult kernels(const Workspace& ws, const std::string& env, const std::st
 
 std::string root1(const Workspace& ws) { return (ws.hub / "root/1.root.json").string(); }
 
+// The CLI's environment ("NAME='value' NAME=value ...") set in this process, for a load.
+void kh_test_env_for_load(const std::string& env) {
+  std::istringstream in(env);
+  for (std::string kv; in >> kv;) {
+    const size_t eq = kv.find('=');
+    std::string v = kv.substr(eq + 1);
+    if (v.size() >= 2 && v.front() == '\'' && v.back() == '\'') v = v.substr(1, v.size() - 2);
+    ::setenv(kv.substr(0, eq).c_str(), v.c_str(), 1);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("mirror file -> oci -> http -> bundle -> file: the last hub's clients pin the original root") {
@@ -72,6 +85,26 @@ TEST_CASE("mirror file -> oci -> http -> bundle -> file: the last hub's clients 
   CommandResult m = kernels(ws, s.env, "mirror " + ws.hub_url() + " " + oci + " " + kSpec + " --all-targets");
   REQUIRE_MESSAGE(m.exit_code == 0, m.output);
   CHECK(m.output.find("1 new") != std::string::npos);
+  // The registry is a hub like any other: info, and kh_load_kernel in this process.
+  {
+    const std::string oci_client = (ws.root / "oci-client").string();
+    REQUIRE(kernels(ws, s.env, "trust '" + root1(ws) + "' --hub " + oci, oci_client).exit_code == 0);
+    const CommandResult info = kernels(ws, s.env, "info kernels-community/rms-norm --hub " + oci, oci_client);
+    REQUIRE_MESSAGE(info.exit_code == 0, info.output);
+    CHECK(info.output.find("rms_norm(") != std::string::npos);
+    kh_test_env_for_load(s.env);
+    kh_load_options o{};
+    o.struct_size = sizeof o;
+    o.hub = oci.c_str();
+    o.cache_dir = oci_client.c_str();
+    kh_kernel* k = nullptr;
+    const kh_status st = kh_load_kernel(kSpec, &o, &k);
+    CHECK_MESSAGE(st == KH_OK, kh_last_error());
+    if (k != nullptr) CHECK(std::string(kh_kernel_name(k)) == "kernels-community/rms-norm");
+    kh_kernel_release(k);
+    ::unsetenv("KH_CA_BUNDLE");  // the next tests' commands inherit this process's environment
+    ::unsetenv("KH_REGISTRY_AUTH");
+  }
   // 2. From the registry to the http hub (verified against the root given).
   m = kernels(ws, s.env, "mirror " + oci + " " + http + trust);
   REQUIRE_MESSAGE(m.exit_code == 0, m.output);

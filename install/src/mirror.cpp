@@ -177,13 +177,8 @@ MirrorResult mirror(const Settings& settings, const MirrorRequest& request, cons
   content.hub_json = registry::fetch_metadata_if_present(src, "kh-hub.json", 1u << 16);
   MirrorResult result;
   std::vector<registry::BlobRequest> downloads;
-  std::vector<int> fds;
-  struct CloseAll {
-    std::vector<int>& fds;
-    ~CloseAll() {
-      for (int fd : fds) ::close(fd);
-    }
-  } close_all{fds};
+  registry::DescriptorSet outputs;
+  std::vector<int>& fds = outputs.fds;
   registry::make_directories(scratch.dir + "/blobs");
   for (const auto& [repo, shas] : sel.builds) {
     const registry::RepoIndex& index = session.index(repo, source_url);

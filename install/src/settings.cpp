@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -182,17 +183,24 @@ std::string strip_slashes(std::string s) {
   return s;
 }
 
-// The config file's token for `url`, if any.
-std::string token_from_config(const std::string& path, const std::string& url) {
-  if (path.empty() || !registry::path_exists(path)) return "";
-  nlohmann::json j;
+// A JSON file of the user's (the config file, the Docker config), nullopt when there is
+// none; `what` names it and `fix` says what to do in the error for one that is not JSON.
+std::optional<nlohmann::json> read_user_json(const std::string& path, const std::string& what, const std::string& fix) {
+  if (path.empty() || !registry::path_exists(path)) return std::nullopt;
   try {
     const std::string text = registry::read_file(path, 1u << 20);
     registry::check_json_depth(text, path, KH_ERROR_INVALID_ARGUMENT);
-    j = nlohmann::json::parse(text);
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    fail(KH_ERROR_INVALID_ARGUMENT, "config file " + path + " is not valid JSON (" + e.what() + "); fix it or remove it");
+    fail(KH_ERROR_INVALID_ARGUMENT, what + " " + path + " is not valid JSON (" + e.what() + "); " + fix);
   }
+}
+
+// The config file's token for `url`, if any.
+std::string token_from_config(const std::string& path, const std::string& url) {
+  const std::optional<nlohmann::json> file = read_user_json(path, "config file", "fix it or remove it");
+  if (!file) return "";
+  const nlohmann::json& j = *file;
   if (!j.is_object() || !j.contains("hubs")) return "";
   const auto& hubs = j["hubs"];
   if (!hubs.is_object())
@@ -216,17 +224,11 @@ std::string token_from_config(const std::string& path, const std::string& url) {
 // (keys "host[:port]" or "https://host[:port]"; entries {"auth": base64("user:password")}
 // or {"username", "password"}); "" when it names none.
 std::string docker_config_auth(const std::string& path, const std::string& oci_url) {
-  if (path.empty() || !registry::path_exists(path)) return "";
+  std::optional<nlohmann::json> file = read_user_json(path, "Docker config", "fix it or set DOCKER_CONFIG");
+  if (!file) return "";
+  nlohmann::json& j = *file;
   std::string host = oci_url.substr(6);
   host = host.substr(0, host.find('/'));
-  nlohmann::json j;
-  try {
-    const std::string text = registry::read_file(path, 1u << 20);
-    registry::check_json_depth(text, path, KH_ERROR_INVALID_ARGUMENT);
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    fail(KH_ERROR_INVALID_ARGUMENT, "Docker config " + path + " is not valid JSON (" + e.what() + "); fix it or set DOCKER_CONFIG");
-  }
   if (!j.is_object() || !j.contains("auths") || !j["auths"].is_object()) return "";
   std::string plain = host;
   if (plain.size() > 4 && plain.compare(plain.size() - 4, 4, ":443") == 0) plain.resize(plain.size() - 4);

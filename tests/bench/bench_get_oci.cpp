@@ -95,14 +95,9 @@ int main(int argc, char** argv) {
   ::setenv("no_proxy", "127.0.0.1,localhost", 1);
   ::setenv("NO_PROXY", "127.0.0.1,localhost", 1);
   const bool own_work = work.empty();
-  if (own_work) {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string templ = std::string(tmp != nullptr && *tmp ? tmp : "/tmp") + "/kh-bench-oci-XXXXXX";
-    if (::mkdtemp(templ.data()) == nullptr) {
-      std::perror("mkdtemp");
-      return 1;
-    }
-    work = templ;
+  if (own_work && (work = kh_bench::scratch_dir("kh-bench-oci")).empty()) {
+    std::perror("mkdtemp");
+    return 1;
   }
   int rc = 0;
   try {

@@ -389,13 +389,8 @@ std::vector<std::string> Cache::ensure_packages(Hub& hub, const std::vector<Pack
     // cache lacks, is downloaded in one batch into tmp/.
     make_directories(tmp_root);
     std::vector<BlobRequest> batch;
-    std::vector<int> fds;
-    struct CloseAll {
-      std::vector<int>& fds;
-      ~CloseAll() {
-        for (int fd : fds) ::close(fd);
-      }
-    } close_all{fds};
+    DescriptorSet open_outputs;
+    std::vector<int>& fds = open_outputs.fds;
     for (const auto& [sha, idx] : missing) {
       const uint64_t size = packages[idx.front()].variant->size;
       const std::string cached_blob = blob_file(root_, sha);

@@ -18,23 +18,6 @@ namespace {
 
 constexpr size_t kMaxTokenAnswer = 64 * 1024;
 
-// Percent-encodes a query parameter's value.
-std::string query_value(const std::string& v) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : v) {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
-        c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
-
 bool same_origin(const std::string& url, const std::string& origin) {
   auto p = parse_url(url);
   return p && p->origin() == origin;
@@ -130,10 +113,10 @@ std::string OciAuthorizer::fetch_token(const AuthChallenge& c) {
   }
   std::string url = realm + (realm.find('?') == std::string::npos ? "?" : "&");
   const auto service = c.params.find("service");
-  if (service != c.params.end()) url += "service=" + query_value(service->second) + "&";
+  if (service != c.params.end()) url += "service=" + percent_encode(service->second, false) + "&";
   const auto scope = c.params.find("scope");
-  if (scope != c.params.end() && scope->second != scope_) url += "scope=" + query_value(scope->second) + "&";
-  url += "scope=" + query_value(scope_);
+  if (scope != c.params.end() && scope->second != scope_) url += "scope=" + percent_encode(scope->second, false) + "&";
+  url += "scope=" + percent_encode(scope_, false);
   Call call;
   call.url = url;
   call.user = cred_.user;

@@ -26,8 +26,8 @@ void add_publish_command(CLI::App& app) {
       ->required()
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--hub", args->hub,
-                  "Hub to publish to: file:///path (created if missing), or http(s)://host/path on a server that "
-                  "accepts WebDAV PUT and DELETE")
+                  "Hub to publish to: file:///path (created if missing), http(s)://host/path on a server that "
+                  "accepts WebDAV PUT and DELETE, or oci://registry/namespace")
       ->required();
   cmd->add_option("--expires-days", args->expires_days, "Days until the published metadata expires")
       ->check(CLI::Range(1, 3650));
@@ -36,7 +36,9 @@ void add_publish_command(CLI::App& app) {
                   "default: $KH_SIGNING_KEY)");
   cmd->footer(
       "Uploads to http(s) hubs authenticate with KH_PUBLISH_USER + KH_PUBLISH_PASSWORD (basic auth) or\n"
-      "KH_PUBLISH_TOKEN (bearer; default: the hub's read token, KH_TOKEN). Run one publish per hub at a time.");
+      "KH_PUBLISH_TOKEN (bearer; default: the hub's read token, KH_TOKEN); to oci:// registries with\n"
+      "KH_REGISTRY_AUTH=user:password or the Docker config's auths. Publishers of one hub take turns\n"
+      "(its publish lock): one waits for the other, and no release is lost.");
   cmd->callback([args]() {
     const install::Settings& s = settings();
     std::vector<std::string> key_files = args->keys;

@@ -36,8 +36,8 @@ void add_root_writer(CLI::App& trust, const char* name, const char* help, bool f
   auto args = std::make_shared<RootArgs>();
   CLI::App* cmd = trust.add_subcommand(name, help);
   cmd->add_option("--hub", args->hub,
-                  "The hub to write root/<N>.root.json into: file:///path, http(s)://... with WebDAV PUT "
-                  "(credentials as for `kernels publish`)")
+                  "The hub to write root/<N>.root.json into: file:///path, http(s)://... with WebDAV PUT, or "
+                  "oci://registry/namespace (credentials as for `kernels publish`)")
       ->required();
   cmd->add_option("--key", args->root_keys, "A root key's public key file (repeat for several)")->required();
   cmd->add_option("--threshold", args->threshold, "How many root keys must sign the next root (default 1)");

@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   kh::cli::add_lock_command(app);
   kh::cli::add_cache_command(app);
   kh::cli::add_settings_command(app);
+  kh::cli::add_mirror_command(app);
 
   std::vector<std::string> verbs;
   for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) verbs.push_back(sub->get_name());

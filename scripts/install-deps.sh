@@ -10,6 +10,7 @@ packages=(
   minisign clang-19 libclang-rt-19-dev
   lld-19 llvm-19 clang-tools-19 libamdhip64-dev rocm-device-libs
   nginx openssl curl
+  docker-registry skopeo apache2-utils
   pylint
   "$@"
 )

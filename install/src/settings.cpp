@@ -5,12 +5,14 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "kh/registry/fs.hpp"
 #include "kh/registry/json_limits.hpp"
+#include "kh/registry/minisign.hpp"
 #include "kh/registry/status_error.hpp"
 
 namespace kh::install {
@@ -157,6 +159,16 @@ const std::vector<Row>& rows() {
       {{"KH_SIGNING_KEY", "secret key file", "none", "The key `kernels publish` signs indexes with when no `--key` is given.",
         "Publishing"},
        [](Settings& s, const std::string&, const std::string& v) { s.signing_key = v; }},
+
+      {{"KH_REGISTRY_AUTH", "`user:password`", "the `auths` of the Docker config",
+        "Credentials for `oci://` hubs, reading and publishing alike: sent as Basic auth when the registry asks "
+        "for it, or to its token service for a bearer token (`KH_TOKEN` is taken as such a token itself).",
+        "OCI registries"},
+       [](Settings& s, const std::string& n, const std::string& v) {
+         if (v.find(':') == std::string::npos || v.find_first_of("\r\n") != std::string::npos)
+           bad(n, "...", "user:password");
+         s.registry_auth = v;
+       }},
   };
   return table;
 }
@@ -171,17 +183,24 @@ std::string strip_slashes(std::string s) {
   return s;
 }
 
-// The config file's token for `url`, if any.
-std::string token_from_config(const std::string& path, const std::string& url) {
-  if (path.empty() || !registry::path_exists(path)) return "";
-  nlohmann::json j;
+// A JSON file of the user's (the config file, the Docker config), nullopt when there is
+// none; `what` names it and `fix` says what to do in the error for one that is not JSON.
+std::optional<nlohmann::json> read_user_json(const std::string& path, const std::string& what, const std::string& fix) {
+  if (path.empty() || !registry::path_exists(path)) return std::nullopt;
   try {
     const std::string text = registry::read_file(path, 1u << 20);
     registry::check_json_depth(text, path, KH_ERROR_INVALID_ARGUMENT);
-    j = nlohmann::json::parse(text);
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    fail(KH_ERROR_INVALID_ARGUMENT, "config file " + path + " is not valid JSON (" + e.what() + "); fix it or remove it");
+    fail(KH_ERROR_INVALID_ARGUMENT, what + " " + path + " is not valid JSON (" + e.what() + "); " + fix);
   }
+}
+
+// The config file's token for `url`, if any.
+std::string token_from_config(const std::string& path, const std::string& url) {
+  const std::optional<nlohmann::json> file = read_user_json(path, "config file", "fix it or remove it");
+  if (!file) return "";
+  const nlohmann::json& j = *file;
   if (!j.is_object() || !j.contains("hubs")) return "";
   const auto& hubs = j["hubs"];
   if (!hubs.is_object())
@@ -199,6 +218,36 @@ std::string token_from_config(const std::string& path, const std::string& url) {
     best_token = entry["token"].get<std::string>();
   }
   return best_token;
+}
+
+// "user:password" for the registry of an oci:// URL from a Docker config.json's `auths`
+// (keys "host[:port]" or "https://host[:port]"; entries {"auth": base64("user:password")}
+// or {"username", "password"}); "" when it names none.
+std::string docker_config_auth(const std::string& path, const std::string& oci_url) {
+  std::optional<nlohmann::json> file = read_user_json(path, "Docker config", "fix it or set DOCKER_CONFIG");
+  if (!file) return "";
+  nlohmann::json& j = *file;
+  std::string host = oci_url.substr(6);
+  host = host.substr(0, host.find('/'));
+  if (!j.is_object() || !j.contains("auths") || !j["auths"].is_object()) return "";
+  std::string plain = host;
+  if (plain.size() > 4 && plain.compare(plain.size() - 4, 4, ":443") == 0) plain.resize(plain.size() - 4);
+  for (const std::string& key : {host, "https://" + host, plain, "https://" + plain}) {
+    if (!j["auths"].contains(key)) continue;
+    const auto& e = j["auths"][key];
+    if (!e.is_object()) break;
+    if (e.contains("auth") && e["auth"].is_string()) {
+      std::string decoded;
+      if (!registry::minisign::base64_decode(e["auth"].get<std::string>(), &decoded) ||
+          decoded.find(':') == std::string::npos)
+        fail(KH_ERROR_INVALID_ARGUMENT, "Docker config " + path + ": the \"auth\" of \"" + key +
+                                            "\" is not base64 of user:password");
+      return decoded;
+    }
+    if (e.contains("username") && e.contains("password") && e["username"].is_string() && e["password"].is_string())
+      return e["username"].get<std::string>() + ":" + e["password"].get<std::string>();
+  }
+  return "";
 }
 
 }  // namespace
@@ -223,6 +272,10 @@ Settings Settings::from_environment() {
   else if (const std::string home = env("HOME"); !home.empty())
     s.config_file = home + "/.config/kh/config.json";
   if (const std::string tmp = env("TMPDIR"); !tmp.empty()) s.tmp_dir = tmp;
+  if (const std::string dc = env("DOCKER_CONFIG"); !dc.empty())
+    s.docker_config_file = dc + "/config.json";
+  else if (const std::string home = env("HOME"); !home.empty())
+    s.docker_config_file = home + "/.docker/config.json";
   return s;
 }
 
@@ -251,6 +304,16 @@ registry::HubAccess Settings::hub_access(const std::string& hub_url) const {
   a.write.password = publish_password;
   a.write.bearer = publish_token;
   a.locks = lock_policy();
+  if (hub_url.rfind("oci://", 0) == 0) {
+    a.registry.bearer = token;
+    std::string auth = registry_auth;
+    if (auth.empty()) auth = docker_config_auth(docker_config_file, hub_url);
+    const size_t colon = auth.find(':');
+    if (colon != std::string::npos) {
+      a.registry.user = auth.substr(0, colon);
+      a.registry.password = auth.substr(colon + 1);
+    }
+  }
   return a;
 }
 
@@ -299,6 +362,9 @@ std::string settings_markdown() {
       "| `XDG_CONFIG_HOME`, `HOME` | the config file, `$XDG_CONFIG_HOME/kh/config.json` (else "
       "`~/.config/kh/config.json`): per-hub tokens, `{\"hubs\": {\"https://hub.example/kh\": {\"token\": \"...\"}}}` |\n"
       "| `TMPDIR` | scratch folders (default `/tmp`) |\n"
+      "| `DOCKER_CONFIG`, `HOME` | the Docker config, `$DOCKER_CONFIG/config.json` (else `~/.docker/config.json`): "
+      "its `auths` give `oci://` registries' credentials, as `docker login` or `skopeo login` write them "
+      "(`skopeo login --authfile` that file too; credential helpers are not run) |\n"
       "| `USER` | names a publisher to another one waiting for a hub's publish lock |\n"
       "| `https_proxy`, `http_proxy`, `all_proxy`, `no_proxy` | proxies, read by libcurl as usual |\n"
       "\n`KH_LIBRARY` is the Python binding's (which libkh it loads, docs/python.md); kernel packages may\n"

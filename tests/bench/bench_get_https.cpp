@@ -45,6 +45,7 @@
 #include "kh/registry/signed_metadata.hpp"
 #include "kh/registry/trust.hpp"
 #include "kh/registry/status_error.hpp"
+#include "bench_support.hpp"
 #include "nginx_fixture.hpp"
 
 namespace reg = kh::registry;
@@ -140,13 +141,10 @@ int main(int argc, char** argv) {
   ::setenv("NO_PROXY", "127.0.0.1,localhost", 1);
   bool own_work = work.empty();
   if (own_work) {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string templ = std::string(tmp != nullptr && *tmp ? tmp : "/tmp") + "/kh-bench-get-XXXXXX";
-    if (::mkdtemp(templ.data()) == nullptr) {
+    if ((work = kh_bench::scratch_dir("kh-bench-get")).empty()) {
       std::perror("mkdtemp");
       return 1;
     }
-    work = templ;
   } else {
     reg::make_directories(work);
   }

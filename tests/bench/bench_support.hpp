@@ -2,7 +2,10 @@
 // file inside a package tree of the cache (kh_kernel_path()).
 #pragma once
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -12,6 +15,13 @@ namespace kh_bench {
 inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+// A new scratch directory "$TMPDIR/<stem>-XXXXXX" (else under /tmp); "" when none can be made.
+inline std::string scratch_dir(const std::string& stem) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string templ = std::string(tmp != nullptr && *tmp ? tmp : "/tmp") + "/" + stem + "-XXXXXX";
+  return ::mkdtemp(templ.data()) == nullptr ? "" : templ;
 }
 
 // The first shared library under package_dir ("" if none): a package holds one.

@@ -515,7 +515,7 @@ TEST_CASE("the first hour: wrong names, wrong hubs and the trust step say what t
     CHECK(trust.exit_code != 0);
     CHECK(trust.output.find("no kh hub at file://") != std::string::npos);
     auto ftp = ws.kernels("get " + std::string(kSpec) + " --hub ftp://example.org/hub");
-    CHECK(ftp.output.find("kh reads file:///absolute/path, http://host/path and https://host/path hubs") !=
+    CHECK(ftp.output.find("kh reads file:///absolute/path, http://host/path, https://host/path and oci://registry/namespace hubs") !=
           std::string::npos);
   }
   SUBCASE("an unpinned hub: the exact command to run, which then works") {

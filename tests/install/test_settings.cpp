@@ -140,3 +140,42 @@ TEST_CASE("the documentation lists every variable of the table, under its group"
     CHECK(md.find(std::string("## ") + d.group) != std::string::npos);
   }
 }
+
+TEST_CASE("oci:// credentials: KH_REGISTRY_AUTH, else the Docker config's auths; KH_TOKEN as a registry token") {
+  CleanEnvironment clean;
+  kh_test::TempDir d;
+  ScopedEnv docker("DOCKER_CONFIG", d.path());
+  const std::string url = "oci://registry.example.com:5000/team/kernels";
+  // user:pa55 in base64, as `docker login` writes it; another registry by https:// key.
+  kh_test::write_text(d / "config.json",
+                      R"({"auths": {"registry.example.com:5000": {"auth": "dXNlcjpwYTU1"},
+                                   "https://other.example.com": {"username": "u2", "password": "p2"}}})");
+  kh::registry::HubAccess a = Settings::from_environment().hub_access(url);
+  CHECK(a.registry.user == "user");
+  CHECK(a.registry.password == "pa55");
+  a = Settings::from_environment().hub_access("oci://other.example.com/kh");
+  CHECK(a.registry.user == "u2");
+  CHECK(a.registry.password == "p2");
+  a = Settings::from_environment().hub_access("oci://other.example.com:443/kh");  // the default port, said or not
+  CHECK(a.registry.user == "u2");
+  CHECK(Settings::from_environment().hub_access("oci://unknown.example.com/kh").registry.user.empty());
+  CHECK(Settings::from_environment().hub_access("https://registry.example.com:5000/x").registry.user.empty());
+  {
+    ScopedEnv env{{"KH_REGISTRY_AUTH", "ci:t0ken:with:colons"}, {"KH_TOKEN", "reg-token"}};
+    a = Settings::from_environment().hub_access(url);
+    CHECK(a.registry.user == "ci");                   // KH_REGISTRY_AUTH wins over the config
+    CHECK(a.registry.password == "t0ken:with:colons");  // the first ':' splits
+    CHECK(a.registry.bearer == "reg-token");
+  }
+  {
+    ScopedEnv bad("KH_REGISTRY_AUTH", "no-colon");
+    const std::string msg = kh_test::expect_status([] { (void)Settings::from_environment(); }, KH_ERROR_INVALID_ARGUMENT);
+    CHECK(msg.find("KH_REGISTRY_AUTH") != std::string::npos);
+  }
+  kh_test::write_text(d / "config.json", R"({"auths": {"registry.example.com:5000": {"auth": "not base64!"}}})");
+  std::string msg = kh_test::expect_status([&] { (void)Settings::from_environment().hub_access(url); }, KH_ERROR_INVALID_ARGUMENT);
+  CHECK(msg.find("base64") != std::string::npos);
+  kh_test::write_text(d / "config.json", "{broken");
+  msg = kh_test::expect_status([&] { (void)Settings::from_environment().hub_access(url); }, KH_ERROR_INVALID_ARGUMENT);
+  CHECK(msg.find("DOCKER_CONFIG") != std::string::npos);
+}

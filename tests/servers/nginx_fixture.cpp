@@ -1,6 +1,8 @@
 // nginx on loopback for the http hub tests and the https download benchmark.
 #include "nginx_fixture.hpp"
 
+#include "server_util.hpp"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -20,53 +22,8 @@
 #include <thread>
 
 namespace kh_test {
-namespace {
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void write_all_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  if (!out) throw std::runtime_error("cannot write " + path);
-}
-
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-bool can_connect(const char* host, int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  ::inet_pton(AF_INET, host, &a.sin_addr);
-  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(fd);
-  return ok;
-}
-
-}  // namespace
-
-std::string find_nginx() {
-  const char* path = std::getenv("PATH");
-  std::string dirs = std::string(path != nullptr ? path : "") + ":/usr/sbin:/sbin:/usr/local/sbin";
-  std::stringstream ss(dirs);
-  std::string dir;
-  while (std::getline(ss, dir, ':')) {
-    if (dir.empty()) continue;
-    std::string candidate = dir + "/nginx";
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
+std::string find_nginx() { return find_program("nginx"); }
 
 int free_loopback_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -83,10 +40,10 @@ int free_loopback_port() {
 }
 
 void make_test_certificates(const std::string& dir) {
-  write_all_text(dir + "/server.ext",
+  write_text_file(dir + "/server.ext",
                  "subjectAltName=IP:127.0.0.1,IP:127.0.0.2,DNS:localhost\n"
                  "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n");
-  const std::string d = quote(dir);
+  const std::string d = shell_quote(dir);
   const std::string cmd =
       "cd " + d +
       " && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem"
@@ -97,7 +54,7 @@ void make_test_certificates(const std::string& dir) {
       " -extfile server.ext";
   const std::string full = "(" + cmd + ") >" + d + "/openssl.log 2>&1";
   if (std::system(full.c_str()) != 0)
-    throw std::runtime_error("openssl could not make test certificates: " + read_all(dir + "/openssl.log"));
+    throw std::runtime_error("openssl could not make test certificates: " + read_text_file(dir + "/openssl.log"));
 }
 
 NginxServer::NginxServer(const std::string& work_dir, const Config& config) : work_(work_dir) {
@@ -137,53 +94,24 @@ NginxServer::NginxServer(const std::string& work_dir, const Config& config) : wo
   conf += "    ssl_certificate " + w + "/server.pem;\n    ssl_certificate_key " + w + "/server.key;\n";
   conf += "    root " + config.root + ";\n" + ports(config.extra_https) + "\n  }\n";
   conf += "}\n";
-  write_all_text(w + "/nginx.conf", conf);
+  write_text_file(w + "/nginx.conf", conf);
 
   const std::string err = w + "/error.log", out = w + "/stdout.log", conf_path = w + "/nginx.conf";
-  pid_ = ::fork();
-  if (pid_ < 0) throw std::runtime_error("fork failed");
-  if (pid_ == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-    }
-    ::execl(nginx.c_str(), nginx.c_str(), "-e", err.c_str(), "-p", w.c_str(), "-c", conf_path.c_str(),
-            static_cast<char*>(nullptr));
-    ::_exit(127);
+  pid_ = spawn_logged(nginx, {"-e", err, "-p", w, "-c", conf_path}, out);
+  try {
+    for (const auto& [host, port] : {std::pair<const char*, int>{"127.0.0.1", http_port_}, {"127.0.0.1", https_port_},
+                                     {"127.0.0.2", https_port_}})
+      wait_listening(pid_, host, port, err, "nginx");
+  } catch (...) {
+    stop();
+    throw;
   }
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < deadline) {
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      throw std::runtime_error("nginx exited at start: " + read_all(out) + read_all(err));
-    }
-    if (can_connect("127.0.0.1", http_port_) && can_connect("127.0.0.1", https_port_) &&
-        can_connect("127.0.0.2", https_port_))
-      return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  stop();
-  throw std::runtime_error("nginx did not start listening within 10 s: " + read_all(err));
 }
 
 NginxServer::~NginxServer() { stop(); }
 
 void NginxServer::stop() {
-  if (pid_ <= 0) return;
-  ::kill(pid_, SIGTERM);
-  for (int i = 0; i < 250; ++i) {  // 5 s
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ::kill(pid_, SIGKILL);
-  ::waitpid(pid_, nullptr, 0);
+  stop_process(pid_);
   pid_ = -1;
 }
 
@@ -195,6 +123,6 @@ std::string NginxServer::https_url(const std::string& path, const std::string& h
   return "https://" + host + ":" + std::to_string(https_port_) + path;
 }
 
-std::string NginxServer::access_log() const { return read_all(work_ + "/access.log"); }
+std::string NginxServer::access_log() const { return read_text_file(work_ + "/access.log"); }
 
 }  // namespace kh_test

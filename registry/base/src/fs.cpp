@@ -457,6 +457,10 @@ FileLock::FileLock(const std::string& lock_path, const LockPolicy& policy) {
   }
 }
 
+DescriptorSet::~DescriptorSet() {
+  for (int fd : fds) ::close(fd);
+}
+
 FileLock::~FileLock() {
   if (fd_ >= 0) ::close(fd_);  // closing the only descriptor releases the flock
 }

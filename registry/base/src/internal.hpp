@@ -58,8 +58,14 @@ namespace kh::registry {
 #ifdef KH_TEST_HOOKS
 // Crash injection for tests: _exit(86) when $KH_TEST_CRASH_AT equals `point`.
 void test_hook(const char* point);
+// A pause for race tests: sleeps $KH_TEST_PAUSE_MS (default 1000) when $KH_TEST_PAUSE_AT
+// equals `point`, widening a window two processes race through. (Test builds only: these
+// variables are not settings.)
+void test_pause(const char* point);
 #define KH_TEST_HOOK(point) ::kh::registry::test_hook(point)
+#define KH_TEST_PAUSE(point) ::kh::registry::test_pause(point)
 #else
 #define KH_TEST_HOOK(point) ((void)0)
+#define KH_TEST_PAUSE(point) ((void)0)
 #endif
 }  // namespace kh::registry

@@ -122,11 +122,7 @@ void sign_index_in_file_hub(const std::string& hub_dir, const std::string& repo,
   const std::string rel = repo_index_path(repo);
   const std::string text = hub->reader().fetch_metadata(rel, kIndexMaxBytes);
   const IndexSignatures sigs = sign_index(latest_root(hub->reader()), repo, text, signers, hub->url());
-  if (sigs.sigs.empty())
-    hub->remove_metadata(rel + ".sigs");
-  else
-    hub->put_metadata(rel + ".sigs", sigs.sigs);
-  hub->put_metadata(rel + ".minisig", sigs.minisig);
+  hub->put_index(repo, text, sigs.minisig, sigs.sigs);
 }
 
 }  // namespace kh::registry

@@ -23,6 +23,7 @@
 #include "kh/registry/repo_index.hpp"
 #include "kh/registry/sha256.hpp"
 #include "kh/registry/status_error.hpp"
+#include "catalog.hpp"
 #include "internal.hpp"
 
 namespace kh::registry {
@@ -49,14 +50,6 @@ bool valid_repo(const std::string& repo) {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// The newest release a plain "@latest" would pick, else the newest of any kind.
-std::string latest_version(const RepoIndex& index) {
-  VersionRequest latest;
-  for (auto it = index.releases.rbegin(); it != index.releases.rend(); ++it)
-    if (!it->yanked && latest.matches(it->version)) return to_string(it->version);
-  return index.releases.empty() ? "" : to_string(index.releases.back().version);
 }
 
 struct Incoming {
@@ -235,29 +228,6 @@ void merge(std::map<std::string, RepoState>& repos, std::vector<Incoming>& incom
   }
 }
 
-// The catalog: the hub's entries for repos this publish did not touch, fresh ones for
-// those it did.
-std::string merged_catalog(const std::optional<std::string>& remote, const std::map<std::string, RepoState>& repos) {
-  std::map<std::string, nlohmann::ordered_json> entries;
-  if (remote) {
-    nlohmann::ordered_json doc;
-    try {
-      check_json_depth(*remote, "the hub's catalog.json");
-      doc = nlohmann::ordered_json::parse(*remote);
-    } catch (const nlohmann::json::exception&) {
-      fail(KH_ERROR_BAD_METADATA, "the hub's catalog.json is not valid JSON; fix or remove it, then publish again");
-    }
-    if (doc.is_object() && doc.contains("repos") && doc["repos"].is_array())
-      for (const auto& e : doc["repos"])
-        if (e.is_object() && e.contains("repo") && e["repo"].is_string()) entries[e["repo"].get<std::string>()] = e;
-  }
-  for (const auto& [repo, state] : repos)
-    entries[repo] = nlohmann::ordered_json{{"repo", repo}, {"latest", latest_version(state.index)}};
-  nlohmann::ordered_json list = nlohmann::ordered_json::array();
-  for (auto& [name, e] : entries) list.push_back(std::move(e));
-  return nlohmann::ordered_json{{"schema", 1}, {"repos", std::move(list)}}.dump(2) + "\n";
-}
-
 // Thrown inside one pass when another publisher changed an index under us.
 struct IndexChanged {
   std::string rel;
@@ -274,6 +244,7 @@ std::vector<PublishedVariant> publish_once(std::vector<Incoming> incoming, HubWr
   for (const Incoming& in : incoming)
     if (!repos.count(in.pv.repo)) repos.emplace(in.pv.repo, read_repo(hub, in.pv.repo, root.has_value(), options));
   merge(repos, incoming);
+  KH_TEST_PAUSE("publish-merged");  // race tests: two publishers hold their merge here at once
 
   // Blobs first: a reader never meets an index naming a blob the hub lacks.
   for (const Incoming& in : incoming)
@@ -288,8 +259,7 @@ std::vector<PublishedVariant> publish_once(std::vector<Incoming> incoming, HubWr
       if (!options.signing_keys.empty() && state.before && !state.before_minisig) {
         const IndexSignatures sigs = sign_index(root, repo, *state.before, options.signing_keys, hub.url());
         lock.check_held();
-        if (!sigs.sigs.empty()) hub.put_metadata(rel + ".sigs", sigs.sigs);
-        hub.put_metadata(rel + ".minisig", sigs.minisig);
+        hub.put_index(repo, *state.before, sigs.minisig, sigs.sigs);
       }
       continue;
     }
@@ -312,16 +282,7 @@ std::vector<PublishedVariant> publish_once(std::vector<Incoming> incoming, HubWr
     // the lock, or one whose lease ran out): then start over from what is there now.
     lock.check_held();
     if (fetch_metadata_if_present(reader, rel, kIndexMaxBytes) != state.before) throw IndexChanged{rel};
-    if (sigs) {
-      if (sigs->sigs.empty())
-        hub.remove_metadata(rel + ".sigs");
-      else
-        hub.put_metadata(rel + ".sigs", sigs->sigs);
-      hub.put_metadata(rel + ".minisig", sigs->minisig);
-    } else if (state.before_minisig) {
-      hub.remove_metadata(rel + ".minisig");  // a signature of the old index would not verify the new one
-    }
-    hub.put_metadata(rel, text);
+    hub.put_index(repo, text, sigs ? sigs->minisig : "", sigs ? sigs->sigs : "");
     if (fetch_metadata_if_present(reader, rel, kIndexMaxBytes) != text) throw IndexChanged{rel};
   }
 
@@ -332,7 +293,11 @@ std::vector<PublishedVariant> publish_once(std::vector<Incoming> incoming, HubWr
     hub.put_metadata("kh-hub.json", doc.dump(2) + "\n");
   }
   const std::optional<std::string> catalog = fetch_metadata_if_present(reader, "catalog.json", kIndexMaxBytes);
-  if (any_changed || !catalog) hub.put_metadata("catalog.json", merged_catalog(catalog, repos));
+  if (any_changed || !catalog) {
+    std::map<std::string, std::string> latest;
+    for (const auto& [repo, state] : repos) latest[repo] = detail::latest_version(state.index);
+    hub.put_metadata("catalog.json", detail::merged_catalog(catalog, latest));
+  }
 
   std::vector<PublishedVariant> out;
   for (Incoming& in : incoming) out.push_back(std::move(in.pv));

@@ -30,6 +30,12 @@ void test_hook(const char* point) {
   const char* at = std::getenv("KH_TEST_CRASH_AT");
   if (at != nullptr && std::string(at) == point) ::_exit(86);
 }
+void test_pause(const char* point) {
+  const char* at = std::getenv("KH_TEST_PAUSE_AT");
+  if (at == nullptr || std::string(at) != point) return;
+  const char* ms = std::getenv("KH_TEST_PAUSE_MS");
+  ::usleep(static_cast<useconds_t>((ms != nullptr ? std::atoi(ms) : 1000) * 1000));
+}
 #endif
 
 namespace {
@@ -383,13 +389,8 @@ std::vector<std::string> Cache::ensure_packages(Hub& hub, const std::vector<Pack
     // cache lacks, is downloaded in one batch into tmp/.
     make_directories(tmp_root);
     std::vector<BlobRequest> batch;
-    std::vector<int> fds;
-    struct CloseAll {
-      std::vector<int>& fds;
-      ~CloseAll() {
-        for (int fd : fds) ::close(fd);
-      }
-    } close_all{fds};
+    DescriptorSet open_outputs;
+    std::vector<int>& fds = open_outputs.fds;
     for (const auto& [sha, idx] : missing) {
       const uint64_t size = packages[idx.front()].variant->size;
       const std::string cached_blob = blob_file(root_, sha);

@@ -42,6 +42,9 @@ inline std::string trim(std::string s) {
 struct Response {
   long status = 0;
   std::string etag, content_range, retry_after;
+  std::string www_authenticate;  // a 401's challenge (OCI registries: Basic or Bearer realm=...)
+  std::string content_type;
+  std::string docker_content_digest;  // an OCI registry's digest of what it sent
 };
 
 // One GET on the hub's handles. The body of a 2xx response is pulled with read(); bodies
@@ -54,14 +57,16 @@ class Exchange {
     std::string if_none_match;      // non-empty: "If-None-Match: <etag>"
     bool accept_encoding = false;   // let the server compress (metadata only)
     uint64_t body_limit = 0;        // abort once more than this many body bytes arrive
-    bool with_token = false;
+    std::string authorization;      // non-empty: "Authorization: <it>" (the caller checked the origin)
+    std::string accept;             // non-empty: "Accept: <it>"
     long timeout_ms = 0;            // > 0: the whole request's deadline (CURLOPT_TIMEOUT_MS)
   };
 
-  Exchange(CURLM* multi, CURL* easy, const Request& req, const std::string& token)
+  Exchange(CURLM* multi, CURL* easy, const Request& req)
       : multi_(multi), easy_(easy), limit_(req.body_limit) {
     errbuf_[0] = '\0';
-    if (req.with_token && !token.empty()) headers_ = curl_slist_append(headers_, ("Authorization: Bearer " + token).c_str());
+    if (!req.authorization.empty()) headers_ = curl_slist_append(headers_, ("Authorization: " + req.authorization).c_str());
+    if (!req.accept.empty()) headers_ = curl_slist_append(headers_, ("Accept: " + req.accept).c_str());
     if (!req.if_none_match.empty())
       headers_ = curl_slist_append(headers_, ("If-None-Match: " + req.if_none_match).c_str());
     std::string range = req.range_start > 0 ? std::to_string(req.range_start) + "-" : "";
@@ -114,6 +119,9 @@ class Exchange {
     if (name == "etag") ex->response_.etag = value;
     else if (name == "content-range") ex->response_.content_range = value;
     else if (name == "retry-after") ex->response_.retry_after = value;
+    else if (name == "www-authenticate") ex->response_.www_authenticate = value;
+    else if (name == "content-type") ex->response_.content_type = value;
+    else if (name == "docker-content-digest") ex->response_.docker_content_digest = value;
     return size * count;
   }
 

@@ -48,12 +48,14 @@ std::optional<UrlParts> parse_url(const std::string& url) {
   return out;
 }
 
-std::string encode_path(const std::string& rel) {
+std::string encode_path(const std::string& rel) { return percent_encode(rel, true); }
+
+std::string percent_encode(const std::string& text, bool keep_slashes) {
   static const char* kHex = "0123456789ABCDEF";
   std::string out;
-  for (unsigned char c : rel) {
+  for (unsigned char c : text) {
     if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-        c == '_' || c == '~' || c == '/') {
+        c == '_' || c == '~' || (c == '/' && keep_slashes)) {
       out += static_cast<char>(c);
     } else {
       out += '%';

@@ -24,5 +24,8 @@ std::optional<UrlParts> parse_url(const std::string& url);
 
 // Percent-encodes a safe relative path for a URL: unreserved characters and '/' stay.
 std::string encode_path(const std::string& rel);
+// Percent-encodes text: unreserved characters stay, and '/' with keep_slashes (a query
+// parameter's value: none).
+std::string percent_encode(const std::string& text, bool keep_slashes);
 
 }  // namespace kh::registry::detail

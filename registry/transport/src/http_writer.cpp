@@ -13,6 +13,7 @@
 #include <cstring>
 #include <thread>
 
+#include "http_call.hpp"
 #include "http_exchange.hpp"
 #include "http_url.hpp"
 #include "internal.hpp"
@@ -23,32 +24,6 @@
 
 namespace kh::registry::detail {
 namespace {
-
-size_t discard_body(char*, size_t size, size_t count, void*) { return size * count; }
-
-// A PUT's body for CURLOPT_READDATA: an open file, or bytes in memory.
-struct Upload {
-  int fd = -1;
-  const std::string* bytes = nullptr;
-  size_t at = 0;
-  ~Upload() {
-    if (fd >= 0) ::close(fd);
-  }
-  static size_t read(char* buf, size_t size, size_t count, void* self) {
-    auto* u = static_cast<Upload*>(self);
-    if (u->bytes != nullptr) {
-      const size_t n = std::min(size * count, u->bytes->size() - u->at);
-      std::memcpy(buf, u->bytes->data() + u->at, n);
-      u->at += n;
-      return n;
-    }
-    for (;;) {
-      ssize_t n = ::read(u->fd, buf, size * count);
-      if (n >= 0) return static_cast<size_t>(n);
-      if (errno != EINTR) return CURL_READFUNC_ABORT;
-    }
-  }
-};
 
 }  // namespace
 
@@ -119,67 +94,29 @@ HttpWriter::Result HttpWriter::request(const char* method, const std::string& re
 }
 
 HttpWriter::Result HttpWriter::attempt(const char* method, const std::string& url, const Body& body) {
-  CURL* e = static_cast<CURL*>(easy_);
-  curl_easy_reset(e);
-  char errbuf[CURL_ERROR_SIZE] = {0};
-  curl_slist* headers = nullptr;
-  if (cred_.user.empty() && !cred_.bearer.empty())
-    headers = curl_slist_append(headers, ("Authorization: Bearer " + cred_.bearer).c_str());
-  const std::string m = method;
-  Upload upload;
-  curl_easy_setopt(e, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, opt_.connect_timeout_s);
-  curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, opt_.low_speed_bytes_per_s);
-  curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, opt_.low_speed_time_s);
-  curl_easy_setopt(e, CURLOPT_USERAGENT, "kh/0.1 (kernel hub)");
-  curl_easy_setopt(e, CURLOPT_HEADEROPT, static_cast<long>(CURLHEADER_SEPARATE));  // never to a proxy
-  curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
-  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &discard_body);
-  if (!opt_.ca_bundle.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, opt_.ca_bundle.c_str());
-  if (!cred_.user.empty()) {
-    curl_easy_setopt(e, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
-    curl_easy_setopt(e, CURLOPT_USERNAME, cred_.user.c_str());
-    curl_easy_setopt(e, CURLOPT_PASSWORD, cred_.password.c_str());
-  }
-  if (m == "HEAD") {
-    curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
-  } else if (m == "PUT") {
-    curl_off_t size = 0;
+  Call call;
+  call.method = method;
+  call.url = url;
+  if (cred_.user.empty() && !cred_.bearer.empty()) call.headers.push_back("Authorization: Bearer " + cred_.bearer);
+  call.user = cred_.user;
+  call.password = cred_.password;
+  call.keep_body = 0;
+  if (call.method == "PUT") {
+    call.has_body = true;
     if (body.bytes != nullptr) {
-      upload.bytes = body.bytes;
-      size = static_cast<curl_off_t>(body.bytes->size());
+      call.body.bytes = body.bytes;
+      call.body.length = body.bytes->size();
     } else {
-      upload.fd = ::open(body.local_path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (upload.fd < 0) fail_errno("cannot open '" + body.local_path + "' to upload it", errno);
       struct stat st {};
-      if (::fstat(upload.fd, &st) != 0) fail_errno("cannot stat '" + body.local_path + "'", errno);
-      size = static_cast<curl_off_t>(st.st_size);
+      if (::stat(body.local_path.c_str(), &st) != 0) fail_errno("cannot stat '" + body.local_path + "'", errno);
+      call.body.file = body.local_path;
+      call.body.length = static_cast<uint64_t>(st.st_size);
     }
-    curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
-    curl_easy_setopt(e, CURLOPT_READFUNCTION, &Upload::read);
-    curl_easy_setopt(e, CURLOPT_READDATA, &upload);
-    curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, size);
-  } else {
-    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
   }
-  const CURLcode rc = curl_easy_perform(e);
-  curl_easy_setopt(e, CURLOPT_HTTPHEADER, nullptr);
-  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, nullptr);  // errbuf and upload end with this call
-  curl_easy_setopt(e, CURLOPT_READDATA, nullptr);
-  curl_slist_free_all(headers);
+  const Answer a = perform_call(easy_, opt_, call);
   Result r;
-  if (rc != CURLE_OK) {
-    if (is_transient(rc)) return r;  // status 0: retried
-    fail(KH_ERROR_NETWORK, std::string(method) + " " + sanitize_url(url) + ": " +
-                               (errbuf[0] != '\0' ? std::string(errbuf) : std::string(curl_easy_strerror(rc))));
-  }
-  curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &r.status);
-  curl_off_t length = -1;
-  if (curl_easy_getinfo(e, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) == CURLE_OK) r.content_length = length;
+  r.status = a.status;  // 0: a transient failure, retried
+  r.content_length = a.content_length;
   return r;
 }
 

@@ -5,6 +5,8 @@
 
 #include "internal.hpp"
 #include "kh/registry/hub.hpp"
+#include "kh/registry/hub_writer.hpp"
+#include "kh/registry/repo_index.hpp"
 #include "kh/registry/status_error.hpp"
 
 namespace kh::registry {
@@ -23,6 +25,20 @@ std::optional<std::string> fetch_metadata_if_present(Hub& hub, const std::string
     if (e.status() == KH_ERROR_NOT_FOUND) return std::nullopt;
     throw;
   }
+}
+
+void HubWriter::put_index(const std::string& repo, const std::string& index, const std::string& minisig,
+                          const std::string& sigs) {
+  const std::string rel = repo_index_path(repo);
+  if (sigs.empty())
+    remove_metadata(rel + ".sigs");
+  else
+    put_metadata(rel + ".sigs", sigs);
+  if (minisig.empty())
+    remove_metadata(rel + ".minisig");  // a signature of the old index would not verify the new one
+  else
+    put_metadata(rel + ".minisig", minisig);
+  put_metadata(rel, index);
 }
 
 }  // namespace kh::registry

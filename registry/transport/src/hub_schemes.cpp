@@ -9,6 +9,8 @@ namespace kh::registry {
 std::unique_ptr<Hub> open_file_hub(const std::string& url, const HubAccess& access);               // hub_file.cpp
 std::unique_ptr<HubWriter> open_file_hub_writer(const std::string& url, const HubAccess& access);  // hub_file.cpp
 std::unique_ptr<HubWriter> open_http_hub_writer(const std::string& url, const HubAccess& access);  // http_writer.cpp
+std::unique_ptr<Hub> open_oci_hub(const std::string& url, const HubAccess& access);                // hub_oci.cpp
+std::unique_ptr<HubWriter> open_oci_hub_writer(const std::string& url, const HubAccess& access);   // hub_oci.cpp
 
 namespace {
 
@@ -23,6 +25,7 @@ const std::vector<HubScheme>& hub_schemes() {
       {"file", "file:///absolute/path", &open_file_hub, &open_file_hub_writer},
       {"http", "http://host/path", &open_http_hub_with, &open_http_hub_writer},
       {"https", "https://host/path", &open_http_hub_with, &open_http_hub_writer},
+      {"oci", "oci://registry/namespace", &open_oci_hub, &open_oci_hub_writer},
   };
   return table;
 }

@@ -33,6 +33,14 @@ struct Lease {
   int64_t taken = 0, expires = 0;
 };
 
+// A lease is given back by writing it released, not by deleting it: not every hub allows
+// deletes (an OCI registry may not).
+std::string lease_text(const Lease& l, bool released) {
+  nlohmann::json j{{"owner", l.owner}, {"token", l.token}, {"taken", l.taken}, {"expires", l.expires}};
+  if (released) j["released"] = true;
+  return j.dump() + "\n";
+}
+
 int64_t unix_now() { return static_cast<int64_t>(std::time(nullptr)); }
 
 std::string when(int64_t t) { return format_rfc3339_utc(t); }
@@ -51,6 +59,7 @@ std::optional<Lease> read_lease(HubWriter& hub) {
     l.token = j.at("token").get<std::string>();
     l.taken = j.at("taken").get<int64_t>();
     l.expires = j.at("expires").get<int64_t>();
+    if (j.value("released", false)) return std::nullopt;  // given back: the hub is free
     return l;
   } catch (const nlohmann::json::exception&) {
     fail(KH_ERROR_BAD_METADATA, "hub " + hub.url() + ": " + kPublishLeasePath + " is not a kh publish lease ('" +
@@ -64,7 +73,7 @@ class HeldLease final : public PublishLock {
   ~HeldLease() override {
     try {  // best effort: a lease left behind expires by itself
       std::optional<Lease> now = read_lease(hub_);
-      if (now && now->token == lease_.token) hub_.remove_metadata(kPublishLeasePath);
+      if (now && now->token == lease_.token) hub_.put_metadata(kPublishLeasePath, lease_text(lease_, true));
     } catch (...) {
     }
   }
@@ -120,8 +129,7 @@ std::unique_ptr<PublishLock> acquire_lease(HubWriter& hub, const std::string& wh
                    hub.url().c_str(), printable(held->owner).c_str(), when(held->expires).c_str());
     mine.taken = unix_now();
     mine.expires = mine.taken + static_cast<int64_t>(timing.ttl_s);
-    const nlohmann::json j{{"owner", mine.owner}, {"token", mine.token}, {"taken", mine.taken}, {"expires", mine.expires}};
-    hub.put_metadata(kPublishLeasePath, j.dump() + "\n");
+    hub.put_metadata(kPublishLeasePath, lease_text(mine, false));
     if (clock::now() - read_at > secs(timing.settle_s)) {
       // Too slow to be sure no one else found the hub free meanwhile: read it again.
       std::this_thread::sleep_for(secs(timing.settle_s * jitter(rng)));

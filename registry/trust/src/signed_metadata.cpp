@@ -63,12 +63,22 @@ std::pair<std::map<std::string, std::array<uint8_t, 32>>, uint32_t> index_keys_o
   return {keys, root.index_role.threshold};
 }
 
+// Past its expiry, metadata may be frozen: an attacker (or a mirror that is not refreshed,
+// an air-gapped copy) can keep serving it so that yanks and fixes never arrive. Refused,
+// unless the user accepts exactly that risk; then said every time.
 void check_not_expired(const std::string& what, const std::string& expires, int64_t expires_unix,
                        const TrustOptions& options) {
-  if (options.allow_expired || expires_unix > now_or(options)) return;
+  if (expires_unix > now_or(options)) return;
+  if (options.allow_expired) {
+    std::fprintf(stderr, "kh: warning: %s expired on %s; used anyway (--allow-expired / KH_ALLOW_EXPIRED): builds "
+                 "yanked or fixed since cannot be known (a frozen hub looks just like this)\n", what.c_str(),
+                 expires.c_str());
+    return;
+  }
   fail(KH_ERROR_EXPIRED, what + " expired on " + expires +
-                             ": the hub's metadata is stale; ask its operator to republish (or, to use it anyway, "
-                             "pass --allow-expired or set KH_ALLOW_EXPIRED=1)");
+                             ": the hub's metadata is stale, and may be frozen (yanks and fixes published since would "
+                             "not be seen); ask its operator to republish, or refresh the mirror or bundle it came "
+                             "from. To use it anyway, accepting that risk, pass --allow-expired or set KH_ALLOW_EXPIRED=1");
 }
 
 [[noreturn]] void fail_no_pin(const std::string& hub_url, const std::string& cache_root) {
@@ -220,6 +230,13 @@ std::optional<RootMetadata> TrustStore::trusted_root() const {
     trusted = std::move(root);
   }
   return trusted;
+}
+
+std::optional<std::string> TrustStore::pinned_root_text() const {
+  const std::string root_dir = dir_ + "/root";
+  const std::vector<uint64_t> versions = root_versions_in(root_dir);
+  if (versions.empty()) return std::nullopt;
+  return read_regular_file(root_dir + "/" + root_name(versions.front()), kMaxRootBytes);
 }
 
 RootMetadata TrustStore::pin_root(std::string_view root_text, std::string_view source, bool replace) {

@@ -48,6 +48,12 @@ struct Settings {
   std::string publish_token;                   // KH_PUBLISH_TOKEN
   std::string signing_key;                     // KH_SIGNING_KEY
 
+  // OCI registries (oci:// hubs).
+  std::string registry_auth;  // KH_REGISTRY_AUTH: "user:password"
+  // $DOCKER_CONFIG/config.json, else $HOME/.docker/config.json: its `auths` name the
+  // credentials of each registry (as `docker login` and `skopeo login` write them).
+  std::string docker_config_file;
+
   // $XDG_CONFIG_HOME/kh/config.json, else $HOME/.config/kh/config.json ("" without either).
   std::string config_file;
   // $TMPDIR, else /tmp: scratch folders.
@@ -64,7 +70,10 @@ struct Settings {
   // the same scheme, host and port): {"hubs": {"https://hub.example/kh": {"token": "..."}}}.
   // Throws StatusError(KH_ERROR_INVALID_ARGUMENT) for a malformed config file.
   registry::HttpOptions http_options(const std::string& hub_url) const;
-  // Everything opening the hub at url needs (http options, write credentials, locks).
+  // Everything opening the hub at url needs (http options, write credentials, locks; for
+  // an oci:// hub the registry's credentials: KH_REGISTRY_AUTH, else the Docker config's
+  // `auths` entry for its host[:port], and KH_TOKEN as a registry token). Throws
+  // StatusError(KH_ERROR_INVALID_ARGUMENT) for a malformed Docker config.
   registry::HubAccess hub_access(const std::string& hub_url) const;
   registry::TrustOptions trust_options() const;
   registry::LockPolicy lock_policy() const;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kh::registry {
 
@@ -28,6 +29,16 @@ bool path_exists(const std::string& path);
 void remove_tree(const std::string& path);
 // A unique name beside `path` for a temporary file or directory.
 std::string temp_sibling(const std::string& path);
+
+// Open file descriptors closed together when the set ends (the outputs of a batch of
+// downloads, whatever the batch throws).
+struct DescriptorSet {
+  std::vector<int> fds;
+  DescriptorSet() = default;
+  ~DescriptorSet();
+  DescriptorSet(const DescriptorSet&) = delete;
+  DescriptorSet& operator=(const DescriptorSet&) = delete;
+};
 
 // How long a FileLock waits by default for another process to release its lock.
 inline constexpr double kDefaultLockTimeoutSeconds = 30;

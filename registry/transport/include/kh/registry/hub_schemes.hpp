@@ -21,6 +21,14 @@ struct WriteCredentials {
   std::string user, password;  // HTTP basic auth, when user is not empty
 };
 
+// How kh authenticates to an OCI registry (reads and writes alike): a user and password
+// (KH_REGISTRY_AUTH, or the `auths` of a Docker config.json) for Basic and for the token
+// flow; or a bearer token for the registry itself (KH_TOKEN). Empty: anonymous.
+struct RegistryCredentials {
+  std::string user, password;
+  std::string bearer;
+};
+
 // Everything opening a hub may need, gathered from the settings by the caller
 // (install::Settings::hub_access): no backend reads the environment itself.
 struct HubAccess {
@@ -28,6 +36,8 @@ struct HubAccess {
   WriteCredentials write;  // uploads: publish, trust init|rotate, mirror
   LockPolicy locks;        // how a file hub's publish lock waits
   LeaseTiming lease;       // how the publish lock of a hub without locks (http, oci) is taken
+  RegistryCredentials registry;              // oci:// hubs
+  uint64_t upload_chunk_bytes = 16u << 20;   // oci:// pushes: larger blobs go up in chunks of this size
 };
 
 struct HubScheme {

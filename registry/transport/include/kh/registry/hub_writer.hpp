@@ -55,6 +55,12 @@ class HubWriter {
   virtual void put_metadata(const std::string& relative_path, const std::string& bytes) = 0;
   // Removes one metadata file; one already absent is fine.
   virtual void remove_metadata(const std::string& relative_path) = 0;
+  // Writes a repo's index with its signatures as one unit: index.json.minisig (removed when
+  // empty) and index.json.sigs (removed when empty), then index.json, so a reader that sees
+  // the new index finds its signatures. A backend that can replace the three at once (an
+  // OCI registry: one manifest) does; that is what this default does file by file.
+  virtual void put_index(const std::string& repo, const std::string& index, const std::string& minisig,
+                         const std::string& sigs);
 
   // Excludes every other kh publisher of this hub until the result is destroyed. `who`
   // names this publisher in what the others are told while they wait.

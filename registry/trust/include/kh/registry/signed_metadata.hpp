@@ -50,6 +50,9 @@ class TrustStore {
   // The newest root, its chain from the pin verified again on every call. nullopt when
   // nothing is pinned. Throws KH_ERROR_SIGNATURE if the stored chain does not verify.
   std::optional<RootMetadata> trusted_root() const;
+  // The text of the root the user pinned (the first the store holds), nullopt when none:
+  // to pin the same root elsewhere (`kernels mirror` verifies its source against it).
+  std::optional<std::string> pinned_root_text() const;
 
   // Walks root/<N+1>.root.json, <N+2>, ... on the hub until one is not found, verifying
   // and storing each; returns the newest. Throws KH_ERROR_SIGNATURE when no root is

@@ -52,6 +52,7 @@ PackageManifest parse_package_manifest(std::string_view json_text, std::string_v
   m.glibc = detail::optional_glibc_at(r, doc, "");
   m.library = r.string_at(doc, "", "library");
   if (!detail::is_safe_relative_path(m.library)) r.bad("library", "'" + m.library + "' is not a safe relative path");
+  m.description = detail::optional_text_at(r, doc, "", "description", kMaxPackageDescriptionBytes);
   m.ops = detail::parse_ops(r, r.array_at(doc, "", "ops"), "ops");
 
   const json& files = r.array_at(doc, "", "files");
@@ -85,9 +86,8 @@ std::string serialize_package_manifest(const PackageManifest& manifest) {
   doc["abi"] = manifest.abi;
   if (!manifest.glibc.empty()) doc["glibc"] = manifest.glibc;
   doc["library"] = manifest.library;
-  ojson ops = ojson::array();
-  for (const OpInfo& op : manifest.ops) ops.push_back(ojson{{"name", op.name}, {"schema", op.schema}});
-  doc["ops"] = std::move(ops);
+  if (!manifest.description.empty()) doc["description"] = manifest.description;
+  doc["ops"] = detail::ops_json(manifest.ops);
   std::vector<ManifestFile> files = manifest.files;
   std::sort(files.begin(), files.end(), [](const ManifestFile& a, const ManifestFile& b) { return a.path < b.path; });
   ojson fs = ojson::array();

@@ -237,7 +237,8 @@ std::vector<PublishedVariant> publish_to_file_hub(const std::string& dist_dir, c
       ve.size = in.pv.size;
       ve.abi = in.manifest.abi;
       ve.glibc = in.manifest.glibc;  // the glibc floor travels to the index, where selection reads it
-      ve.ops = in.manifest.ops;
+      ve.description = in.manifest.description;
+      ve.ops = in.manifest.ops;  // with their docs: `kernels info --op` and `kernels docs` read them there
       rel->variants.push_back(std::move(ve));
       std::sort(rel->variants.begin(), rel->variants.end(),
                 [](const VariantEntry& a, const VariantEntry& b) { return a.key < b.key; });

@@ -5,7 +5,8 @@
 //   "variant": "cpu-x86_64-abi1-x86_64-linux", "abi": "1.0",
 //   "glibc": "2.36",        // the glibc floor: newest GLIBC_ symbol version the library needs
 //   "library": "lib/libkh_rms_norm.so",
-//   "ops": [ { "name": "...", "schema": "..." } ],
+//   "description": "...",   // optional: the package's, from kernel.json
+//   "ops": [ { "name": "...", "schema": "...", "summary": "...", ... } ],   // docs: op_docs.hpp
 //   "files": [ { "path": "lib/libkh_rms_norm.so", "sha256": "...", "size": 123 } ] }
 #pragma once
 
@@ -34,7 +35,8 @@ struct PackageManifest {
   // publishing copies it into the index entry. Optional when read: packages packed before
   // the field existed lack it. Empty: no versioned glibc symbol needed, no floor.
   std::string glibc;
-  std::vector<OpInfo> ops;
+  std::string description;  // the package's (kernel.json), optional
+  std::vector<OpInfo> ops;  // with their docs (op_docs.hpp) where kernel.json has them
   std::vector<ManifestFile> files;  // every file but the manifest itself, sorted by path
 };
 

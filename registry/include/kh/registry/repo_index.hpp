@@ -14,7 +14,9 @@
 //         "cpu-x86_64-abi1-x86_64-linux": {
 //           "sha256": "<64 hex>", "size": 12345, "abi": "1.0",
 //           "glibc": "2.36",                // newest GLIBC_ symbol version the library needs
-//           "ops": [ { "name": "rms_norm", "schema": "rms_norm(...) -> ()" } ]
+//           "description": "...",           // optional: the package's
+//           "ops": [ { "name": "rms_norm", "schema": "rms_norm(...) -> ()", "summary": ...,
+//                      "args": [...], ... } ]      // the docs are optional: op_docs.hpp
 //         } } } } }
 #pragma once
 
@@ -23,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kh/registry/op_docs.hpp"  // OpInfo
 #include "kh/registry/semver.hpp"
 
 namespace kh::registry {
@@ -34,11 +37,6 @@ inline constexpr int kRepoIndexSchema = 1;
 // grow, so it is refused rather than allowed to pin clients forever (docs/trust.md).
 inline constexpr uint64_t kMaxMetadataVersion = (uint64_t{1} << 53) - 1;
 
-struct OpInfo {
-  std::string name;
-  std::string schema;
-};
-
 struct VariantEntry {
   std::string key;     // variant key, e.g. "cpu-x86_64-abi1-x86_64-linux"
   std::string sha256;  // of the blob (.tar.zst)
@@ -48,7 +46,8 @@ struct VariantEntry {
   // from its package manifest at publish. Empty: not recorded (entries published before
   // the field existed, or a library that needs no versioned glibc symbol); no floor checked.
   std::string glibc;
-  std::vector<OpInfo> ops;
+  std::string description;  // the package's, from its manifest; empty when not recorded
+  std::vector<OpInfo> ops;  // with their docs where the package carries them (op_docs.hpp)
 };
 
 struct Release {

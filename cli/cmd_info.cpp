@@ -1,4 +1,5 @@
-// `kernels info <org>/<name>[@<version>]`: versions, builds and ops a hub offers.
+// `kernels info <org>/<name>[@<version>] [--op NAME]`: versions, builds and ops a hub offers,
+// each op with its summary; with --op, the whole reference of one op (op_reference.hpp).
 #include <cstdio>
 #include <memory>
 
@@ -7,13 +8,36 @@
 #include "commands.hpp"
 #include "common_options.hpp"
 #include "kh/registry/package_spec.hpp"
+#include "kh/registry/status_error.hpp"
+#include "op_reference.hpp"
 #include "package_fetch.hpp"
 
 namespace kh::cli {
+namespace {
+
+// --op: one op's reference, from the first build of the release (every build of a release
+// exports the same ops).
+void print_op_info(const registry::RepoIndex& index, const registry::Release& release, const std::string& name,
+                   bool json) {
+  const std::string version = registry::to_string(release.version);
+  const std::string where = index.repo + " " + version;
+  if (release.variants.empty()) fail(KH_ERROR_NOT_FOUND, where + " has no builds");
+  const registry::VariantEntry& build = release.variants.front();
+  const registry::OpInfo& op = find_op(build.ops, name, where);
+  if (json) {
+    const nlohmann::json out = {{"repo", index.repo}, {"version", version}, {"variant", build.key}, {"op", op_json(op, false)}};
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    print_op_reference(index.repo, version, op);
+  }
+}
+
+}  // namespace
 
 void add_info_command(CLI::App& app) {
   struct Args {
     std::string spec;
+    std::string op;
     loader::FetchOptions options;
     bool json = false;
   };
@@ -22,10 +46,17 @@ void add_info_command(CLI::App& app) {
   cmd->add_option("spec", args->spec, "Package: org/name, or org/name@version for one version")->required();
   add_hub_options(cmd, args->options);
   cmd->add_flag("--json", args->json, "Print the result as JSON");
+  cmd->add_option("--op", args->op,
+                  "Show the reference of this op (schema, arguments with shapes and dtypes, semantics, notes, "
+                  "errors) from the newest release, or the one @version names");
   cmd->callback([args]() {
     const loader::FetchOptions options = loader::with_environment(args->options);
     const registry::PackageSpec spec = registry::parse_package_spec(args->spec);
     const registry::RepoIndex index = loader::load_repo_index(spec.repo(), options);
+    if (!args->op.empty()) {
+      print_op_info(index, registry::resolve_release(index, spec.request), args->op, args->json);
+      return;
+    }
     std::vector<const registry::Release*> shown;
     if (args->spec.find('@') == std::string::npos) {
       for (const auto& r : index.releases) shown.push_back(&r);
@@ -38,9 +69,10 @@ void add_info_command(CLI::App& app) {
         nlohmann::json variants = nlohmann::json::array();
         for (const auto& v : r->variants) {
           nlohmann::json ops = nlohmann::json::array();
-          for (const auto& op : v.ops) ops.push_back({{"name", op.name}, {"schema", op.schema}});
+          for (const auto& op : v.ops) ops.push_back(op_json(op, true));
           nlohmann::json entry = {{"variant", v.key}, {"sha256", v.sha256}, {"size", v.size}, {"abi", v.abi}, {"ops", ops}};
           if (!v.glibc.empty()) entry["glibc"] = v.glibc;
+          if (!v.description.empty()) entry["description"] = v.description;
           variants.push_back(std::move(entry));
         }
         releases.push_back({{"version", registry::to_string(r->version)}, {"yanked", r->yanked}, {"variants", variants}});
@@ -60,7 +92,7 @@ void add_info_command(CLI::App& app) {
       // Every build of a release exports the same ops; show them once, from the first.
       if (!r->variants.empty()) {
         std::printf("  ops:\n");
-        for (const auto& op : r->variants.front().ops) std::printf("    %s\n", op.schema.c_str());
+        print_op_list(r->variants.front().ops, "    ");
       }
     }
   });

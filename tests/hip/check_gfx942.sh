@@ -5,10 +5,10 @@
 #
 #   tests/hip/check_gfx942.sh [--build] <dir>
 #
-# <dir> holds the built libraries (libkh_{attention,rms_norm,layer_norm}_hip.so, found under it).
-# --build first configures kernels-src standalone into <dir> with -DKH_TARGET=rocm-gfx942 (if
-# not configured yet) and builds the three libraries (-j${KH_HIP_JOBS:-2}); the ctest
-# hip_gfx942_mfma runs it that way.
+# <dir> holds the built libraries (libkh_<pkg>_hip.so of every package with a HIP backend:
+# kernels-src/list-packages.sh --backend hip; found under it). --build first configures
+# kernels-src standalone into <dir> with -DKH_TARGET=rocm-gfx942 (if not configured yet) and
+# builds those libraries (-j${KH_HIP_JOBS:-2}); the ctest hip_gfx942_mfma runs it that way.
 #
 # For each library: `nm -D --defined-only` must list kh_kernel_negotiate alone, libamdhip64 must
 # be DT_NEEDED, and every clang offload bundle in its .hip_fatbin section is unbundled
@@ -64,6 +64,18 @@ fi
 # llvm-19 installs only llvm-objcopy-19 on PATH; a plain llvm-objcopy may be another LLVM's or none).
 PATH="$(dirname "$(readlink -f "$bundler")"):$PATH"
 
+# The packages with a HIP backend, by library name: rms-norm -> rms_norm (libkh_rms_norm_hip.so).
+mapfile -t hip_packages < <("$root/kernels-src/list-packages.sh" --backend hip --field dir)
+libs=()
+for p in "${hip_packages[@]}"; do
+  p="${p//-/_}"
+  libs+=("${p//./_}")
+done
+if [[ ${#libs[@]} -eq 0 ]]; then
+  echo "FAIL: kernels-src/list-packages.sh lists no package with a HIP backend"
+  exit 1
+fi
+
 failures=0
 fail() {
   echo "FAIL: $*"
@@ -78,7 +90,7 @@ if [[ $build -eq 1 ]]; then
       { cat "$dir.configure.log"; echo "FAIL: configuring kernels-src for rocm-gfx942"; exit 1; }
   fi
   start=$(date +%s)
-  cmake --build "$dir" -j "${KH_HIP_JOBS:-2}" --target kh_attention_hip kh_rms_norm_hip kh_layer_norm_hip ||
+  cmake --build "$dir" -j "${KH_HIP_JOBS:-2}" --target $(printf 'kh_%s_hip ' "${libs[@]}") ||
     { echo "FAIL: building the rocm-gfx942 libraries"; exit 1; }
   echo "build: $(( $(date +%s) - start )) s"
 fi
@@ -127,7 +139,6 @@ kernel_table() {
     /^ *\.vgpr_spill_count:/ { vspill = $NF; print "M", name, vgpr, agpr, vspill, sspill, scratch, lds }'
 }
 
-libs=(attention rms_norm layer_norm)
 total_mfma=0
 decode_kernels=0
 for pkg in "${libs[@]}"; do

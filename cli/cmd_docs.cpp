@@ -67,7 +67,8 @@ void add_docs_command(CLI::App& app) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("docs", "Render a package's op reference as Markdown (docs/ops/<pkg>.md)");
   cmd->add_option("source", args->source,
-                  "A package manifest (kernels-src/<pkg>/kernel.json), or org/name[@version] on a hub")
+                  "A package manifest (a path ending in .json: kernels-src/<pkg>/kernel.json), or org/name[@version] "
+                  "on a hub")
       ->required();
   cmd->add_option("-o,--output", args->output, "Write the page to FILE (default: standard output)");
   cmd->add_option("--check", args->check,
@@ -79,8 +80,7 @@ void add_docs_command(CLI::App& app) {
       "for tensors a shape and dtypes) is listed on stderr. From a hub: the docs the release's builds carry.");
   cmd->callback([args]() {
     const std::string& src = args->source;
-    const bool is_manifest =
-        registry::path_exists(src) || (src.size() >= 5 && src.compare(src.size() - 5, 5, ".json") == 0);
+    const bool is_manifest = src.size() >= 5 && src.compare(src.size() - 5, 5, ".json") == 0;
     std::vector<std::string> problems;
     const Page page = is_manifest ? page_from_manifest(args->source, &problems)
                                   : page_from_hub(args->source, loader::with_environment(args->options));

@@ -678,6 +678,7 @@ function(kh_write_manifest_ops_header manifest_path manifest out_file)
               string(APPEND what " ${dt}")
             endif()
           endif()
+          string(REPLACE "\\" "/" what "${what}")  # a trailing backslash would continue the // comment
           string(APPEND body "    {sizeof(kh_arg_constraint), ${mask}, ${min_ndim}, ${max_ndim}},  // ${arg}${what}\n")
         endforeach()
         string(APPEND body "};\n")

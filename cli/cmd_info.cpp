@@ -25,7 +25,8 @@ void print_op_info(const registry::RepoIndex& index, const registry::Release& re
   const registry::VariantEntry& build = release.variants.front();
   const registry::OpInfo& op = find_op(build.ops, name, where);
   if (json) {
-    const nlohmann::json out = {{"repo", index.repo}, {"version", version}, {"variant", build.key}, {"op", op_json(op, false)}};
+    const nlohmann::json out = {
+        {"repo", index.repo}, {"version", version}, {"variant", build.key}, {"op", op_json(op, false)}};
     std::printf("%s\n", out.dump(2).c_str());
   } else {
     print_op_reference(index.repo, version, op);

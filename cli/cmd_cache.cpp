@@ -6,6 +6,7 @@
 #include "human_size.hpp"
 #include "kh/registry/cache_maintenance.hpp"
 #include "kh/registry/status_error.hpp"
+#include "session.hpp"
 
 namespace kh::cli {
 namespace {
@@ -31,7 +32,7 @@ void add_cache_command(CLI::App& app) {
   cmd->require_subcommand(1);
   cmd->add_option("--cache", args->cache_root, "Cache directory (default: $KH_CACHE, else $XDG_CACHE_HOME/kh)");
   auto cache = [args]() {
-    return registry::Cache(args->cache_root.empty() ? registry::Cache::default_root() : args->cache_root);
+    return registry::Cache(args->cache_root.empty() ? settings().cache_root() : args->cache_root, settings().lock_policy());
   };
 
   CLI::App* verify = cmd->add_subcommand("verify", "Re-hash every cached package against its manifest");

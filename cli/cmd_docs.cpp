@@ -12,7 +12,7 @@
 #include "kh/registry/status_error.hpp"
 #include "op_doc_check.hpp"
 #include "op_reference.hpp"
-#include "package_fetch.hpp"
+#include "session.hpp"
 
 namespace kh::cli {
 namespace {
@@ -39,9 +39,10 @@ Page page_from_manifest(const std::string& path, std::vector<std::string>* probl
 }
 
 // What a hub publishes for a release: the docs of its first build.
-Page page_from_hub(const std::string& spec_text, const loader::FetchOptions& options) {
+Page page_from_hub(const std::string& spec_text, const install::Options& options) {
+  auto session = open_session(options);
   const registry::PackageSpec spec = registry::parse_package_spec(spec_text);
-  const registry::RepoIndex index = loader::load_repo_index(spec.repo(), options);
+  const registry::RepoIndex& index = session->index(spec.repo(), session->require_hub(spec.repo()));
   const registry::Release& release = registry::resolve_release(index, spec.request);
   const std::string version = registry::to_string(release.version);
   if (release.variants.empty()) fail(KH_ERROR_NOT_FOUND, index.repo + " " + version + " has no builds");
@@ -62,7 +63,7 @@ size_t first_different_line(const std::string& a, const std::string& b) {
 void add_docs_command(CLI::App& app) {
   struct Args {
     std::string source, output, check;
-    loader::FetchOptions options;
+    install::Options options;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("docs", "Render a package's op reference as Markdown (docs/ops/<pkg>.md)");
@@ -83,7 +84,7 @@ void add_docs_command(CLI::App& app) {
     const bool is_manifest = src.size() >= 5 && src.compare(src.size() - 5, 5, ".json") == 0;
     std::vector<std::string> problems;
     const Page page = is_manifest ? page_from_manifest(args->source, &problems)
-                                  : page_from_hub(args->source, loader::with_environment(args->options));
+                                  : page_from_hub(args->source, args->options);
     const std::string md = render_ops_markdown(page.package, page.version, page.description, page.ops);
     for (const std::string& p : problems)
       std::fprintf(stderr, "kernels docs: %s: %s\n", args->source.c_str(), p.c_str());

@@ -11,14 +11,14 @@
 #include "explain.hpp"
 #include "kh/registry/cache.hpp"
 #include "kh/registry/package_spec.hpp"
-#include "package_fetch.hpp"
+#include "session.hpp"
 
 namespace kh::cli {
 
 void add_doctor_command(CLI::App& app) {
   struct Args {
     std::vector<std::string> specs;
-    loader::FetchOptions options;
+    install::Options options;
     bool json = false;
   };
   auto args = std::make_shared<Args>();
@@ -27,7 +27,7 @@ void add_doctor_command(CLI::App& app) {
   add_hub_options(cmd, args->options);
   cmd->add_flag("--json", args->json, "Print the result as JSON");
   cmd->callback([args]() {
-    const loader::FetchOptions options = loader::with_environment(args->options);
+    auto session = open_session(args->options);
     const loader::HostFacts& facts = loader::host_facts();
     nlohmann::json packages = nlohmann::json::array();
     if (!args->json) print_host_facts(facts);
@@ -47,14 +47,14 @@ void add_doctor_command(CLI::App& app) {
     if (!args->specs.empty()) {
       for (const auto& text : args->specs) {
         const registry::PackageSpec spec = registry::parse_package_spec(text);
-        const registry::RepoIndex index = loader::load_repo_index(spec.repo(), options);
+        const registry::RepoIndex& index = session->index(spec.repo(), session->require_hub(spec.repo()));
         const registry::Release& release = registry::resolve_release(index, spec.request);
         explain(spec.repo() + " " + registry::to_string(release.version), release.variants);
       }
     } else {
       // Cached packages, grouped by repo and version: which of the cached builds fits.
       std::map<std::string, std::vector<registry::VariantEntry>> cached;
-      for (const auto& p : registry::Cache(options.cache_root).list_packages()) {
+      for (const auto& p : session->cache().list_packages()) {
         registry::VariantEntry e;
         e.key = p.manifest.variant;
         e.sha256 = p.sha256;

@@ -8,16 +8,19 @@
 #include "common_options.hpp"
 #include "explain.hpp"
 #include "human_size.hpp"
+#include "host_facts.hpp"
+#include "kh/install/install.hpp"
+#include "kh/install/resolve.hpp"
 #include "kh/registry/lockfile.hpp"
-#include "kh/registry/package_spec.hpp"
-#include "package_fetch.hpp"
+#include "session.hpp"
+#include "variant_select.hpp"
 
 namespace kh::cli {
 
 void add_get_command(CLI::App& app) {
   struct Args {
     std::vector<std::string> specs;
-    loader::FetchOptions options;
+    install::Options options;
     bool json = false;
     bool explain = false;
     bool all_targets = false;
@@ -46,26 +49,23 @@ void add_get_command(CLI::App& app) {
       "  kernels get kernels-community/rms-norm@1 kernels-community/attention@1 --all-targets\n"
       "Downloads from http(s) hubs run several at once (KH_PARALLEL_DOWNLOADS, default 4).");
   cmd->callback([args]() {
-    loader::FetchOptions given = args->options;
+    install::Options given = args->options;
     if (args->locked && given.lockfile.empty()) given.lockfile = registry::kDefaultLockfileName;
-    loader::FetchOptions options = loader::with_environment(given);
-    std::vector<loader::PackageRequest> requests;
+    // Each spec is resolved once. With --all-targets or --explain the verb chooses itself
+    // (every build; or this machine's, after showing why), from the one resolution.
+    const bool whole_release = args->explain || args->all_targets;
+    auto session = whole_release ? open_session_choosing_any(given) : open_session(given);
+    std::vector<install::Resolution> plans;
     nlohmann::json explanations = nlohmann::json::array();
     for (const std::string& spec_text : args->specs) {
-      if (!args->explain && !args->all_targets) {
-        requests.push_back({spec_text, ""});
+      const install::Resolution resolved = install::resolve(*session, spec_text);
+      if (!whole_release) {
+        plans.push_back(resolved);
         continue;
       }
-      const registry::PackageSpec spec = registry::parse_package_spec(spec_text);
-      const registry::RepoIndex index = loader::load_repo_index(spec.repo(), options);
-      const registry::Release& release = registry::resolve_release(index, spec.request);
-      if (args->all_targets) {
-        for (const auto& v : release.variants) requests.push_back({spec_text, v.key});
-      } else {
-        requests.push_back({spec_text, ""});
-      }
+      const std::vector<registry::VariantEntry>& builds = resolved.release.variants;
       if (args->explain) {
-        const loader::VariantSelection selection = loader::select_variant(release.variants, loader::host_facts());
+        const loader::VariantSelection selection = loader::select_variant(builds, loader::host_facts());
         if (args->json) {
           explanations.push_back({{"host", host_facts_json(loader::host_facts())}, {"selection", selection_json(selection)}});
         } else {
@@ -74,15 +74,22 @@ void add_get_command(CLI::App& app) {
             std::printf("\n");
           }
           explanations.push_back(nullptr);
-          print_selection(spec.repo() + " " + registry::to_string(release.version), selection);
+          print_selection(resolved.repo + " " + resolved.version, selection);
           std::printf("\n");
         }
       }
+      if (args->all_targets) {
+        for (const auto& v : builds) plans.push_back(install::with_build(*session, resolved, v.key));
+      } else {
+        // This machine's build (or --target's), refused with every build's reason when none fits.
+        const std::string& key = loader::choose_variant(builds, loader::host_facts(), session->options().variant,
+                                                        resolved.repo + " " + resolved.version)
+                                     .key;
+        plans.push_back(install::with_build(*session, resolved, key));
+      }
     }
-    // The index was just fetched and verified above: resolving again reuses that copy.
-    if (args->explain || args->all_targets) options.metadata_max_age_s = 60;
     nlohmann::json fetched = nlohmann::json::array();
-    for (const loader::FetchedPackage& p : loader::fetch_packages(requests, options)) {
+    for (const install::InstalledPackage& p : install::install(*session, plans)) {
       if (args->json) {
         fetched.push_back({{"repo", p.repo}, {"version", p.version}, {"variant", p.variant}, {"sha256", p.sha256},
                            {"path", p.dir}, {"library", p.library_path}, {"hub", p.hub_url},

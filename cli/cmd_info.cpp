@@ -10,7 +10,7 @@
 #include "kh/registry/package_spec.hpp"
 #include "kh/registry/status_error.hpp"
 #include "op_reference.hpp"
-#include "package_fetch.hpp"
+#include "session.hpp"
 
 namespace kh::cli {
 namespace {
@@ -39,7 +39,7 @@ void add_info_command(CLI::App& app) {
   struct Args {
     std::string spec;
     std::string op;
-    loader::FetchOptions options;
+    install::Options options;
     bool json = false;
   };
   auto args = std::make_shared<Args>();
@@ -51,9 +51,9 @@ void add_info_command(CLI::App& app) {
                   "Show the reference of this op (schema, arguments with shapes and dtypes, semantics, notes, "
                   "errors) from the newest release, or the one @version names");
   cmd->callback([args]() {
-    const loader::FetchOptions options = loader::with_environment(args->options);
+    auto session = open_session(args->options);
     const registry::PackageSpec spec = registry::parse_package_spec(args->spec);
-    const registry::RepoIndex index = loader::load_repo_index(spec.repo(), options);
+    const registry::RepoIndex& index = session->index(spec.repo(), session->require_hub(spec.repo()));
     if (!args->op.empty()) {
       print_op_info(index, registry::resolve_release(index, spec.request), args->op, args->json);
       return;

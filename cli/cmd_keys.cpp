@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "session.hpp"
 #include "kh/registry/fs.hpp"
 #include "kh/registry/minisign.hpp"
 #include "kh/registry/signed_metadata.hpp"
@@ -62,7 +63,7 @@ void add_keys_command(CLI::App& app) {
   sg->footer("E.g. after editing a file hub's index by hand: kernels keys sign hub/repos/org/name/index.json --key kh.key");
   sg->callback([sign]() {
     std::string key_path = sign->key;
-    if (key_path.empty() && std::getenv("KH_SIGNING_KEY") != nullptr) key_path = std::getenv("KH_SIGNING_KEY");
+    if (key_path.empty()) key_path = settings().signing_key;
     if (key_path.empty()) fail(KH_ERROR_INVALID_ARGUMENT, "kernels keys sign: pass --key <secret key> or set KH_SIGNING_KEY");
     const auto key = registry::read_secret_key_file(key_path);
     const std::string bytes = registry::read_file(sign->file, 1ull << 30);

@@ -6,6 +6,7 @@
 
 #include "commands.hpp"
 #include "kh/registry/cache.hpp"
+#include "session.hpp"
 
 namespace kh::cli {
 
@@ -19,7 +20,7 @@ void add_list_command(CLI::App& app) {
   cmd->add_option("--cache", args->cache_root, "Cache directory (default: $KH_CACHE, else $XDG_CACHE_HOME/kh)");
   cmd->add_flag("--json", args->json, "Print {\"cache\": DIR, \"packages\": [...]}");
   cmd->callback([args]() {
-    registry::Cache cache(args->cache_root.empty() ? registry::Cache::default_root() : args->cache_root);
+    registry::Cache cache(args->cache_root.empty() ? settings().cache_root() : args->cache_root, settings().lock_policy());
     const auto packages = cache.list_packages(/*include_damaged=*/true);
     if (args->json) {
       nlohmann::json out = nlohmann::json::array();

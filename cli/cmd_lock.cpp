@@ -9,14 +9,14 @@
 #include "kh/registry/fs.hpp"
 #include "kh/registry/lockfile.hpp"
 #include "kh/registry/package_spec.hpp"
-#include "package_fetch.hpp"
+#include "session.hpp"
 
 namespace kh::cli {
 
 void add_lock_command(CLI::App& app) {
   struct Args {
     std::vector<std::string> specs;
-    loader::FetchOptions options;
+    install::Options options;
     std::string out = registry::kDefaultLockfileName;
   };
   auto args = std::make_shared<Args>();
@@ -26,18 +26,18 @@ void add_lock_command(CLI::App& app) {
   cmd->add_option("--lockfile", args->out, "Lockfile to write (entries for other packages are kept)");
   cmd->footer("Then: kernels get <spec> --locked, or kh_load_options.lockfile / KH_LOCKFILE in a host.");
   cmd->callback([args]() {
-    loader::FetchOptions options = loader::with_environment(args->options);
-    options.lockfile.clear();  // locking resolves afresh
+    auto session = open_session(args->options);  // the hub's indexes alone: locking resolves afresh
     registry::Lockfile lock;
     if (registry::path_exists(args->out)) lock = registry::load_lockfile(args->out);
     for (const auto& text : args->specs) {
       const registry::PackageSpec spec = registry::parse_package_spec(text);
-      const registry::RepoIndex index = loader::load_repo_index(spec.repo(), options);
+      const std::string& hub_url = session->require_hub(spec.repo());
+      const registry::RepoIndex& index = session->index(spec.repo(), hub_url);
       const registry::Release& release = registry::resolve_release(index, spec.request);
       registry::LockedPackage locked;
       locked.request = spec.request.text;
       locked.version = registry::to_string(release.version);
-      locked.hub = options.hub_url;
+      locked.hub = hub_url;
       for (const auto& v : release.variants) locked.variants[v.key] = v.sha256;
       std::printf("locked %s %s (%s)\n", spec.repo().c_str(), locked.version.c_str(),
                   count_of(locked.variants.size(), "build").c_str());

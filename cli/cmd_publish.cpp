@@ -1,14 +1,16 @@
-// `kernels publish <dist-dir> --hub <file://dir | https://host/path> [--key kh.key]`: blobs
-// first, then each repo's index, signed with the given keys.
+// `kernels publish <dist-dir> --hub <URL> [--key kh.key]`: blobs first, then each repo's
+// index, signed with the given keys, on any hub kh can write (the scheme table).
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <vector>
 
 #include "commands.hpp"
+#include "kh/registry/hub_schemes.hpp"
 #include "kh/registry/publish.hpp"
 #include "kh/registry/signed_metadata.hpp"
 #include "kh/registry/status_error.hpp"
+#include "session.hpp"
 
 namespace kh::cli {
 
@@ -36,19 +38,18 @@ void add_publish_command(CLI::App& app) {
       "Uploads to http(s) hubs authenticate with KH_PUBLISH_USER + KH_PUBLISH_PASSWORD (basic auth) or\n"
       "KH_PUBLISH_TOKEN (bearer; default: the hub's read token, KH_TOKEN). Run one publish per hub at a time.");
   cmd->callback([args]() {
-    const std::string prefix = "file://";
-    const bool http = args->hub.rfind("http://", 0) == 0 || args->hub.rfind("https://", 0) == 0;
-    if (!http && args->hub.compare(0, prefix.size(), prefix) != 0)
-      fail(KH_ERROR_INVALID_ARGUMENT, "kernels publish: hub " + args->hub +
-                                          " is neither a file:// nor an http(s):// URL, e.g. file:///srv/kh-hub");
+    const install::Settings& s = settings();
     std::vector<std::string> key_files = args->keys;
-    const char* env_key = std::getenv("KH_SIGNING_KEY");
-    if (key_files.empty() && env_key != nullptr && *env_key != '\0') key_files.push_back(env_key);
-    std::vector<registry::minisign::SecretKey> keys;
-    for (const auto& path : key_files) keys.push_back(registry::read_secret_key_file(path));
-    const auto published =
-        http ? registry::publish_to_http_hub(args->dist_dir, args->hub, args->expires_days, keys)
-             : registry::publish_to_file_hub(args->dist_dir, args->hub.substr(prefix.size()), args->expires_days, keys);
+    if (key_files.empty() && !s.signing_key.empty()) key_files.push_back(s.signing_key);
+    registry::PublishOptions options;
+    options.expires_days = args->expires_days;
+    for (const auto& path : key_files) options.signing_keys.push_back(registry::read_secret_key_file(path));
+    options.trust_cache = s.cache_root();
+    options.cache_locks = s.lock_policy();
+    options.trust = s.trust_options();
+    options.who = publisher_name();
+    const auto hub = registry::open_hub_writer(args->hub, s.hub_access(args->hub));
+    const auto published = registry::publish(args->dist_dir, *hub, options);
     if (published.empty()) fail(KH_ERROR_NOT_FOUND, "kernels publish: no .tar.zst archives in " + args->dist_dir);
     for (const auto& p : published)
       std::printf("%s %s %s  sha256:%s%s\n", p.repo.c_str(), p.version.c_str(), p.variant.c_str(), p.sha256.c_str(),

@@ -10,6 +10,7 @@
 #include "common_options.hpp"
 #include "kh/registry/hub_directory.hpp"
 #include "kh/registry/status_error.hpp"
+#include "session.hpp"
 
 namespace kh::cli {
 namespace {
@@ -24,7 +25,7 @@ std::string lowercase(std::string s) {
 void add_search_command(CLI::App& app) {
   struct Args {
     std::string text;
-    loader::FetchOptions options;
+    install::Options options;
     bool json = false;
   };
   auto args = std::make_shared<Args>();
@@ -36,10 +37,10 @@ void add_search_command(CLI::App& app) {
       "The names come from the hub's catalog.json, which is not signed: `kernels info <org/name>` shows a "
       "package's verified versions and builds.");
   cmd->callback([args]() {
-    const loader::FetchOptions o = loader::with_environment(args->options);
-    if (o.hub_url.empty())
+    auto session = open_session(args->options);
+    if (session->options().hub_url.empty())
       fail(KH_ERROR_INVALID_ARGUMENT, "kernels search: which hub? pass --hub URL or set KH_HUB");
-    auto hub = registry::open_hub(o.hub_url);
+    registry::Hub* hub = &session->hub(session->options().hub_url);
     registry::require_kh_hub(*hub);
     const std::vector<registry::CatalogEntry> all = registry::read_catalog(*hub);
     const std::string needle = lowercase(args->text);

@@ -1,5 +1,6 @@
 // `kernels trust <root.json>`: pin a hub's root of trust in the cache (client side).
-// `kernels trust init|rotate --hub file://...`: write a hub's next root (operator side).
+// `kernels trust init|rotate --hub URL`: write a hub's next root (operator side), on any hub
+// kh can write.
 // `kernels trust show`, `kernels trust canonical <root.json>`. See docs/trust.md.
 #include <cstdio>
 #include <ctime>
@@ -12,10 +13,12 @@
 #include "kh/registry/fs.hpp"
 #include "kh/registry/hub.hpp"
 #include "kh/registry/hub_directory.hpp"
+#include "kh/registry/hub_schemes.hpp"
 #include "kh/registry/publish.hpp"
 #include "kh/registry/signed_metadata.hpp"
 #include "kh/registry/status_error.hpp"
 #include "kh/registry/trust.hpp"
+#include "session.hpp"
 
 namespace kh::cli {
 namespace {
@@ -29,19 +32,11 @@ struct RootArgs {
   int expires_days = 365;
 };
 
-std::string file_hub_dir(const std::string& hub, const char* verb) {
-  const std::string prefix = "file://";
-  if (hub.compare(0, prefix.size(), prefix) != 0)
-    fail(KH_ERROR_INVALID_ARGUMENT, std::string("kernels trust ") + verb + ": hub " + hub +
-                                        " is not a file:// URL; roots are written to a hub tree you operate");
-  return hub.substr(prefix.size());
-}
-
 void add_root_writer(CLI::App& trust, const char* name, const char* help, bool first) {
   auto args = std::make_shared<RootArgs>();
   CLI::App* cmd = trust.add_subcommand(name, help);
   cmd->add_option("--hub", args->hub,
-                  "The hub to write root/<N>.root.json into: file:///path, or http(s)://... with WebDAV PUT "
+                  "The hub to write root/<N>.root.json into: file:///path, http(s)://... with WebDAV PUT "
                   "(credentials as for `kernels publish`)")
       ->required();
   cmd->add_option("--key", args->root_keys, "A root key's public key file (repeat for several)")->required();
@@ -56,17 +51,8 @@ void add_root_writer(CLI::App& trust, const char* name, const char* help, bool f
                           "new root's (repeat)")
       ->required();
   cmd->add_option("--expires-days", args->expires_days, "Days until this root expires")->check(CLI::Range(1, 3650));
-  cmd->callback([args, first, name]() {
-    const bool http = args->hub.rfind("http://", 0) == 0 || args->hub.rfind("https://", 0) == 0;
-    const std::string hub_dir = http ? "" : file_hub_dir(args->hub, name);
-    if (!http) {
-      const auto existing = registry::latest_root_in_file_hub(hub_dir);
-      if (first && existing)
-        fail(KH_ERROR_INVALID_ARGUMENT, "hub " + args->hub + " already has root version " +
-                                            std::to_string(existing->version) + "; use `kernels trust rotate` to replace it");
-      if (!first && !existing)
-        fail(KH_ERROR_INVALID_ARGUMENT, "hub " + args->hub + " has no root yet; use `kernels trust init` first");
-    }
+  cmd->callback([args, first]() {
+    const auto hub = registry::open_hub_writer(args->hub, settings().hub_access(args->hub));
     registry::RootSpec spec;
     for (const auto& p : args->root_keys) spec.root_keys.push_back(registry::read_public_key_file(p));
     for (const auto& p : args->index_keys) spec.index_keys.push_back(registry::read_public_key_file(p));
@@ -76,17 +62,17 @@ void add_root_writer(CLI::App& trust, const char* name, const char* help, bool f
     spec.expires_unix = static_cast<int64_t>(std::time(nullptr)) + int64_t{args->expires_days} * 86400;
     std::vector<registry::minisign::SecretKey> signers;
     for (const auto& p : args->signers) signers.push_back(registry::read_secret_key_file(p));
-    const registry::RootMetadata root = http ? registry::write_next_root_to_http_hub(args->hub, spec, signers, first)
-                                             : registry::write_next_root_to_file_hub(hub_dir, spec, signers);
-    const std::string where = http ? args->hub : hub_dir;
+    const registry::RootMetadata root =
+        registry::write_next_root(*hub, spec, signers, first ? registry::RootStep::First : registry::RootStep::Rotate);
+    const std::string where = hub->is_local() ? hub->url().substr(std::string("file://").size()) : hub->url();
     std::printf("wrote %s/root/%llu.root.json (root keys %zu, threshold %u; index keys %zu, threshold %u; expires %s)\n",
                 where.c_str(), static_cast<unsigned long long>(root.version), root.root_role.keyids.size(),
                 root.root_role.threshold, root.index_role.keyids.size(), root.index_role.threshold,
                 root.expires.c_str());
-    if (first && !http)
-      std::printf("clients trust it with: kernels trust %s/root/1.root.json --hub %s\n", hub_dir.c_str(),
+    if (first && hub->is_local())
+      std::printf("clients trust it with: kernels trust %s/root/1.root.json --hub %s\n", where.c_str(),
                   args->hub.c_str());
-    if (first && http)
+    if (first && !hub->is_local())
       std::printf("clients trust it with: kernels trust 1.root.json --hub %s\n"
                   "(hand them 1.root.json over a channel they trust, not only through the hub itself)\n",
                   args->hub.c_str());
@@ -98,7 +84,7 @@ void add_root_writer(CLI::App& trust, const char* name, const char* help, bool f
 void add_trust_command(CLI::App& app) {
   struct PinArgs {
     std::string root_file;
-    loader::FetchOptions options;
+    install::Options options;
     bool replace = false;
   };
   auto pin = std::make_shared<PinArgs>();
@@ -118,14 +104,14 @@ void add_trust_command(CLI::App& app) {
     if (pin->root_file.empty())
       fail(KH_ERROR_INVALID_ARGUMENT, "kernels trust: give a root.json to pin, or a subcommand (init, rotate, show, "
                                       "canonical); see `kernels trust --help`");
-    const loader::FetchOptions o = loader::with_environment(pin->options);
+    auto session = open_session(pin->options);
+    const install::Options& o = session->options();
     if (o.hub_url.empty())
       fail(KH_ERROR_INVALID_ARGUMENT, "kernels trust: which hub is this root for? pass --hub URL or set KH_HUB");
-    auto hub = registry::open_hub(o.hub_url);
+    registry::Hub* hub = &session->hub(o.hub_url);
     // Pinning a root for a URL where no hub is would only fail later, as a trust error.
     if (!o.offline) registry::require_kh_hub(*hub);
-    registry::Cache cache(o.cache_root);
-    registry::TrustStore store(cache, hub->id());
+    registry::TrustStore store(session->cache(), hub->id());
     const registry::RootMetadata root =
         store.pin_root(registry::read_file(pin->root_file, kMaxRootFile), pin->root_file, pin->replace);
     std::printf("trusting root version %llu of hub %s (root keys %zu, threshold %u; index keys %zu, threshold %u; "
@@ -135,18 +121,18 @@ void add_trust_command(CLI::App& app) {
                 root.expires.c_str());
   });
 
-  add_root_writer(*trust, "init", "Write root/1.root.json for a hub you operate (file://)", true);
+  add_root_writer(*trust, "init", "Write root/1.root.json for a hub you operate", true);
   add_root_writer(*trust, "rotate", "Write the next root of a hub you operate, signed by old and new root keys", false);
 
-  auto show = std::make_shared<loader::FetchOptions>();
+  auto show = std::make_shared<install::Options>();
   CLI::App* s = trust->add_subcommand("show", "Print the root of trust pinned for a hub (verified again)");
   add_hub_options(s, *show);
   s->callback([show]() {
-    const loader::FetchOptions o = loader::with_environment(*show);
+    auto session = open_session(*show);
+    const install::Options& o = session->options();
     if (o.hub_url.empty()) fail(KH_ERROR_INVALID_ARGUMENT, "kernels trust show: pass --hub URL or set KH_HUB");
-    auto hub = registry::open_hub(o.hub_url);
-    registry::Cache cache(o.cache_root);
-    const auto root = registry::TrustStore(cache, hub->id()).trusted_root();
+    registry::Hub* hub = &session->hub(o.hub_url);
+    const auto root = registry::TrustStore(session->cache(), hub->id()).trusted_root();
     if (!root) {
       std::printf("hub %s: no pinned root (run `kernels trust <root.json> --hub %s`)\n", hub->url().c_str(),
                   hub->url().c_str());

@@ -19,5 +19,6 @@ void add_check_abi_command(CLI::App& app);
 void add_doctor_command(CLI::App& app);
 void add_lock_command(CLI::App& app);
 void add_cache_command(CLI::App& app);
+void add_settings_command(CLI::App& app);
 
 }  // namespace kh::cli

@@ -3,12 +3,12 @@
 
 #include <CLI/CLI.hpp>
 
-#include "package_fetch.hpp"
+#include "kh/install/session.hpp"
 
 namespace kh::cli {
 
-// Adds --hub, --cache and --offline to cmd, bound to options.
-inline void add_hub_options(CLI::App* cmd, loader::FetchOptions& options) {
+// Adds --hub, --cache, --offline and --allow-expired to cmd, bound to options.
+inline void add_hub_options(CLI::App* cmd, install::Options& options) {
   cmd->add_option("--hub", options.hub_url, "Hub URL, e.g. file:///srv/kh-hub (default: $KH_HUB)");
   cmd->add_option("--cache", options.cache_root, "Cache directory (default: $KH_CACHE, else $XDG_CACHE_HOME/kh)");
   cmd->add_flag("--offline", options.offline, "Use the cache and cached metadata only; open no connection");

@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
   app.fallthrough();
   app.footer(
       "Common options (--hub, --cache, --offline, --json) go before or after the command.\n"
-      "Environment: KH_HUB (default hub URL), KH_CACHE (cache root), KH_OFFLINE=1 (no connections).\n"
+      "Environment: KH_HUB (default hub URL), KH_CACHE (cache root), KH_OFFLINE=1 (no connections);\n"
+      "`kernels settings` lists every variable kh reads.\n"
       "Run `kernels <command> --help` for a command's options.");
   kh::cli::add_get_command(app);
   kh::cli::add_info_command(app);
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
   kh::cli::add_doctor_command(app);
   kh::cli::add_lock_command(app);
   kh::cli::add_cache_command(app);
+  kh::cli::add_settings_command(app);
 
   std::vector<std::string> verbs;
   for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) verbs.push_back(sub->get_name());

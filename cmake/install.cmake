@@ -7,7 +7,7 @@ install(TARGETS kh kh_abi EXPORT khTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS kernels RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(FILES abi/include/kh/kernel_abi.h abi/include/kh/kh.h abi/include/kh/kh.hpp
+install(FILES abi/include/kh/status.h abi/include/kh/kernel_abi.h abi/include/kh/kh.h abi/include/kh/kh.hpp
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kh)
 
 set(KH_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/kh)

@@ -7,10 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "host_build_chooser.hpp"
 #include "kernel_library.hpp"
+#include "kh/install/install.hpp"
+#include "kh/install/settings.hpp"
 #include "kh/kh.h"
 #include "kh/registry/status_error.hpp"
-#include "package_fetch.hpp"
 
 struct kh_op {
   const kh::loader::CheckedOp* checked = nullptr;
@@ -27,8 +29,6 @@ namespace {
 thread_local std::string t_last_error;
 constexpr size_t kOpErrorBufferSize = 1024;
 thread_local char t_op_error[kOpErrorBufferSize];
-
-constexpr int64_t kDefaultMetadataTtlSeconds = 600;
 
 kh_status set_error(kh_status status, std::string message) {
   t_last_error = std::move(message);
@@ -49,14 +49,6 @@ kh_status guarded(const char* function, Body&& body) noexcept {
   } catch (...) {
     return set_error(KH_ERROR_INTERNAL, std::string(function) + ": unexpected non-standard exception");
   }
-}
-
-int64_t metadata_ttl_from_env() {
-  const char* v = std::getenv("KH_METADATA_TTL");
-  if (v == nullptr || *v == '\0') return kDefaultMetadataTtlSeconds;
-  char* end = nullptr;
-  const long long ttl = std::strtoll(v, &end, 10);
-  return (end && *end == '\0' && ttl >= 0) ? ttl : kDefaultMetadataTtlSeconds;
 }
 
 std::unique_ptr<kh_kernel> wrap(std::unique_ptr<kh::loader::KernelLibrary> library, std::string path) {
@@ -81,8 +73,10 @@ kh_status kh_load_kernel(const char* spec, const kh_load_options* options, kh_ke
     if (out == nullptr) return set_error(KH_ERROR_INVALID_ARGUMENT, "kh_load_kernel: out is NULL");
     *out = nullptr;
     if (spec == nullptr) return set_error(KH_ERROR_INVALID_ARGUMENT, "kh_load_kernel: spec is NULL");
-    kh::loader::FetchOptions fetch;
-    fetch.metadata_max_age_s = metadata_ttl_from_env();
+    // The environment is read here, once per load, and nowhere below.
+    kh::install::Settings settings = kh::install::Settings::from_environment();
+    kh::install::Options fetch;
+    fetch.metadata_max_age_s = settings.metadata_ttl_s;
     if (options != nullptr) {
       if (options->struct_size < offsetof(kh_load_options, hub))
         return set_error(KH_ERROR_INVALID_ARGUMENT, "kh_load_kernel: options->struct_size is too small; set it to sizeof(kh_load_options)");
@@ -92,7 +86,8 @@ kh_status kh_load_kernel(const char* spec, const kh_load_options* options, kh_ke
       if (const char* lockfile = KH_OPTION(options, lockfile)) fetch.lockfile = lockfile;
       fetch.offline = (KH_OPTION(options, flags) & KH_LOAD_OFFLINE) != 0;
     }
-    const kh::loader::FetchedPackage pkg = kh::loader::fetch_package(spec, fetch);
+    kh::install::Session session(std::move(settings), fetch, kh::loader::host_build_chooser());
+    const kh::install::InstalledPackage pkg = kh::install::get(session, spec);
     auto library = kh::loader::KernelLibrary::open(pkg.library_path, pkg.library_sha256);
     const kh_module_desc& m = library->module();
     if (pkg.repo != m.name || pkg.version != m.version || pkg.variant != m.variant)

@@ -27,6 +27,9 @@ between rounds is printed, as the noise floor of the comparison).
              (enable_gqa) on a contiguous copy of the gathered K and V, and the HBM floor: K + V
              bytes over the copy bandwidth measured in this run. Cache sets rotated so that
              small rows are not served from L2.
+  pointwise  activation (silu/gelu/gelu_tanh/fatrelu_and_mul at 8192 x 2 x 14336 and 32768 x 2 x
+             4096) and rotary (8192 tokens, 32/8 heads, d 128, NeoX and GPT-J): bench_pointwise.py
+             says what is measured against which same-run baselines (a copy, PyTorch eager).
   ceilings   a 1 GiB device copy and a bf16 8192^3 matmul (the floors in the NOTES files).
 
 Prints one table with each row's target and whether it was met, and writes the figures to
@@ -34,7 +37,7 @@ Prints one table with each row's target and whether it was met, and writes the f
 not an error); 0 with SKIP where no CUDA device or PyTorch is present.
 
   python3 tests/bench/gpu_bench.py --hub file:///path/hub --cache /path/cache [--out DIR]
-      [--only attention|norms|decode] [--reps N] [--quick]
+      [--only attention,norms,decode,pointwise] [--reps N] [--quick]
 (KH_LIBRARY names libkh.so; tests/gpu/run.sh sets everything up and runs this with --bench.)
 """
 import argparse
@@ -57,6 +60,7 @@ except ImportError:
     sys.exit(0)
 
 import kh  # noqa: E402
+import bench_pointwise  # noqa: E402
 
 ORG = "kernels-community"
 TOKENS = 16384
@@ -433,7 +437,8 @@ def main():
     ap.add_argument("--hub", default=os.environ.get("KH_HUB"), help="hub URL (default $KH_HUB)")
     ap.add_argument("--cache", default=os.environ.get("KH_CACHE"), help="cache folder (default $KH_CACHE)")
     ap.add_argument("--out", help="folder for gpu_bench.json")
-    ap.add_argument("--only", choices=("attention", "norms", "decode"))
+    ap.add_argument("--only", type=lambda v: set(v.split(",")), default=None,
+                    help="comma-separated parts: attention, norms, decode, pointwise (default: all)")
     ap.add_argument("--reps", type=int, default=30, help="timed calls per round (two rounds)")
     ap.add_argument("--quick", action="store_true", help="attention at s 1k and 4k only")
     args = ap.parse_args()
@@ -444,7 +449,8 @@ def main():
     variants = {}
     if args.hub and args.hub.startswith("file://"):
         from check_through_kh import hub_variants  # the hub's variant keys by target name
-        variants = {pkg: hub_variants(args.hub, pkg) for pkg in ("attention", "rms-norm", "layer-norm")}
+        variants = {pkg: hub_variants(args.hub, pkg) for pkg in ("attention", "rms-norm", "layer-norm", "activation",
+                                                                 "rotary")}
     version, _ = kh.library_version()
     dev = torch.cuda.get_device_properties(0)
     print(f"kh {version}; {dev.name}, {dev.multi_processor_count} SMs; torch {torch.__version__}, "
@@ -456,17 +462,24 @@ def main():
     print(f"ceilings: copy {result['ceilings']['copy_tbs']:.2f} TB/s (read + write), "
           f"bf16 matmul 8192^3 {result['ceilings']['matmul_tflops']:.0f} TFLOP/s")
     attn_rows, norm_rows, decode_rows = [], [], []
-    if args.only in (None, "norms"):
+    if args.only is None or "norms" in args.only:
         kernels = {pkg: load(pkg, "sm90a", args, variants) for pkg in ("rms-norm", "layer-norm")}
         norm_rows = bench_norms(kernels, args.reps, failures)
-    if args.only in (None, "attention"):
+    if args.only is None or "attention" in args.only:
         kernels = {t: load("attention", t, args, variants) for t in ("sm90a", "sm80")}
         attn_rows = bench_attention(kernels, max(10, args.reps * 2 // 3), args.quick, failures)
-    if args.only in (None, "decode"):
+    if args.only is None or "decode" in args.only:
         kernels = {t: load("attention", t, args, variants) for t in ("sm90a", "sm80")}
         decode_rows = bench_decode(kernels, max(20, args.reps), result["ceilings"]["copy_tbs"], failures)
-    result.update(attention=attn_rows, norms=norm_rows, decode=decode_rows, failures=failures)
-    rows = attn_rows + norm_rows + decode_rows
+    pointwise_rows = []
+    if args.only is None or "pointwise" in args.only:
+        kernels = {t: load("activation", t, args, variants) for t in ("sm90a", "sm80")}
+        pointwise_rows = bench_pointwise.bench_activation(kernels, args.reps, failures, Timing, rel_error)
+        kernels = {t: load("rotary", t, args, variants) for t in ("sm90a", "sm80")}
+        pointwise_rows += bench_pointwise.bench_rotary(kernels, args.reps, failures, Timing, rel_error, L2_BYTES)
+    result.update(attention=attn_rows, norms=norm_rows, decode=decode_rows, pointwise=pointwise_rows,
+                  failures=failures)
+    rows = attn_rows + norm_rows + decode_rows + pointwise_rows
     judged = [r for r in rows if "met" in r] + [dict(met=r["stretch_met"]) for r in rows if "stretch" in r]
     result["targets_met"] = sum(r["met"] for r in judged)
     result["targets_judged"] = len(judged)
@@ -479,6 +492,8 @@ def main():
         print_norms(norm_rows)
     if decode_rows:
         print_decode(decode_rows)
+    if pointwise_rows:
+        bench_pointwise.print_pointwise(pointwise_rows)
     print(f"\ntargets met: {result['targets_met']} of {result['targets_judged']}; "
           f"validation failures: {len(failures)}; {time.time() - t0:.0f} s")
     for f in failures:

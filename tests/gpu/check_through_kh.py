@@ -30,6 +30,10 @@ loader's schema checks run too. Then, per op x target x dtype x shape class:
   bad args       mismatched shapes, wrong dtypes, head_dim 96, non-contiguous last dim, a
                  CPU tensor, an int for a float...: kh.Error with the expected KH_ status and
                  the argument named, and the NaN-poisoned output untouched (no launch).
+  activation, rotary   tests/gpu/pointwise/check_activation.py, check_rotary.py: every op x
+                 target x dtype x shape class against float64 on the same stored inputs, outputs
+                 poisoned and gaps checked, the CPU build as oracle, CUDA graph capture + replay,
+                 bad calls refused (their docstrings say what each checks).
   binding        automatic selection picks sm90a; the package sits in the cache; unknown
                  packages/variants/ops raise kh.Error; __dlpack__ objects (and CuPy/NumPy
                  when present) and explicit streams work.
@@ -58,6 +62,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 sys.path.insert(0, os.path.join(HERE, "attention"))
 sys.path.insert(0, os.path.join(HERE, "norms"))
+sys.path.insert(0, os.path.join(HERE, "pointwise"))
 
 try:
     import torch
@@ -70,6 +75,8 @@ import kh  # noqa: E402
 from attention_dev_check import make_inputs, reference as attention_reference, sdpa_same_precision  # noqa: E402
 from check_decode import check_decode, check_decode_oracle  # noqa: E402
 from check_norms import SENTINEL, TOL, gaps_intact, make_rows, norm_inputs, reference as norm_reference  # noqa: E402
+from check_activation import check_activation  # noqa: E402
+from check_rotary import check_rotary  # noqa: E402
 
 ORG = "kernels-community"
 # Every package with a CPU and a CUDA backend, from their manifests (packages_from_manifests);
@@ -744,6 +751,8 @@ def main():
                             ("norms", lambda: check_norms(res, kernels, gen, args.quick)),
                             ("norms vs the CPU oracle", lambda: check_norms_oracle(res, kernels, gen)),
                             ("bad arguments", lambda: check_bad_args(res, kernels)),
+                            ("activation", lambda: check_activation(res, kernels, gen, args.quick, GPU_TARGETS)),
+                            ("rotary", lambda: check_rotary(res, kernels, gen, args.quick, GPU_TARGETS)),
                             ("binding", lambda: check_binding(res, kernels, args, variants, gen))):
             only = [w.strip() for w in os.environ.get("KH_GPU_CHECK_ONLY", "").split(",") if w.strip()]
             if only and not any(section.startswith(w) for w in only):

@@ -10,6 +10,9 @@
 #                                   and copy them into DIR (default .gpu-stage, which
 #                                   .git/info/exclude should list) with the shared libraries
 #                                   they need, for a GPU machine that has none of them.
+#                                   KH_GPU_STAGE_GPU_LIBS=0 stages libkh, `kernels`, the CPU
+#                                   libraries and dlpack.h only: the GPU machine then builds
+#                                   the CUDA libraries itself (seconds on its 16 cores).
 #   tests/gpu/run.sh [DIR]          on the GPU machine: use DIR's staged outputs (build what
 #                                   is missing: needs cmake, a compiler and nvcc there), pack,
 #                                   publish, doctor, get, check. Exit status non-zero on any
@@ -54,7 +57,7 @@ case "${1:-}" in
   stage) mode=stage; stage="${2:-$stage}" ;;
   --from-build) from_build="${2:?--from-build needs a kh build directory}"; stage="$from_build/gpu-stage" ;;
   "") ;;
-  -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,43p' "$0"; exit 0 ;;
   *) stage="$1" ;;
 esac
 stage="$(mkdir -p "$stage" && cd "$stage" && pwd)"
@@ -102,12 +105,16 @@ build_gpu_target() {  # $1: cuda-sm80 | cuda-sm90a -> $stage/kernels/$1/libkh_<p
   mkdir -p "$dst"
   if [[ -x build-matrix/build.sh ]]; then
     echo "(build-matrix/build.sh $target)"
-    build-matrix/build.sh "$target" "$b/out" || return 1
-    # It packs (after `kernels check-abi`); stage the checked library out of each archive.
+    # Built on the GPU machine for this run only: held to its own glibc, not the build image's.
+    local glibc=""
+    [[ $mode == run ]] && glibc="$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')"
+    KH_MATRIX_MAX_GLIBC="${glibc:-${KH_MATRIX_MAX_GLIBC:-}}" build-matrix/build.sh "$target" "$b/out" || return 1
+    # It checks (`kernels check-abi`) and packs each library it installs; stage those (a GPU
+    # machine may have no zstd to unpack the archives with).
     for pkg in "${PKGS[@]}"; do
-      local a; a="$(find "$b/out" -name "${ORG}__$pkg-*-cuda*-${target#cuda-}-*.tar.zst" | head -1)"
-      [[ -n "$a" ]] || { echo "build-matrix/build.sh made no $target archive of $pkg"; return 1; }
-      tar --zstd -xOf "$a" "lib/$(lib_name "$pkg" cuda)" > "$dst/$(lib_name "$pkg" cuda)" || return 1
+      local f; f="$(find "${KH_MATRIX_BUILD_ROOT:-$root/build/matrix}/$target/install/$pkg" -name "$(lib_name "$pkg" cuda)" | head -1)"
+      [[ -n "$f" ]] || { echo "build-matrix/build.sh installed no $target library of $pkg"; return 1; }
+      cp "$f" "$dst/" || return 1
     done
     return 0
   fi
@@ -145,8 +152,14 @@ stage_system_libraries() {  # the non-glibc shared libraries libkh and kernels n
     done
 }
 
+stage_headers() {  # dlpack.h, which the GPU machine may lack (kernel builds and the bench include it)
+  local h; h="$(echo '#include <dlpack/dlpack.h>' | "${CXX:-c++}" -x c++ -E -M - 2>/dev/null | tr ' ' '\n' | grep 'dlpack/dlpack.h$' | head -1)"
+  [[ -n "$h" ]] || { echo "no dlpack/dlpack.h here (apt-get install libdlpack-dev)"; return 1; }
+  mkdir -p "$stage/include/dlpack" && cp "$h" "$stage/include/dlpack/"
+}
+
 build_call_overhead_bench() {  # tests/bench/bench_call_overhead.cpp against the staged libkh
-  "${CXX:-c++}" -std=c++17 -O2 -I abi/include tests/bench/bench_call_overhead.cpp -o "$stage/bin/bench_call_overhead" \
+  "${CXX:-c++}" -std=c++17 -O2 -I abi/include -I "$stage/include" tests/bench/bench_call_overhead.cpp -o "$stage/bin/bench_call_overhead" \
     -L "$stage/lib" -l:libkh.so.0 -ldl -Wl,-rpath,'$ORIGIN/../lib'
 }
 
@@ -169,6 +182,9 @@ ensure_built() {  # builds whatever the stage lacks
     step "building kh (release) and the CPU kernels"
     build_kh || return 1
   fi
+  # KH_GPU_STAGE_GPU_LIBS=0 (stage mode): leave the GPU kernel libraries to the GPU machine,
+  # which builds them in seconds (the stage then needs no CUDA build here).
+  [[ $mode == stage && ${KH_GPU_STAGE_GPU_LIBS:-1} == 0 ]] && return 0
   for t in "${GPU_TARGETS[@]}"; do
     if ! have_target "$t"; then
       step "building the $t kernel libraries"
@@ -179,6 +195,7 @@ ensure_built() {  # builds whatever the stage lacks
 
 if [[ $mode == stage ]]; then
   printf '%s\n' "${PKGS[@]}" >"$stage/packages.txt"
+  stage_headers || die "dlpack.h missing"
   ensure_built || die "build failed"
   build_call_overhead_bench || die "bench_call_overhead build failed"
   stage_system_libraries
@@ -219,29 +236,42 @@ python3 -c 'import sys, torch; print("python", sys.version.split()[0], "torch", 
 command -v nvcc >/dev/null && nvcc --version | tail -2 | head -1
 [[ -f "$stage/SOURCE" ]] && echo "staged build of $(cat "$stage/SOURCE")"
 
-ensure_built || die "build failed"
-
 # Shared libraries this machine lacks come from the stage's syslib/ (only those: a library
 # that is present here is used as is).
-mkdir -p "$work/syslib"
-export LD_LIBRARY_PATH="$stage/lib:$work/syslib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-for _ in 1 2 3 4; do
-  missing="$(ldd "$stage/lib/libkh.so.0" "$stage/bin/kernels" 2>/dev/null | awk '/not found/ {print $1}' | sort -u)"
-  [[ -z "$missing" ]] && break
-  for so in $missing; do
-    if [[ -f "$stage/syslib/$so" ]]; then
-      ln -sf "$stage/syslib/$so" "$work/syslib/$so"
-    elif [[ -f "$stage/syslib/$so.xz" ]]; then
-      python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
-        "$stage/syslib/$so.xz" "$work/syslib/$so"
-    else
-      echo "missing here and not staged: $so"
-    fi
+use_staged_system_libraries() {
+  mkdir -p "$work/syslib"
+  export LD_LIBRARY_PATH="$stage/lib:$work/syslib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  for _ in 1 2 3 4; do
+    missing="$(ldd "$stage/lib/libkh.so.0" "$stage/bin/kernels" 2>/dev/null | awk '/not found/ {print $1}' | sort -u)"
+    [[ -z "$missing" ]] && break
+    for so in $missing; do
+      if [[ -f "$stage/syslib/$so" ]]; then
+        ln -sf "$stage/syslib/$so" "$work/syslib/$so"
+      elif [[ -f "$stage/syslib/$so.xz" ]]; then
+        python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
+          "$stage/syslib/$so.xz" "$work/syslib/$so"
+      else
+        echo "missing here and not staged: $so"
+      fi
+    done
   done
-done
-[[ -n "$(ls "$work/syslib")" ]] && echo "using staged copies of: $(ls "$work/syslib" | tr '\n' ' ')"
-missing="$(ldd "$stage/lib/libkh.so.0" "$stage/bin/kernels" 2>/dev/null | awk '/not found/ {print $1}' | sort -u)"
-[[ -z "$missing" ]] || die "shared libraries missing: $missing"
+  [[ -n "$(ls "$work/syslib")" ]] && echo "using staged copies of: $(ls "$work/syslib" | tr '\n' ' ')"
+  missing="$(ldd "$stage/lib/libkh.so.0" "$stage/bin/kernels" 2>/dev/null | awk '/not found/ {print $1}' | sort -u)"
+  [[ -z "$missing" ]] || die "shared libraries missing: $missing"
+}
+
+# With libkh and `kernels` staged, the GPU kernel libraries can be built here (the build matrix
+# checks and packs them with the staged `kernels`), so set up its libraries first.
+if have_kh; then
+  use_staged_system_libraries
+  export KH_KERNELS="${KH_KERNELS:-$stage/bin/kernels}"
+fi
+# The kernel builds find dlpack.h in the stage when this machine has none.
+if [[ -f "$stage/include/dlpack/dlpack.h" ]] && ! echo '#include <dlpack/dlpack.h>' | "${CXX:-c++}" -x c++ -E - >/dev/null 2>&1; then
+  export KH_MATRIX_CMAKE_ARGS="${KH_MATRIX_CMAKE_ARGS:-} -DKH_DLPACK_INCLUDE_DIR=$stage/include"
+fi
+ensure_built || die "build failed"
+use_staged_system_libraries
 
 kernels="$stage/bin/kernels"
 export KH_HUB="file://$work/hub" KH_CACHE="$work/cache" KH_LIBRARY="$stage/lib/libkh.so.0"

@@ -18,8 +18,10 @@
 # counts AGPRs too (gfx942 allocates both from one 512-entry file; <= 256 allows 2 waves per
 # SIMD). Every attention_fwd kernel must contain v_mfma instructions, bf16 and f16 ones both, and
 # spill nothing; the attention_decode_paged kernels (memory-bound, on the vector ALUs: no MFMA)
-# must all be there (16 split + 2 combine); no kernel may use scratch memory (SGPR spills of the
-# norms and of the 8-row decode kernels go to VGPR lanes).
+# must all be there (16 split + 2 combine); the activation (4 ops x 3 dtypes x 16-byte / element
+# packs = 24) and rotary (3 dtypes x NeoX / GPT-J x 16-byte / element packs = 12) kernels must all
+# be there; no kernel may use scratch memory (SGPR spills of the norms and of the 8-row decode
+# kernels go to VGPR lanes).
 # Exit status: 0 pass, 1 fail, 77 skipped (no clang-19 / LLVM 19 tools: ctest reports a skip).
 set -uo pipefail
 
@@ -139,6 +141,7 @@ kernel_table() {
     /^ *\.vgpr_spill_count:/ { vspill = $NF; print "M", name, vgpr, agpr, vspill, sspill, scratch, lds }'
 }
 
+declare -A expected_kernels=([activation]=24 [rotary]=12)  # every instantiation of the element-wise packages
 total_mfma=0
 decode_kernels=0
 for pkg in "${libs[@]}"; do
@@ -187,6 +190,9 @@ for pkg in "${libs[@]}"; do
       END { for (i = 1; i <= n; ++i) if (order[i] in meta) print order[i], mfma[order[i]], meta[order[i]] }')
   done
   [[ $kernels -gt 0 ]] || fail "$pkg: no kernels in its code objects"
+  if [[ -n "${expected_kernels[$pkg]:-}" ]]; then
+    [[ $kernels -eq ${expected_kernels[$pkg]} ]] || fail "$pkg: $kernels kernels, expected ${expected_kernels[$pkg]}"
+  fi
   if [[ "$pkg" == attention ]]; then
     # 2 head dims x 2 dtypes x causal or not; bf16 and f16 MFMAs both present.
     [[ $((kernels - decode_kernels)) -eq 8 ]] ||

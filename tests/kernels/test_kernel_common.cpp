@@ -3,10 +3,12 @@
 // layouts of strided tensors, argument messages, and the negotiation rule.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "ieee_reference.hpp"
 #include "kh_kernel/args.hpp"
@@ -142,6 +144,92 @@ TEST_CASE("RowLayout: collapses what it can and maps rows to offsets") {
     REQUIRE(kh_kernels::make_row_layout(t, &r));
     CHECK(r.ndim == 1);
     CHECK(r.offset(2) == -32);
+  }
+}
+
+namespace {
+
+// A bf16 (T, H, D) view at element offset `off` of a buffer, rows `row` elements apart.
+kh_kernels::TensorView rows_view(uint16_t* buf, int64_t off, int64_t t, int64_t h, int64_t d, int64_t row,
+                                 int64_t head) {
+  kh_kernels::TensorView v;
+  v.tensor = reinterpret_cast<const DLTensor*>(buf);  // present(); never dereferenced here
+  v.data = buf + off;
+  v.dtype = kh_kernels::DType::kBF16;
+  v.ndim = 3;
+  v.shape[0] = t, v.shape[1] = h, v.shape[2] = d;
+  v.strides[0] = row, v.strides[1] = head, v.strides[2] = 1;
+  return v;
+}
+
+// Whether any element address of a equals one of b, by listing them.
+bool elements_meet(const kh_kernels::TensorView& a, const kh_kernels::TensorView& b) {
+  std::vector<uintptr_t> seen;
+  auto each = [](const kh_kernels::TensorView& v, auto&& fn) {
+    for (int64_t i = 0; i < v.shape[0]; ++i)
+      for (int64_t j = 0; j < v.shape[1]; ++j)
+        for (int64_t k = 0; k < v.shape[2]; ++k)
+          fn(reinterpret_cast<uintptr_t>(static_cast<uint16_t*>(v.data) + i * v.strides[0] + j * v.strides[1] +
+                                         k * v.strides[2]));
+  };
+  each(a, [&](uintptr_t p) { seen.push_back(p); });
+  std::sort(seen.begin(), seen.end());
+  bool meet = false;
+  each(b, [&](uintptr_t p) { meet = meet || std::binary_search(seen.begin(), seen.end(), p); });
+  return meet;
+}
+
+}  // namespace
+
+TEST_CASE("args: views whose rows interleave (packed qkv) overlap exactly when an element is shared") {
+  std::vector<uint16_t> buf(1 << 16);
+  char msg[256] = {0};
+  kh_call_ctx ctx{};
+  ctx.struct_size = sizeof ctx;
+  ctx.error_buf = msg;
+  ctx.error_buf_size = sizeof msg;
+  const kh_kernels::OpContext c{"rotary_embedding", &ctx, kDLCPU};
+  SUBCASE("the query and key slices of one qkv tensor do not overlap") {
+    // qkv (T, (8 + 2 + 2) * 64): q heads 0..7, k heads 8..9, v heads 10..11.
+    const int64_t row = 12 * 64;
+    const auto q = rows_view(buf.data(), 0, 40, 8, 64, row, 64);
+    const auto k = rows_view(buf.data(), 8 * 64, 40, 2, 64, row, 64);
+    bool decided = false;
+    CHECK_FALSE(kh_kernels::interleaved_rows_overlap(q, k, &decided));
+    CHECK(decided);
+    CHECK(kh_kernels::check_no_overlap(c, "query", q, "key", k, kh_kernels::Alias::kForbidden) == KH_OK);
+    CHECK(kh_kernels::check_no_overlap(c, "key", k, "query", q, kh_kernels::Alias::kForbidden) == KH_OK);
+  }
+  SUBCASE("a key slice reaching into the query's heads is refused") {
+    const int64_t row = 12 * 64;
+    const auto q = rows_view(buf.data(), 0, 40, 8, 64, row, 64);
+    const auto k = rows_view(buf.data(), 7 * 64 + 8, 40, 2, 64, row, 64);
+    CHECK(kh_kernels::check_no_overlap(c, "query", q, "key", k, kh_kernels::Alias::kForbidden) ==
+          KH_ERROR_INVALID_ARGUMENT);
+    CHECK(std::string(msg).find("'query': overlaps key") != std::string::npos);
+  }
+  SUBCASE("every offset and row count agrees with the element-by-element answer") {
+    const int64_t row = 6 * 16;  // rows of 96 elements; views of 2 heads x 16
+    for (int64_t off = -3 * row; off <= 3 * row; off += 5)
+      for (int64_t tb : {1, 2, 7}) {
+        const auto a = rows_view(buf.data(), 4 * row, 7, 2, 16, row, 16);
+        const auto b = rows_view(buf.data(), 4 * row + off, tb, 2, 16, row, 24);
+        bool decided = false;
+        const bool meet = kh_kernels::interleaved_rows_overlap(a, b, &decided);
+        CAPTURE(off);
+        CAPTURE(tb);
+        REQUIRE(decided);
+        CHECK(meet == elements_meet(a, b));
+      }
+  }
+  SUBCASE("other layouts fall back to whole extents") {
+    const auto a = rows_view(buf.data(), 0, 4, 2, 16, 64, 16);
+    const auto b = rows_view(buf.data(), 40, 4, 2, 16, 128, 16);  // another row stride
+    bool decided = true;
+    kh_kernels::interleaved_rows_overlap(a, b, &decided);
+    CHECK_FALSE(decided);
+    CHECK(kh_kernels::check_no_overlap(c, "out", a, "x", b, kh_kernels::Alias::kForbidden) ==
+          KH_ERROR_INVALID_ARGUMENT);
   }
 }
 

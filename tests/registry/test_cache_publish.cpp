@@ -376,14 +376,6 @@ TEST_CASE("open_hub") {
   CHECK(h->fetch_metadata("big.json", 101).size() == 101);
 }
 
-TEST_CASE("Cache::default_root follows KH_CACHE, XDG_CACHE_HOME, HOME") {
-  kh_test::ScopedEnv env{{"KH_CACHE", "/k"}, {"XDG_CACHE_HOME", "/x"}, {"HOME", "/h"}};
-  CHECK(Cache::default_root() == "/k");
-  ::unsetenv("KH_CACHE");
-  CHECK(Cache::default_root() == "/x/kh");
-  ::setenv("XDG_CACHE_HOME", "", 1);
-  CHECK(Cache::default_root() == "/h/.cache/kh");
-}
 
 #ifdef KH_TEST_HOOKS
 TEST_CASE("a crash at any point leaves nothing that is later trusted") {

@@ -145,19 +145,3 @@ TEST_CASE("a body past its cap is reported as the cap, whatever libcurl says") {
   }
 }
 
-TEST_CASE("deadline settings come from the environment and are checked") {
-  {
-    kh_test::ScopedEnv env({{"KH_TRANSFER_MIN_TIMEOUT", "12.5"}, {"KH_TRANSFER_MIN_RATE", "1000"},
-                            {"KH_OPERATION_TIMEOUT", "0"}});
-    HttpOptions o = http_options_from_environment("http://127.0.0.1/hub");
-    CHECK(o.transfer_min_timeout_s == doctest::Approx(12.5));
-    CHECK(o.transfer_min_rate == doctest::Approx(1000));
-    CHECK(o.operation_timeout_s == 0);
-  }
-  HttpOptions d = http_options_from_environment("http://127.0.0.1/hub");
-  CHECK(d.transfer_min_timeout_s == 30);
-  CHECK(d.transfer_min_rate == 64 * 1024);
-  CHECK(d.operation_timeout_s == 1800);
-  kh_test::ScopedEnv bad("KH_OPERATION_TIMEOUT", "soon");
-  kh_test::expect_status([] { http_options_from_environment("http://127.0.0.1/hub"); }, KH_ERROR_INVALID_ARGUMENT);
-}

@@ -386,33 +386,6 @@ TEST_CASE("hub URLs: credentials, queries and bad schemes are refused; messages 
   CHECK(hub->id().rfind("https-", 0) == 0);
 }
 
-TEST_CASE("the token comes from KH_TOKEN, else from the config file for the hub") {
-  TempDir d;
-  kh::registry::make_directories(d / "kh");
-  kh_test::write_text(d / "kh/config.json",
-                      R"({"hubs": {"https://hub.example.com/kh/": {"token": "tok-a"},
-                                  "https://hub.example.com": {"token": "tok-host"},
-                                  "https://other.example.com": {"token": "tok-b"}}})",
-                      0600);
-  std::string saved_xdg = std::getenv("XDG_CONFIG_HOME") != nullptr ? std::getenv("XDG_CONFIG_HOME") : "";
-  ::setenv("XDG_CONFIG_HOME", d.path().c_str(), 1);
-  ::unsetenv("KH_TOKEN");
-  CHECK(http_options_from_environment("https://hub.example.com/kh").token == "tok-a");
-  CHECK(http_options_from_environment("https://hub.example.com/kh/sub").token == "tok-a");
-  CHECK(http_options_from_environment("https://hub.example.com/other").token == "tok-host");
-  CHECK(http_options_from_environment("https://other.example.com.evil.org/kh").token.empty());
-  CHECK(http_options_from_environment("http://hub.example.com/kh").token.empty());
-  ::setenv("KH_TOKEN", "tok-env", 1);
-  CHECK(http_options_from_environment("https://hub.example.com/kh").token == "tok-env");
-  ::unsetenv("KH_TOKEN");
-  kh_test::write_text(d / "kh/config.json", "{not json", 0600);
-  kh_test::expect_status([] { http_options_from_environment("https://hub.example.com/kh"); },
-                         KH_ERROR_INVALID_ARGUMENT);
-  if (saved_xdg.empty())
-    ::unsetenv("XDG_CONFIG_HOME");
-  else
-    ::setenv("XDG_CONFIG_HOME", saved_xdg.c_str(), 1);
-}
 
 TEST_CASE("the cache keeps an ETag beside cached metadata") {
   TempDir d;

@@ -19,6 +19,7 @@
 #include "kh/registry/cache.hpp"
 #include "kh/registry/http_options.hpp"
 #include "kh/registry/hub.hpp"
+#include "kh/registry/hub_schemes.hpp"
 #include "kh/registry/publish.hpp"
 #include "kh/registry/repo_index.hpp"
 #include "kh/registry/sha256.hpp"
@@ -167,11 +168,12 @@ TEST_CASE("nginx over http: metadata, blobs, ETag and 304, one kept-alive connec
   CHECK(lines[1].find(" 304 ") != std::string::npos);
 }
 
-TEST_CASE("nginx over https: the test CA through KH_CA_BUNDLE; without it, a message naming it") {
+TEST_CASE("nginx over https: the test CA as the CA bundle (KH_CA_BUNDLE); without it, a message naming it") {
   World w;
   SUBCASE("trusted") {
-    ScopedEnv ca("KH_CA_BUNDLE", w.nginx->ca_file());
-    auto hub = open_hub(w.nginx->https_url());
+    HubAccess access;
+    access.http.ca_bundle = w.nginx->ca_file();
+    auto hub = open_hub(w.nginx->https_url(), access);
     CHECK(hub->id().rfind("https-", 0) == 0);
     CHECK(hub->fetch_metadata("kh-hub.json", 1 << 16) == kh_test::read_text(w.hub_dir + "/kh-hub.json"));
     CHECK(w.fetch_blob(*hub) == w.archive());

@@ -171,8 +171,8 @@ TEST_CASE("a lock held by a stopped process: the wait is bounded and names the h
   const std::string lock = d / "cache/locks/x.lock";
   const pid_t holder = stopped_lock_holder(lock);
 
-  kh_test::ScopedEnv env({{"KH_LOCK_TIMEOUT", "1.5"}, {"KH_PROGRESS", "0"}});
-  Outcome o = in_child(30, [&] { FileLock again(lock); });
+  const LockPolicy policy{1.5, false};  // KH_LOCK_TIMEOUT=1.5 KH_PROGRESS=0
+  Outcome o = in_child(30, [&] { FileLock again(lock, policy); });
   REQUIRE_MESSAGE(o.finished, "the lock wait was not bounded");
   CHECK(o.threw);
   CHECK(o.status == KH_ERROR_IO);
@@ -184,7 +184,7 @@ TEST_CASE("a lock held by a stopped process: the wait is bounded and names the h
   CHECK_MESSAGE(o.message.find("KH_LOCK_TIMEOUT") != std::string::npos, o.message);
 
   SUBCASE("the cache's own waits are bounded too (installing a blob whose lock is held)") {
-    Cache cache(d / "cache");
+    Cache cache(d / "cache", policy);
     const std::string sha = sha256_hex("x");
     const pid_t blob_holder = stopped_lock_holder(d / ("cache/locks/" + sha + ".lock"));
     Outcome c = in_child(30, [&] { cache.install_archive(d / "none.tar.zst", sha, "a/b", "1.0.0", "cpu"); });
@@ -218,17 +218,10 @@ TEST_CASE("a holder that is running is waited for longer than the timeout, then 
   char c = 0;
   REQUIRE(::read(p[0], &c, 1) == 1);
   ::close(p[0]);
-  kh_test::ScopedEnv env("KH_PROGRESS", "0");
-  Outcome o = in_child(30, [&] { FileLock again(lock, 0.3); });  // 10 x 0.3 s for a live holder
+  Outcome o = in_child(30, [&] { FileLock again(lock, LockPolicy{0.3, false}); });  // 10 x 0.3 s for a live holder
   end(pid);
   REQUIRE(o.finished);
   CHECK_MESSAGE(!o.threw, o.message);
   CHECK(o.seconds >= 0.5);
 }
 
-TEST_CASE("KH_LOCK_TIMEOUT must be a number of seconds") {
-  kh_test::ScopedEnv env("KH_LOCK_TIMEOUT", "soon");
-  kh_test::expect_status([] { (void)lock_timeout_seconds(); }, KH_ERROR_INVALID_ARGUMENT);
-  kh_test::ScopedEnv ok("KH_LOCK_TIMEOUT", "0.25");
-  CHECK(lock_timeout_seconds() == doctest::Approx(0.25));
-}

@@ -8,7 +8,7 @@
 #include "kh/registry/minisign.hpp"
 #include "kh/registry/signed_metadata.hpp"
 #include "test_util.hpp"
-#include "../../registry/src/crypto.hpp"
+#include "../../registry/trust/src/crypto.hpp"
 
 using namespace kh::registry;
 using kh_test::expect_status;

@@ -15,7 +15,9 @@
 #include "../servers/nginx_fixture.hpp"
 #include "http_test_util.hpp"
 #include "test_util.hpp"
+#include "kh/install/settings.hpp"
 #include "kh/registry/cache.hpp"
+#include "kh/registry/hub_schemes.hpp"
 #include "kh/registry/publish.hpp"
 #include "kh/registry/signed_metadata.hpp"
 #include "kh/registry/trust.hpp"
@@ -111,6 +113,32 @@ struct World {
   int dists_ = 0;
 };
 
+// What `kernels publish` does: the settings' credentials and trust cache, the hub's write
+// half (a short lease settle: loopback writes take milliseconds).
+HubAccess access_for(const std::string& url, kh::install::Settings* settings = nullptr) {
+  kh::install::Settings s = kh::install::Settings::from_environment();
+  HubAccess a = s.hub_access(url);
+  a.lease.settle_s = 0.2;
+  if (settings) *settings = s;
+  return a;
+}
+
+std::vector<PublishedVariant> publish_http(const std::string& dist, const std::string& url,
+                                           const std::vector<minisign::SecretKey>& keys = {}) {
+  kh::install::Settings s;
+  const HubAccess a = access_for(url, &s);
+  PublishOptions o;
+  o.signing_keys = keys;
+  o.trust_cache = s.cache_root();
+  o.trust = s.trust_options();
+  return publish(dist, *open_hub_writer(url, a), o);
+}
+
+RootMetadata write_root_http(const std::string& url, const RootSpec& spec, const std::vector<minisign::SecretKey>& signers,
+                             bool first) {
+  return write_next_root(*open_hub_writer(url, access_for(url)), spec, signers, first ? RootStep::First : RootStep::Rotate);
+}
+
 // Position of the first access-log line holding all of `needles`, or -1.
 int line_of(const std::vector<std::string>& log, const std::string& a, const std::string& b = "") {
   for (size_t i = 0; i < log.size(); ++i)
@@ -126,7 +154,7 @@ TEST_CASE("publish over http with basic auth: blobs, then signatures, then the i
   const std::string hub_dir = w.www + "/basic";
   ScopedEnv creds{{"KH_PUBLISH_USER", "publisher"}, {"KH_PUBLISH_PASSWORD", "pa55word"}};
 
-  auto published = publish_to_http_hub(w.dist("org/one", "1.0.0", "lib one 1.0.0"), url, 365, {w.key});
+  auto published = publish_http(w.dist("org/one", "1.0.0", "lib one 1.0.0"), url, {w.key});
   REQUIRE(published.size() == 1);
   CHECK_FALSE(published[0].already_present);
   CHECK(kh_test::read_text(hub_dir + "/" + blob_path(published[0].sha256)).size() == published[0].size);
@@ -146,8 +174,8 @@ TEST_CASE("publish over http with basic auth: blobs, then signatures, then the i
   CHECK(index > sig);
 
   // A second repo and a new version of the first: merged, version bumped, catalog whole.
-  publish_to_http_hub(w.dist("org/two", "0.1.0", "lib two"), url, 365, {w.key});
-  publish_to_http_hub(w.dist("org/one", "1.1.0", "lib one 1.1.0"), url, 365, {w.key});
+  publish_http(w.dist("org/two", "0.1.0", "lib two"), url, {w.key});
+  publish_http(w.dist("org/one", "1.1.0", "lib one 1.1.0"), url, {w.key});
   idx = w.client_index(url, "org/one", hub_dir);
   CHECK(idx.version == 2);
   CHECK(idx.releases.size() == 2);
@@ -165,7 +193,7 @@ TEST_CASE("publish over http with basic auth: blobs, then signatures, then the i
                          [](const std::string& l) { return l.find("PUT /basic/blobs/") != std::string::npos; });
   };
   const auto puts_before = count_blob_puts();
-  auto same = publish_to_http_hub(w.dist("org/two", "0.1.0", "lib two"), url, 365, {w.key});
+  auto same = publish_http(w.dist("org/two", "0.1.0", "lib two"), url, {w.key});
   CHECK(same.at(0).already_present);
   CHECK(count_blob_puts() == puts_before);
 }
@@ -176,12 +204,12 @@ TEST_CASE("publish over https with a bearer token; other bytes for a published b
   const std::string hub_dir = w.www + "/bearer";
   ScopedEnv env{{"KH_CA_BUNDLE", w.nginx->ca_file()}, {"KH_PUBLISH_TOKEN", kToken}};
 
-  auto first = publish_to_http_hub(w.dist("org/one", "1.0.0", "original bytes"), url, 365, {w.key});
+  auto first = publish_http(w.dist("org/one", "1.0.0", "original bytes"), url, {w.key});
   const std::string index_before = kh_test::read_text(hub_dir + "/repos/org/one/index.json");
   const std::string sig_before = kh_test::read_text(hub_dir + "/repos/org/one/index.json.minisig");
 
   std::string msg = kh_test::expect_status(
-      [&] { publish_to_http_hub(w.dist("org/one", "1.0.0", "other bytes"), url, 365, {w.key}); },
+      [&] { publish_http(w.dist("org/one", "1.0.0", "other bytes"), url, {w.key}); },
       KH_ERROR_INVALID_ARGUMENT);
   CHECK(msg.find("already published") != std::string::npos);
   CHECK(kh_test::read_text(hub_dir + "/repos/org/one/index.json") == index_before);
@@ -190,7 +218,7 @@ TEST_CASE("publish over https with a bearer token; other bytes for a published b
 
   // Signing with a key the hub's root does not name is refused before anything is uploaded.
   const auto stranger = minisign::generate_key();
-  kh_test::expect_status([&] { publish_to_http_hub(w.dist("org/one", "2.0.0", "v2"), url, 365, {stranger}); },
+  kh_test::expect_status([&] { publish_http(w.dist("org/one", "2.0.0", "v2"), url, {stranger}); },
                          KH_ERROR_SIGNATURE);
   CHECK(kh_test::read_text(hub_dir + "/repos/org/one/index.json") == index_before);
 }
@@ -200,7 +228,7 @@ TEST_CASE("publish refusals: no or wrong credentials, a server without PUT; the 
   {
     ScopedEnv env{{"KH_CA_BUNDLE", w.nginx->ca_file()}, {"KH_PUBLISH_TOKEN", "wrong"}};
     std::string msg = kh_test::expect_status(
-        [&] { publish_to_http_hub(w.dist("org/one", "1.0.0", "x"), w.nginx->https_url("/bearer"), 365, {w.key}); },
+        [&] { publish_http(w.dist("org/one", "1.0.0", "x"), w.nginx->https_url("/bearer"), {w.key}); },
         KH_ERROR_NETWORK);
     CHECK(msg.find("401") != std::string::npos);
     CHECK(msg.find("KH_PUBLISH_TOKEN") != std::string::npos);
@@ -210,20 +238,20 @@ TEST_CASE("publish refusals: no or wrong credentials, a server without PUT; the 
   {
     ScopedEnv env{{"KH_PUBLISH_USER", "publisher"}, {"KH_PUBLISH_PASSWORD", "not-it"}};
     kh_test::expect_status(
-        [&] { publish_to_http_hub(w.dist("org/one", "1.0.0", "x"), w.nginx->http_url("/basic"), 365, {w.key}); },
+        [&] { publish_http(w.dist("org/one", "1.0.0", "x"), w.nginx->http_url("/basic"), {w.key}); },
         KH_ERROR_NETWORK);
     CHECK_FALSE(path_exists(w.www + "/basic/repos"));
   }
   {
     std::string msg = kh_test::expect_status(
-        [&] { publish_to_http_hub(w.dist("org/one", "1.0.0", "x"), w.nginx->http_url("/readonly"), 365, {}); },
+        [&] { publish_http(w.dist("org/one", "1.0.0", "x"), w.nginx->http_url("/readonly"), {}); },
         KH_ERROR_NETWORK);
     CHECK(msg.find("405") != std::string::npos);
     CHECK(msg.find("dav_methods") != std::string::npos);
   }
   {
     ScopedEnv env{{"KH_PUBLISH_USER", "publisher"}};
-    kh_test::expect_status([&] { publish_to_http_hub(w.dist("org/one", "1.0.0", "x"), w.nginx->http_url("/basic")); },
+    kh_test::expect_status([&] { publish_http(w.dist("org/one", "1.0.0", "x"), w.nginx->http_url("/basic")); },
                            KH_ERROR_INVALID_ARGUMENT);
   }
 }
@@ -238,22 +266,22 @@ TEST_CASE("an http hub's roots are written over PUT: init, rotate, and init refu
   spec.root_keys = {w.key.public_key()};
   spec.index_keys = {w.key.public_key()};
   spec.expires_unix = static_cast<int64_t>(std::time(nullptr)) + 30 * 86400;
-  kh_test::expect_status([&] { write_next_root_to_http_hub(url, spec, {w.key}, false); }, KH_ERROR_INVALID_ARGUMENT);
-  CHECK(write_next_root_to_http_hub(url, spec, {w.key}, true).version == 1);
+  kh_test::expect_status([&] { write_root_http(url, spec, {w.key}, false); }, KH_ERROR_INVALID_ARGUMENT);
+  CHECK(write_root_http(url, spec, {w.key}, true).version == 1);
   CHECK(path_exists(hub_dir + "/root/1.root.json"));
   w.pin(url, hub_dir, true);
-  kh_test::expect_status([&] { write_next_root_to_http_hub(url, spec, {w.key}, true); }, KH_ERROR_INVALID_ARGUMENT);
+  kh_test::expect_status([&] { write_root_http(url, spec, {w.key}, true); }, KH_ERROR_INVALID_ARGUMENT);
 
   // Rotate to a new key: signed by the old root key and the new one, as clients require.
   const auto next_key = minisign::generate_key();
   RootSpec next = spec;
   next.root_keys = {next_key.public_key()};
   next.index_keys = {next_key.public_key()};
-  kh_test::expect_status([&] { write_next_root_to_http_hub(url, next, {next_key}, false); }, KH_ERROR_SIGNATURE);
+  kh_test::expect_status([&] { write_root_http(url, next, {next_key}, false); }, KH_ERROR_SIGNATURE);
   CHECK_FALSE(path_exists(hub_dir + "/root/2.root.json"));
-  CHECK(write_next_root_to_http_hub(url, next, {w.key, next_key}, false).version == 2);
+  CHECK(write_root_http(url, next, {w.key, next_key}, false).version == 2);
   // A client pinned on root 1 walks to root 2 and accepts an index signed by the new key.
-  publish_to_http_hub(w.dist("org/one", "1.0.0", "after rotation"), url, 365, {next_key});
+  publish_http(w.dist("org/one", "1.0.0", "after rotation"), url, {next_key});
   CHECK(w.client_index(url, "org/one", hub_dir).version == 1);
 }
 
@@ -262,7 +290,7 @@ TEST_CASE("publish merges only into an index that verifies: unpinned publisher a
   const std::string url = w.nginx->http_url("/basic");
   const std::string hub_dir = w.www + "/basic";
   ScopedEnv creds{{"KH_PUBLISH_USER", "publisher"}, {"KH_PUBLISH_PASSWORD", "pa55word"}};
-  publish_to_http_hub(w.dist("org/one", "1.0.0", "v1"), url, 365, {w.key});
+  publish_http(w.dist("org/one", "1.0.0", "v1"), url, {w.key});
   const std::string index = hub_dir + "/repos/org/one/index.json";
 
   // Someone with write access but not the key slips a build into the index.
@@ -271,13 +299,13 @@ TEST_CASE("publish merges only into an index that verifies: unpinned publisher a
       doc["releases"]["1.0.0"]["variants"]["cpu-x86_64-abi1-x86_64-linux"];
   kh_test::write_text(index, doc.dump(2));
   std::string msg = kh_test::expect_status(
-      [&] { publish_to_http_hub(w.dist("org/one", "1.1.0", "v1.1"), url, 365, {w.key}); }, KH_ERROR_SIGNATURE);
+      [&] { publish_http(w.dist("org/one", "1.1.0", "v1.1"), url, {w.key}); }, KH_ERROR_SIGNATURE);
   CHECK(msg.find("does not verify") != std::string::npos);
   CHECK(kh_test::read_text(index) == doc.dump(2));  // not signed, not replaced
 
   // A publisher that never pinned the hub's root cannot check the index: refused too.
   ScopedEnv fresh{{"KH_CACHE", w.d / "unpinned-cache"}};
-  msg = kh_test::expect_status([&] { publish_to_http_hub(w.dist("org/one", "1.2.0", "v1.2"), url, 365, {w.key}); },
+  msg = kh_test::expect_status([&] { publish_http(w.dist("org/one", "1.2.0", "v1.2"), url, {w.key}); },
                                KH_ERROR_SIGNATURE);
   CHECK(msg.find("kernels trust") != std::string::npos);
 }

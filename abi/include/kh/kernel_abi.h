@@ -12,7 +12,7 @@
  *  - A minor version adds; a major version breaks. The loader refuses a library whose major
  *    differs from its own or whose minor is newer than its own.
  *
- * C99-clean; depends on nothing but <dlpack/dlpack.h>. */
+ * C99-clean; depends on nothing but <dlpack/dlpack.h> and kh/status.h (the status codes). */
 #ifndef KH_KERNEL_ABI_H
 #define KH_KERNEL_ABI_H
 
@@ -20,6 +20,8 @@
 #include <stdint.h>
 
 #include <dlpack/dlpack.h>
+
+#include "kh/status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -35,29 +37,6 @@ extern "C" {
 
 /* The name of the one symbol a kernel library exports. */
 #define KH_KERNEL_ENTRY_POINT "kh_kernel_negotiate"
-
-/* Status codes. Values are fixed forever; new codes are only appended. */
-typedef int32_t kh_status;
-#define KH_OK 0
-#define KH_ERROR_INVALID_ARGUMENT 1      /* a bad argument to an API function or an op */
-#define KH_ERROR_NOT_FOUND 2             /* unknown repo, version, variant or op */
-#define KH_ERROR_NETWORK 3               /* a transfer from a hub failed */
-#define KH_ERROR_VERIFICATION 4          /* size or sha256 of downloaded bytes is wrong */
-#define KH_ERROR_BAD_METADATA 5          /* hub metadata is malformed or of an unknown schema */
-#define KH_ERROR_BAD_ARCHIVE 6           /* a package archive is malformed or unsafe */
-#define KH_ERROR_ABI_MISMATCH 7          /* a kernel library speaks no ABI version we speak */
-#define KH_ERROR_LOAD_FAILED 8           /* dlopen failed or the entry point is missing */
-#define KH_ERROR_NO_COMPATIBLE_VARIANT 9 /* no build of the package fits this machine */
-#define KH_ERROR_IO 10                   /* a local file operation failed */
-#define KH_ERROR_OFFLINE 11              /* the request needs a hub but offline mode is on */
-#define KH_ERROR_UNSUPPORTED 12          /* valid request this kernel does not implement */
-#define KH_ERROR_DEVICE 13               /* the GPU runtime reported an error */
-#define KH_ERROR_INTERNAL 14             /* a bug: an unexpected exception or state */
-#define KH_ERROR_OUT_OF_MEMORY 15
-#define KH_ERROR_LOCKED 16               /* the lockfile pins something else */
-#define KH_ERROR_SIGNATURE 17            /* a signature is missing, malformed or invalid */
-#define KH_ERROR_ROLLBACK 18             /* hub metadata older than what was already seen */
-#define KH_ERROR_EXPIRED 19              /* hub metadata past its expiry time */
 
 /* What a kh_value holds. Carried as uint32_t. */
 typedef enum kh_value_kind {

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "kh/kernel_abi.h"
+#include "kh/status.h"
 
 #ifdef __cplusplus
 extern "C" {

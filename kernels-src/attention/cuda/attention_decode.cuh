@@ -3,6 +3,7 @@
 // translation unit per (dtype, lane-group width): attention_decode_<dtype>_tpr<N>.cu.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -14,6 +15,12 @@
 #define KH_DEC_DEV __device__ __forceinline__
 // 4 CTAs an SM for 4 rows (caps registers at 128: 160 unbounded), 2 for 8 rows.
 #define KH_DEC_SPLIT_BOUNDS(ROWS) __launch_bounds__(kThreads, (ROWS) <= 4 ? 4 : 2)
+// Programmatic dependent launch (sm90+): griddepcontrol is PTX ISA 7.8 for sm_90 and newer, so
+// the compute_80 PTX of the sm80 build leaves it out (its combine is an ordinary launch).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define KH_DEC_LAUNCH_DEPENDENTS() asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory")
+#define KH_DEC_WAIT_PRIOR_GRID() asm volatile("griddepcontrol.wait;\n" ::: "memory")
+#endif
 
 namespace kh_attention {
 namespace decode {
@@ -49,44 +56,62 @@ KH_DEC_DEV uint16_t kh_dec_float_to_f16(float f) { return __half_as_ushort(__flo
 
 #include "attention_decode_kernel.inl"
 #include "attention_decode_mma.cuh"
+#include "attention_decode_staged.cuh"
 
 namespace kh_attention {
 namespace decode {
 
-// Sets the dynamic shared memory limit of a kernel once (the cp.async variant needs up to
-// 128 KiB); a host-side attribute, not a stream operation: safe during graph capture.
+// Sets the dynamic shared memory limit of a kernel once (the staged kernel's ring needs 64 KiB
+// at head dim 128); a host-side attribute, not a stream operation: safe during graph capture.
 template <typename Kernel>
 cudaError_t allow_smem(Kernel kernel, size_t bytes) {
   if (bytes <= 48 * 1024) return cudaSuccess;
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
 }
 
-template <typename Tag, int TPR, int ROWS, bool ASYNC>
+template <typename Tag, int TPR, int ROWS>
 cudaError_t launch_mma(const DecodeParams& p, int row_tiles, int num_splits, const dim3& grid, cudaStream_t stream) {
-  constexpr size_t bytes = decode_mma_smem_bytes<TPR, ROWS, ASYNC>();
-  static const cudaError_t ready = allow_smem(decode_mma_kernel<Tag, TPR, ROWS, ASYNC>, bytes);
+  constexpr size_t bytes = decode_mma_smem_bytes<ROWS>();
+  static const cudaError_t ready = allow_smem(decode_mma_kernel<Tag, TPR, ROWS>, bytes);
   if (ready != cudaSuccess) return ready;
-  decode_mma_kernel<Tag, TPR, ROWS, ASYNC><<<grid, kThreads, bytes, stream>>>(p, row_tiles, num_splits);
+  decode_mma_kernel<Tag, TPR, ROWS><<<grid, kThreads, bytes, stream>>>(p, row_tiles, num_splits);
   return cudaGetLastError();
 }
 
-template <typename Tag, int TPR, int ROWS, bool ASYNC>
-int mma_occupancy() {
-  constexpr size_t bytes = decode_mma_smem_bytes<TPR, ROWS, ASYNC>();
+template <typename Tag, int TPR, int ROWS>
+cudaError_t launch_staged(const DecodeParams& p, int row_tiles, int num_splits, const dim3& grid, cudaStream_t stream) {
+  constexpr size_t bytes = decode_staged_smem_bytes<TPR, ROWS>();
+  static const cudaError_t ready = allow_smem(decode_staged_kernel<Tag, TPR, ROWS>, bytes);
+  if (ready != cudaSuccess) return ready;
+  decode_staged_kernel<Tag, TPR, ROWS><<<grid, kThreads, bytes, stream>>>(p, row_tiles, num_splits);
+  return cudaGetLastError();
+}
+
+// Resident CTAs an SM of a kernel with `bytes` of dynamic shared memory.
+template <typename Kernel>
+int occupancy_of(Kernel kernel, size_t bytes) {
   int blocks = 0;
-  if (allow_smem(decode_mma_kernel<Tag, TPR, ROWS, ASYNC>, bytes) != cudaSuccess) return 1;
-  const cudaError_t err =
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, decode_mma_kernel<Tag, TPR, ROWS, ASYNC>, kThreads, bytes);
+  if (allow_smem(kernel, bytes) != cudaSuccess) return 1;
+  const cudaError_t err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, bytes);
   return err == cudaSuccess && blocks > 0 ? blocks : 1;
 }
 
-// variant: kVariantRegs (tensor-core scores, K/V through registers: the default),
-// kVariantAsync (the same with a cp.async shared-memory ring), kVariantSimt (all CUDA cores,
-// attention_decode_kernel.inl).
+// The staged kernel takes head dims up to 128 (TPR <= 16; its ring holds 3 CTAs an SM there);
+// wider rows, and KH_ATTENTION_DECODE_VARIANT=tcpv, run the register kernel.
+template <int TPR>
+constexpr bool staged_takes(int variant) {
+  return variant == kVariantStaged && TPR <= 16;
+}
+
+// variant: kVariantStaged (the default: K/V through a shared-memory ring of whole lines, both
+// products on the tensor cores, attention_decode_staged.cuh), kVariantTensorPv (K/V straight
+// into fragments, attention_decode_mma.cuh), kVariantSimt (all CUDA cores,
+// attention_decode_kernel.inl, the HIP kernel's design).
 template <typename Tag, int TPR>
 cudaError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int num_splits, int variant,
                              cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(num_splits), static_cast<unsigned>(p.heads_kv * row_tiles),
+  const unsigned splits = static_cast<unsigned>(num_splits), heads = static_cast<unsigned>(p.heads_kv * row_tiles);
+  const dim3 grid(p.grid_heads_first ? heads : splits, p.grid_heads_first ? splits : heads,
                   static_cast<unsigned>(p.batch));
   if (variant == kVariantSimt) {
     if (rows == 4)
@@ -95,24 +120,26 @@ cudaError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int
       decode_split_kernel<Tag, TPR, 8><<<grid, kThreads, 0, stream>>>(p, row_tiles, num_splits);
     return cudaGetLastError();
   }
-  if (variant == kVariantAsync)
-    return rows == 4 ? launch_mma<Tag, TPR, 4, true>(p, row_tiles, num_splits, grid, stream)
-                     : launch_mma<Tag, TPR, 8, true>(p, row_tiles, num_splits, grid, stream);
-  return rows == 4 ? launch_mma<Tag, TPR, 4, false>(p, row_tiles, num_splits, grid, stream)
-                   : launch_mma<Tag, TPR, 8, false>(p, row_tiles, num_splits, grid, stream);
+  if constexpr (TPR <= 16) {
+    if (staged_takes<TPR>(variant))
+      return rows == 4 ? launch_staged<Tag, TPR, 4>(p, row_tiles, num_splits, grid, stream)
+                       : launch_staged<Tag, TPR, 8>(p, row_tiles, num_splits, grid, stream);
+  }
+  return rows == 4 ? launch_mma<Tag, TPR, 4>(p, row_tiles, num_splits, grid, stream)
+                   : launch_mma<Tag, TPR, 8>(p, row_tiles, num_splits, grid, stream);
 }
 
 template <typename Tag, int TPR>
 int decode_split_occupancy(int rows, int variant) {
-  if (variant == kVariantSimt) {
-    int blocks = 0;
-    const cudaError_t err =
-        rows == 4 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, decode_split_kernel<Tag, TPR, 4>, kThreads, 0)
-                  : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, decode_split_kernel<Tag, TPR, 8>, kThreads, 0);
-    return err == cudaSuccess && blocks > 0 ? blocks : 1;
+  if (variant == kVariantSimt)
+    return rows == 4 ? occupancy_of(decode_split_kernel<Tag, TPR, 4>, 0) : occupancy_of(decode_split_kernel<Tag, TPR, 8>, 0);
+  if constexpr (TPR <= 16) {
+    if (staged_takes<TPR>(variant))
+      return rows == 4 ? occupancy_of(decode_staged_kernel<Tag, TPR, 4>, decode_staged_smem_bytes<TPR, 4>())
+                       : occupancy_of(decode_staged_kernel<Tag, TPR, 8>, decode_staged_smem_bytes<TPR, 8>());
   }
-  if (variant == kVariantAsync) return rows == 4 ? mma_occupancy<Tag, TPR, 4, true>() : mma_occupancy<Tag, TPR, 8, true>();
-  return rows == 4 ? mma_occupancy<Tag, TPR, 4, false>() : mma_occupancy<Tag, TPR, 8, false>();
+  return rows == 4 ? occupancy_of(decode_mma_kernel<Tag, TPR, 4>, decode_mma_smem_bytes<4>())
+                   : occupancy_of(decode_mma_kernel<Tag, TPR, 8>, decode_mma_smem_bytes<8>());
 }
 
 // The launch/combine translation unit declares the instantiations extern: each split kernel

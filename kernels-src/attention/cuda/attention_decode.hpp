@@ -13,8 +13,9 @@ namespace decode {
 struct Bf16Tag;
 struct F16Tag;
 
-// Split-kernel variants (KH_ATTENTION_DECODE_VARIANT=regs|async|simt; regs by default).
-constexpr int kVariantRegs = 0, kVariantAsync = 1, kVariantSimt = 2;
+// Split-kernel variants (KH_ATTENTION_DECODE_VARIANT=staged|tcpv|simt; staged by default, which
+// serves head dims up to 128 and hands wider rows to tcpv's kernel).
+constexpr int kVariantStaged = 0, kVariantTensorPv = 1, kVariantSimt = 2;
 
 // The split kernel over grid (num_splits, heads_kv * row_tiles, batch); rows: 4 or 8 query rows
 // a CTA; variant: which kernel (attention_decode_mma.cuh or attention_decode_kernel.inl).
@@ -27,7 +28,7 @@ template <typename Tag, int TPR>
 int decode_split_occupancy(int rows, int variant);
 
 // Merges the splits' partials in the workspace into out and lse.
-cudaError_t run_decode_combine(const DecodeParams& p, int num_splits, cudaStream_t stream);
+cudaError_t run_decode_combine(const DecodeParams& p, int num_splits, bool dependent, cudaStream_t stream);
 
 }  // namespace decode
 }  // namespace kh_attention

@@ -17,29 +17,44 @@ namespace decode {
 KH_DECODE_EXTERN_ALL(Bf16Tag)
 KH_DECODE_EXTERN_ALL(F16Tag)
 
-cudaError_t run_decode_combine(const DecodeParams& p, int num_splits, cudaStream_t stream) {
+// dependent: launched as a programmatic dependent of the split kernel just queued (sm90): the
+// combine grid is scheduled while the split kernel's last CTAs finish, instead of after.
+cudaError_t run_decode_combine(const DecodeParams& p, int num_splits, bool dependent, cudaStream_t stream) {
   const int64_t rows = static_cast<int64_t>(p.batch) * p.q_len * p.heads_q;
   const int64_t blocks = (rows + kCombineRows - 1) / kCombineRows;
-  if (p.dtype == ElementType::kBF16)
-    decode_combine_kernel<Bf16Tag><<<static_cast<unsigned>(blocks), kCombineThreads, 0, stream>>>(p, num_splits);
-  else
-    decode_combine_kernel<F16Tag><<<static_cast<unsigned>(blocks), kCombineThreads, 0, stream>>>(p, num_splits);
-  return cudaGetLastError();
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(blocks));
+  config.blockDim = dim3(kCombineThreads);
+  config.dynamicSmemBytes = 0;
+  config.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attr;
+  config.numAttrs = dependent ? 1 : 0;
+  if (p.dtype == ElementType::kBF16) return cudaLaunchKernelEx(&config, decode_combine_kernel<Bf16Tag>, p, num_splits);
+  return cudaLaunchKernelEx(&config, decode_combine_kernel<F16Tag>, p, num_splits);
 }
 
 namespace {
 
 int lane_group_width(int head_dim) { return head_dim <= 32 ? 4 : head_dim <= 64 ? 8 : head_dim <= 128 ? 16 : 32; }
 
-// KH_ATTENTION_DECODE_VARIANT=async|simt (comparisons): the cp.async-ring or the CUDA-core split
-// kernel instead of the default; KH_ATTENTION_DECODE_SIMT=1 is the same as simt.
+// A comparison switch from the environment (read once): KH_ATTENTION_DECODE_<name>=1.
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && v[0] == '1';
+}
+
+// KH_ATTENTION_DECODE_VARIANT=tcpv|simt (comparisons): the register kernel at every head dim, or
+// the CUDA-core split kernel, instead of the staged kernel; KH_ATTENTION_DECODE_SIMT=1 = simt.
 int variant() {
   static const int v = [] {
     const char* s = std::getenv("KH_ATTENTION_DECODE_VARIANT");
     const char* simt = std::getenv("KH_ATTENTION_DECODE_SIMT");
-    if (s != nullptr && std::strcmp(s, "async") == 0) return kVariantAsync;
+    if (s != nullptr && std::strcmp(s, "tcpv") == 0) return kVariantTensorPv;
     if ((s != nullptr && std::strcmp(s, "simt") == 0) || (simt != nullptr && simt[0] == '1')) return kVariantSimt;
-    return kVariantRegs;
+    return kVariantStaged;
   }();
   return v;
 }
@@ -118,14 +133,31 @@ DecodePlan plan_decode(const DecodeParams& p, int device) {
   }();
   if (forced > 0) best = std::min<int64_t>(forced, smax);
   plan.splits = static_cast<int>(best);
+  // The combine kernel is a programmatic dependent launch on sm90a (run 6 of cuda/NOTES.md
+  // "Decode": 0.8-2.8 us sooner at batch 1 and 16, the same elsewhere); comparisons:
+  // KH_ATTENTION_DECODE_PDL=0 launches it plainly, KH_ATTENTION_DECODE_HEADS_FIRST=1 orders the
+  // split grid heads first (run 5: no difference).
+  static const bool heads_first = env_flag("KH_ATTENTION_DECODE_HEADS_FIRST");
+  static const bool pdl = [] {
+    const char* v = std::getenv("KH_ATTENTION_DECODE_PDL");
+    return v == nullptr || v[0] != '0';
+  }();
+  plan.heads_first = heads_first;
+#if defined(KH_ATTENTION_SM90A)
+  plan.dependent_combine = pdl;
+#else
+  (void)pdl;  // the compute_80 PTX has no griddepcontrol: an ordinary launch
+#endif
   return plan;
 }
 
-cudaError_t launch_decode(const DecodeParams& p, const DecodePlan& plan, cudaStream_t stream) {
+cudaError_t launch_decode(const DecodeParams& params, const DecodePlan& plan, cudaStream_t stream) {
+  DecodeParams p = params;
+  p.grid_heads_first = plan.heads_first ? 1 : 0;
   const bool bf16 = p.dtype == ElementType::kBF16;
   cudaError_t err = bf16 ? run_split<Bf16Tag>(p, plan.tpr, plan.rows, plan.row_tiles, plan.splits, stream)
                          : run_split<F16Tag>(p, plan.tpr, plan.rows, plan.row_tiles, plan.splits, stream);
-  if (err == cudaSuccess && plan.splits > 1) err = run_decode_combine(p, plan.splits, stream);
+  if (err == cudaSuccess && plan.splits > 1) err = run_decode_combine(p, plan.splits, plan.dependent_combine, stream);
   return err;
 }
 

@@ -1,23 +1,23 @@
-// attention_decode_mma.cuh: the CUDA decode split kernel with the scores on the tensor cores
-// (mma.sync m16n8k16, valid on sm80 and sm90a). Included by attention_decode.cuh after the
-// shared kernel bodies (Tile, MergeSmem, decode_epilogue); the combine kernel is shared.
+// attention_decode_mma.cuh: the tensor-core building blocks of the CUDA decode split kernels
+// (mma.sync m16n8k16, movmatrix, cp.async: valid on sm80 and sm90a), and the register split
+// kernel that serves head dims above 128 (and KH_ATTENTION_DECODE_VARIANT=tcpv). Included by
+// attention_decode.cuh after the shared kernel bodies (Tile, MergeSmem, decode_epilogue); the
+// default kernel for head dims up to 128 is attention_decode_staged.cuh.
 //
-// Why: the SIMT kernel (attention_decode_kernel.inl) spends ~5.5 instructions per byte of
-// K/V at GQA 4 (a butterfly reduction per key and row, the per-key softmax repeated on every
-// lane of a key's lane group, masks): instruction-bound at ~2.7 TB/s on the H200 (run 1 of
-// NOTES.md "decode"). Here each warp takes 16 keys at a time:
-//  - S^T = K Q^T on the tensor cores: K is the A operand (16 keys x 16 dims), the tile's query
-//    rows (up to 8) the B operand (n = 8). The contraction runs over head dims in any order
-//    both operands agree on, so each lane loads whole 16-byte chunks of K (8 dims of key g and
-//    of key g + 8, g = lane / 4) straight from global memory into the A registers: chunk
-//    c + 4j of a key (c = lane % 4) feeds mma 2j (words 0, 1) and 2j + 1 (words 2, 3), and q
-//    sits in the B registers in the same permuted order (loaded once). No shuffles, no
-//    conversions: one mma per 16 keys x 16 dims.
+// The register kernel: each warp takes 16 keys at a time, and both products run on the tensor
+// cores, with K and V loaded straight from global memory into fragments:
+//  - S^T = K Q^T: K is the A operand (16 keys x 16 dims), the tile's query rows (up to 8) the B
+//    operand (n = 8). The contraction runs over head dims in any order both operands agree on,
+//    so each lane loads whole 16-byte chunks (8 dims of key g and of key g + 8, g = lane / 4):
+//    chunk c + 4j (c = lane % 4) feeds mma 2j (words 0, 1) and 2j + 1 (words 2, 3), and q sits in
+//    the B registers in the same permuted order (loaded once).
 //  - softmax on the accumulator fragment: lane (g, c) holds keys g, g + 8 x rows 2c, 2c + 1;
 //    row maxima reduce over the 8 lanes of a column (3 shuffles), exp2 once per score.
-//  - O += P V on the CUDA cores as in the SIMT kernel: a lane group of TPR lanes owns one key at
-//    a time, 8 dims a lane (16-byte V loads), fetching each row's weight from the lane that
-//    computed it (2 shuffles a row and key).
+//  - O^T += V^T P^T (tile_pv_tensor below): V loaded as K is, transposed into A fragments by
+//    movmatrix; P^T out of the score accumulator the same way.
+// Why not the default below 128 dims: a warp instruction reads 64 bytes of each of 16 rows, half
+// a line, and the L2 fabric saturates at ~3.9 TB/s (cuda/NOTES.md "Decode", runs 6-8); the
+// staged kernel copies whole lines. Above 128 dims its shared-memory ring would not fit 3 CTAs.
 // Tiles are aligned to multiples of 16 keys, so with block_size >= 16 one block-table entry
 // serves a whole tile; smaller blocks look up each key.
 #pragma once
@@ -62,18 +62,15 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-// The K/V ring of the cp.async variant: per warp, kStages tiles of 16 keys x TPR chunks for K
-// and for V. Chunk positions are XOR-swizzled by key ((key % (TPR / 4)) * 4) so the 8 lanes of
-// an LDS.128 phase (2 keys x 4 chunk columns for the mma operand) hit distinct banks.
 // One 16-key tile's scores to probabilities, in place (sc[0], sc[1]: key first_key, rows 2c and
 // 2c + 1; sc[2], sc[3]: key first_key + 8): scale (base 2), soft-cap and masks, then each row's
 // online softmax (the max over the tile's 16 keys is over the 8 lanes of column c) and running
-// sum, and O rescaled by each row's correction (taken from lane r / 2). The register and the
-// cp.async paths of the split kernel share it.
-template <int ROWS>
-__device__ __forceinline__ void tile_softmax(float (&sc)[4], float (&m)[2], float (&l)[2], float (&acc)[ROWS][8],
-                                             int first_key, int key_end, const int (&pos)[2], const int (&low)[2],
-                                             bool softcap, float s_scale, float cap_log2, float inv_cap) {
+// sum; corr gets each of the two rows' factor for what was accumulated before. Both split
+// kernels (this file's and the staged one) share it.
+__device__ __forceinline__ void tile_probabilities(float (&sc)[4], float (&m)[2], float (&l)[2], float (&corr)[2],
+                                                   int first_key, int key_end, const int (&pos)[2],
+                                                   const int (&low)[2], bool softcap, float s_scale, float cap_log2,
+                                                   float inv_cap) {
 #pragma unroll
   for (int v = 0; v < 4; ++v) {
     const int key = first_key + (v >= 2 ? 8 : 0), k = v & 1;
@@ -83,7 +80,6 @@ __device__ __forceinline__ void tile_softmax(float (&sc)[4], float (&m)[2], floa
     const bool seen = key < key_end && key <= pos[k] && key >= low[k];
     sc[v] = seen ? x : -INFINITY;
   }
-  float corr[2];
 #pragma unroll
   for (int k = 0; k < 2; ++k) {
     float mx = fmaxf(sc[k], sc[k + 2]);
@@ -98,73 +94,82 @@ __device__ __forceinline__ void tile_softmax(float (&sc)[4], float (&m)[2], floa
     sc[k + 2] = kh_dec_exp2(sc[k + 2] - mref);
     l[k] = l[k] * corr[k] + sc[k] + sc[k + 2];
   }
-#pragma unroll
-  for (int r = 0; r < ROWS; ++r) {
-    const float f = __shfl_sync(0xffffffffu, corr[r & 1], r >> 1);
-#pragma unroll
-    for (int e = 0; e < 8; ++e) acc[r][e] *= f;
+}
+
+// --- P V on the tensor cores ---------------------------------------------------------------------
+// O^T (head dims x rows) += V^T (dims x 16 keys) P^T (16 keys x rows) with mma m16n8k16: the
+// keys are the contraction, so each A / B register must hold two keys of one dim / one row.
+// V is loaded as K is (lane (g, c): 16-byte chunks c + 4j of keys g and g + 8), and word t of
+// chunk j across the warp is an 8 x 8 matrix (keys x a permuted set of 8 dims) that movmatrix
+// transposes into A fragments: lane (g, c) then holds keys 2c, 2c + 1 of dim
+// pv_dim(j, t, g) = 8 (g / 2 + 4 j) + 2 t + g % 2. P comes out of the score accumulator the same
+// way (keys x rows -> rows x keys). The accumulator lane (g, c) keeps is rows 2c, 2c + 1 (its
+// own softmax rows: the rescale needs no shuffle) of dims pv_dim(j, 2p, g), pv_dim(j, 2p + 1, g).
+__device__ __forceinline__ uint32_t movmatrix_trans(uint32_t a) {
+  uint32_t d;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(d) : "r"(a));
+  return d;
+}
+
+__device__ __forceinline__ int pv_dim(int j, int t, int g) { return 8 * (g / 2 + 4 * j) + 2 * t + (g & 1); }
+
+template <typename Tag>
+__device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
+  if constexpr (std::is_same_v<Tag, Bf16Tag>) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&v);
+  } else {
+    const __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&v);
   }
 }
 
-// O += p * V for one key kk of the tile: each row's probability comes from the score
-// fragment's owner (lane src + r / 2; keys 8..15 sit in sc[2], sc[3]). Both split-kernel paths.
+// One 16-key tile's O^T += V^T P^T for the chunks j0 .. j0 + NB - 1: va / vb hold V chunks
+// c + 4j of keys g and g + 8 (as the kernel's load_rows loads them), pb the P^T B fragment.
+template <typename Tag, int NJ, int NB>
+__device__ __forceinline__ void tile_pv_tensor(float (&ot)[NJ][2][4], const uint4 (&va)[NB], const uint4 (&vb)[NB],
+                                               const uint32_t (&pb)[2], int jmax, int j0) {
+#pragma unroll
+  for (int jj = 0; jj < NB; ++jj) {
+    if (j0 + jj < jmax) {
+      const uint32_t a[4] = {va[jj].x, va[jj].y, va[jj].z, va[jj].w};
+      const uint32_t b[4] = {vb[jj].x, vb[jj].y, vb[jj].z, vb[jj].w};
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        const uint32_t x0 = movmatrix_trans(a[2 * q]), x1 = movmatrix_trans(a[2 * q + 1]);
+        const uint32_t y0 = movmatrix_trans(b[2 * q]), y1 = movmatrix_trans(b[2 * q + 1]);
+        mma_16816<Tag>(ot[j0 + jj][q], x0, x1, y0, y1, pb[0], pb[1]);
+      }
+    }
+  }
+}
+
+// Dynamic shared memory of decode_mma_kernel: the merge buffer, one state a warp (a warp holds
+// one accumulator; MergeSmem<32, ...> has one group a warp, 256 dims a row).
 template <int ROWS>
-__device__ __forceinline__ void add_weighted_row(float (&acc)[ROWS][8], const float (&sc)[4], const float (&vf)[8],
-                                                 int kk, int src) {
-#pragma unroll
-  for (int r = 0; r < ROWS; ++r) {
-    const float lo = __shfl_sync(0xffffffffu, sc[r & 1], src + (r >> 1));
-    const float hi = __shfl_sync(0xffffffffu, sc[2 + (r & 1)], src + (r >> 1));
-    const float pw = kk >= 8 ? hi : lo;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) acc[r][e] = fmaf(pw, vf[e], acc[r][e]);
-  }
-}
-
-template <int TPR>
-struct AsyncRing {
-  static constexpr int kStages = TPR <= 16 ? 3 : 2;
-  static constexpr int kTileChunks = 16 * TPR;  // uint4 per K (or V) tile
-  static constexpr size_t kBytes = static_cast<size_t>(kThreads / 32) * kStages * 2 * kTileChunks * 16;
-  static __device__ __forceinline__ int swz(int key, int chunk) {
-    return TPR >= 8 ? chunk ^ ((key & (TPR / 4 - 1)) << 2) : chunk;
-  }
-};
-
-// Dynamic shared memory of decode_mma_kernel<..., ASYNC>: the merge buffer, and for the
-// cp.async variant the ring (the merge buffer reuses it after the key loop).
-template <int TPR, int ROWS, bool ASYNC>
 constexpr size_t decode_mma_smem_bytes() {
-  return ASYNC && AsyncRing<TPR>::kBytes > sizeof(MergeSmem<TPR, ROWS>) ? AsyncRing<TPR>::kBytes
-                                                                        : sizeof(MergeSmem<TPR, ROWS>);
+  return sizeof(MergeSmem<32, ROWS>);
 }
 
-// ASYNC = false: K and V are loaded into registers (16-byte loads; next tile's K during P V).
-// ASYNC = true (KH_ATTENTION_DECODE_VARIANT=async): K and V tiles stream into a per-warp
-// shared-memory ring with cp.async, kStages tiles ahead; the mma and P V read them from there.
-template <typename Tag, int TPR, int ROWS, bool ASYNC>
-// 3 CTAs an SM for 4 rows (up to 168 registers: 16 loads of 16 bytes a lane in flight), 2 for 8.
-__global__ void __launch_bounds__(kThreads, ASYNC ? 2 : ((ROWS) <= 4 ? 3 : 2))
-    decode_mma_kernel(const DecodeParams p, const int row_tiles, const int num_splits) {
+// The register split kernel (head dims above 128; KH_ATTENTION_DECODE_VARIANT=tcpv below): K
+// and V loaded into registers with 16-byte loads, the next tile's K during this tile's P V.
+// 3 CTAs an SM up to head dim 128 (168 registers), 2 above (the 64 accumulators and 32 q
+// registers of 256 dims spill 312 bytes under 168).
+template <typename Tag, int TPR, int ROWS>
+__global__ void __launch_bounds__(kThreads, TPR >= 32 ? 2 : 3) decode_mma_kernel(const DecodeParams p, const int row_tiles,
+                                                                 const int num_splits) {
   static_assert(ROWS <= 8, "the query rows are the mma's n = 8");
   constexpr int kWarps = kThreads / 32;
-  constexpr int kGroupsPerWarp = 32 / TPR;         // lane groups (one key each) in a warp
-  constexpr int kPvIters = 16 / kGroupsPerWarp;    // keys a lane group takes from a 16-key tile
   constexpr int kChunksPerLane = TPR / 4 > 0 ? TPR / 4 : 1;  // chunks of 8 dims a lane loads of a key
   constexpr int kKBatch = kChunksPerLane < 4 ? kChunksPerLane : 4;
-  constexpr int kVBatch = kPvIters < 8 ? kPvIters : 8;
   extern __shared__ __align__(16) unsigned char dec_smem[];
-  MergeSmem<TPR, ROWS>& sm = *reinterpret_cast<MergeSmem<TPR, ROWS>*>(dec_smem);
+  MergeSmem<32, ROWS>& sm = *reinterpret_cast<MergeSmem<32, ROWS>*>(dec_smem);
 
   const Tile t = make_tile(p, ROWS, row_tiles, num_splits);
-  const int tid = threadIdx.x;
-  const int warp = tid / 32, lane = tid % 32;
-  const int g = lane / 4, c = lane % 4;             // mma fragment coordinates
-  const int gi = lane / TPR, e0 = (lane % TPR) * 8;  // the P V lane group and its 8 dims
-  const int grp = warp * kGroupsPerWarp + gi;
-  const int nch = p.head_dim / 8;                   // 16-byte chunks of a row
-  const int jmax = (nch + 3) / 4;                   // chunks a lane loads of a key (4 lanes a key)
-  const bool v_on = e0 < p.head_dim;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, c = lane % 4;  // mma fragment coordinates
+  const int nch = p.head_dim / 8;        // 16-byte chunks of a row
+  const int jmax = (nch + 3) / 4;        // chunks a lane loads of a key (4 lanes a key)
   const bool softcap = p.softcap > 0.f;
   const float s_scale = softcap ? p.scale : p.scale * kLog2e;
   const float cap_log2 = p.softcap * kLog2e, inv_cap = softcap ? 1.f / p.softcap : 0.f;
@@ -204,11 +209,13 @@ __global__ void __launch_bounds__(kThreads, ASYNC ? 2 : ((ROWS) <= 4 ? 3 : 2))
 
   float m[2] = {-INFINITY, -INFINITY};  // running max of rows 2c, 2c + 1 (the same on the 8 lanes of c)
   float l[2] = {0.f, 0.f};              // this lane's share of their sums
-  float acc[ROWS][8];
+  float ot[kChunksPerLane][2][4];       // rows 2c, 2c + 1 x dims pv_dim(j, 2q + w / 2, g)
 #pragma unroll
-  for (int r = 0; r < ROWS; ++r)
+  for (int j = 0; j < kChunksPerLane; ++j)
 #pragma unroll
-    for (int e = 0; e < 8; ++e) acc[r][e] = 0.f;
+    for (int q = 0; q < 2; ++q)
+#pragma unroll
+      for (int w = 0; w < 4; ++w) ot[j][q][w] = 0.f;
 
   const int32_t* table = p.block_table + static_cast<int64_t>(t.b) * p.bt_batch_stride;
   const uint16_t* kbase = static_cast<const uint16_t*>(p.k) + static_cast<int64_t>(t.kv_head) * p.k_head_stride;
@@ -216,175 +223,80 @@ __global__ void __launch_bounds__(kThreads, ASYNC ? 2 : ((ROWS) <= 4 ? 3 : 2))
   const int shift = p.block_shift, bmask = p.block_size - 1;
   const bool whole_tiles = shift >= 4;  // a 16-key tile lies in one block
 
-  if constexpr (ASYNC) {
-    using Ring = AsyncRing<TPR>;
-    constexpr int kStages = Ring::kStages;
-    constexpr int kTileStride = kWarps * 16;
-    uint4* ring = reinterpret_cast<uint4*>(dec_smem) + static_cast<size_t>(warp) * kStages * 2 * Ring::kTileChunks;
-    // Copies tile tl's K and V (16 keys x nch chunks; zero-filled past the row or the range)
-    // into stage st of this warp's ring: TPR / 2 chunks of each a lane.
-    auto issue = [&](int tl, int st) {
-      uint4* kdst = ring + static_cast<size_t>(st) * 2 * Ring::kTileChunks;
-      uint4* vdst = kdst + Ring::kTileChunks;
-      int64_t tk = 0, tv = 0;
-      if (whole_tiles) {
-        const int64_t blk = table[tl >> shift];
-        tk = blk * p.k_block_stride + static_cast<int64_t>(tl & bmask) * p.k_row_stride;
-        tv = blk * p.v_block_stride + static_cast<int64_t>(tl & bmask) * p.v_row_stride;
-      }
-#pragma unroll
-      for (int n = 0; n < Ring::kTileChunks / 32; ++n) {
-        const int idx = lane + 32 * n, kk = idx / TPR, ch = idx - kk * TPR, key = tl + kk;
-        const bool on = ch < nch && key < key_end && key >= t.key_beg;
-        int64_t rk = 0, rv = 0;
-        if (on) {
-          if (whole_tiles) {
-            rk = tk + static_cast<int64_t>(kk) * p.k_row_stride;
-            rv = tv + static_cast<int64_t>(kk) * p.v_row_stride;
-          } else {
-            rk = key_row(table, key, shift, bmask, p.k_block_stride, p.k_row_stride);
-            rv = key_row(table, key, shift, bmask, p.v_block_stride, p.v_row_stride);
-          }
-        }
-        const int slot = kk * TPR + Ring::swz(kk, ch);
-        cp_async16(kdst + slot, on ? kbase + rk + ch * 8 : kbase, on ? 16 : 0);
-        cp_async16(vdst + slot, on ? vbase + rv + ch * 8 : vbase, on ? 16 : 0);
-      }
-    };
-    const int first = t.tile_beg + warp * 16;
-#pragma unroll
-    for (int st = 0; st < kStages - 1; ++st) {
-      const int tl = first + st * kTileStride;
-      if (tl < key_end) issue(tl, st);
-      cp_async_commit();
+  // Rows of keys tl + g and tl + g + 8 of one cache (K or V), chunks c + 4j of batch kbatch, zero
+  // past the head dim or the split's keys. Loads go out in batches of at most 4 chunks to bound
+  // registers (head dims above 128 take two).
+  auto load_rows = [&](const uint16_t* base, int64_t block_stride, int64_t row_stride, int tl, int kbatch,
+                       uint4 (&ra)[kKBatch], uint4 (&rb)[kKBatch]) {
+    const int k0 = tl + g, k1 = tl + g + 8;
+    const bool on0 = k0 < key_end && k0 >= t.key_beg, on1 = k1 < key_end && k1 >= t.key_beg;
+    int64_t r0 = 0, r1 = 0;
+    if (whole_tiles) {
+      r0 = static_cast<int64_t>(table[tl >> shift]) * block_stride + static_cast<int64_t>((tl & bmask) + g) * row_stride;
+      r1 = r0 + 8 * row_stride;
+    } else {
+      if (on0) r0 = key_row(table, k0, shift, bmask, block_stride, row_stride);
+      if (on1) r1 = key_row(table, k1, shift, bmask, block_stride, row_stride);
     }
-    int it = 0;
-    for (int tile = first; tile < key_end; tile += kTileStride, ++it) {
-      __syncwarp();  // every lane is done with the stage refilled next (read in iteration it - 1)
-      {
-        const int tl = tile + (kStages - 1) * kTileStride;
-        if (tl < key_end) issue(tl, (it + kStages - 1) % kStages);
-        cp_async_commit();
-      }
-      cp_async_wait<kStages - 1>();  // this lane's copies of tile `it` have landed
-      __syncwarp();                  // ... and every lane's
-      const uint4* kring = ring + static_cast<size_t>(it % kStages) * 2 * Ring::kTileChunks;
-      const uint4* vring = kring + Ring::kTileChunks;
-      float sc[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-      for (int j = 0; j < kChunksPerLane; ++j) {
-        if (j < jmax) {
-          const uint4 ka = kring[g * TPR + Ring::swz(g, c + 4 * j)];
-          const uint4 kb = kring[(g + 8) * TPR + Ring::swz(g + 8, c + 4 * j)];
-          mma_16816<Tag>(sc, ka.x, kb.x, ka.y, kb.y, qf[j][0], qf[j][1]);
-          mma_16816<Tag>(sc, ka.z, kb.z, ka.w, kb.w, qf[j][2], qf[j][3]);
-        }
-      }
-      tile_softmax<ROWS>(sc, m, l, acc, tile + g, key_end, pos, low, softcap, s_scale, cap_log2, inv_cap);
-      // O += P V: this lane group's keys.
-#pragma unroll
-      for (int batch = 0; batch < 1; ++batch) {
-#pragma unroll
-        for (int b = 0; b < kPvIters; ++b) {
-          const int kk = gi * kPvIters + b;
-          const int src = 4 * (kk & 7);
-          float vf[8];
-          unpack8(vring[kk * TPR + AsyncRing<TPR>::swz(kk, lane % TPR)], vf, Tag{});
-          add_weighted_row<ROWS>(acc, sc, vf, kk, src);
-        }
+    for (int jj = 0; jj < kKBatch; ++jj) {
+      const int j = kbatch * kKBatch + jj, ch = c + 4 * j;
+      ra[jj] = make_uint4(0u, 0u, 0u, 0u);
+      rb[jj] = make_uint4(0u, 0u, 0u, 0u);
+      if (j < jmax && ch < nch) {
+        if (on0) ra[jj] = kh_dec_ld16(base + r0 + ch * 8);
+        if (on1) rb[jj] = kh_dec_ld16(base + r1 + ch * 8);
       }
     }
-    cp_async_wait<0>();
-    __syncthreads();  // the merge buffer below reuses the ring
-  } else {
-    // K of a tile (keys tile + g and tile + g + 8, chunks c + 4j of batch kbatch) into ka, kb.
-    // Loads go out in batches of at most 4 chunks (K) and 8 keys (V) to bound registers (head
-    // dims above 128 take two of each).
-    auto load_k = [&](int tl, int kbatch, uint4 (&ka)[kKBatch], uint4 (&kb)[kKBatch]) {
-      const int k0 = tl + g, k1 = tl + g + 8;
-      const bool on0 = k0 < key_end && k0 >= t.key_beg, on1 = k1 < key_end && k1 >= t.key_beg;
-      int64_t kr0 = 0, kr1 = 0;
-      if (whole_tiles) {
-        kr0 = static_cast<int64_t>(table[tl >> shift]) * p.k_block_stride +
-              static_cast<int64_t>((tl & bmask) + g) * p.k_row_stride;
-        kr1 = kr0 + 8 * p.k_row_stride;
-      } else {
-        if (on0) kr0 = key_row(table, k0, shift, bmask, p.k_block_stride, p.k_row_stride);
-        if (on1) kr1 = key_row(table, k1, shift, bmask, p.k_block_stride, p.k_row_stride);
-      }
+  };
+  auto load_k = [&](int tl, int kbatch, uint4 (&ka)[kKBatch], uint4 (&kb)[kKBatch]) {
+    load_rows(kbase, p.k_block_stride, p.k_row_stride, tl, kbatch, ka, kb);
+  };
+  // With one K batch (head dims <= 128) the next tile's K is loaded as soon as this tile's
+  // scores are issued, so a warp always has loads in flight (K during P V, V during S).
+  constexpr bool kPipeK = kChunksPerLane == kKBatch;
+  constexpr int kTileStride = kWarps * 16;
+  uint4 ka[kKBatch], kb[kKBatch];
+  if (kPipeK && t.tile_beg + warp * 16 < key_end) load_k(t.tile_beg + warp * 16, 0, ka, kb);
+
+  for (int tile = t.tile_beg + warp * 16; tile < key_end; tile += kTileStride) {
+    uint4 va[kKBatch], vb[kKBatch];  // V of keys g, g + 8, chunks c + 4j (as K)
+    load_rows(vbase, p.v_block_stride, p.v_row_stride, tile, 0, va, vb);
+
+    // S^T (16 keys x 8 rows) on the tensor cores.
+    float sc[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int kbatch = 0; kbatch < kChunksPerLane / kKBatch; ++kbatch) {
+      if (!kPipeK) load_k(tile, kbatch, ka, kb);
 #pragma unroll
       for (int jj = 0; jj < kKBatch; ++jj) {
-        const int j = kbatch * kKBatch + jj, ch = c + 4 * j;
-        ka[jj] = make_uint4(0u, 0u, 0u, 0u);
-        kb[jj] = make_uint4(0u, 0u, 0u, 0u);
-        if (j < jmax && ch < nch) {
-          if (on0) ka[jj] = kh_dec_ld16(kbase + kr0 + ch * 8);
-          if (on1) kb[jj] = kh_dec_ld16(kbase + kr1 + ch * 8);
+        const int j = kbatch * kKBatch + jj;
+        if (j < jmax) {
+          mma_16816<Tag>(sc, ka[jj].x, kb[jj].x, ka[jj].y, kb[jj].y, qf[j][0], qf[j][1]);
+          mma_16816<Tag>(sc, ka[jj].z, kb[jj].z, ka[jj].w, kb[jj].w, qf[j][2], qf[j][3]);
         }
       }
-    };
-    // With one K batch (head dims <= 128) the next tile's K is loaded as soon as this tile's
-    // scores are issued, so a warp always has loads in flight (K during P V, V during S).
-    constexpr bool kPipeK = kChunksPerLane == kKBatch;
-    constexpr int kTileStride = kWarps * 16;
-    uint4 ka[kKBatch], kb[kKBatch];
-    if (kPipeK && t.tile_beg + warp * 16 < key_end) load_k(t.tile_beg + warp * 16, 0, ka, kb);
-
-    for (int tile = t.tile_beg + warp * 16; tile < key_end; tile += kTileStride) {
-      // V rows of this tile: one table entry per tile, or one per key.
-      int64_t tile_v = 0;
-      if (whole_tiles)
-        tile_v = static_cast<int64_t>(table[tile >> shift]) * p.v_block_stride +
-                 static_cast<int64_t>(tile & bmask) * p.v_row_stride;
-      uint4 vr[kVBatch];
-      auto load_v = [&](int batch) {
+    }
+    if (kPipeK && tile + kTileStride < key_end) load_k(tile + kTileStride, 0, ka, kb);
+    float corr[2];
+    tile_probabilities(sc, m, l, corr, tile + g, key_end, pos, low, softcap, s_scale, cap_log2, inv_cap);
 #pragma unroll
-        for (int b = 0; b < kVBatch; ++b) {
-          const int kk = gi * kPvIters + batch * kVBatch + b, key = tile + kk;
-          vr[b] = make_uint4(0u, 0u, 0u, 0u);
-          if (v_on && key < key_end && key >= t.key_beg) {
-            const int64_t row = whole_tiles ? tile_v + static_cast<int64_t>(kk) * p.v_row_stride
-                                            : key_row(table, key, shift, bmask, p.v_block_stride, p.v_row_stride);
-            vr[b] = kh_dec_ld16(vbase + row + e0);
-          }
-        }
-      };
-      load_v(0);
-
-      // S^T (16 keys x 8 rows) on the tensor cores.
-      float sc[4] = {0.f, 0.f, 0.f, 0.f};
+    for (int j = 0; j < kChunksPerLane; ++j)
 #pragma unroll
-      for (int kbatch = 0; kbatch < kChunksPerLane / kKBatch; ++kbatch) {
-        if (!kPipeK) load_k(tile, kbatch, ka, kb);
+      for (int q = 0; q < 2; ++q)
 #pragma unroll
-        for (int jj = 0; jj < kKBatch; ++jj) {
-          const int j = kbatch * kKBatch + jj;
-          if (j < jmax) {
-            mma_16816<Tag>(sc, ka[jj].x, kb[jj].x, ka[jj].y, kb[jj].y, qf[j][0], qf[j][1]);
-            mma_16816<Tag>(sc, ka[jj].z, kb[jj].z, ka[jj].w, kb[jj].w, qf[j][2], qf[j][3]);
-          }
-        }
-      }
-      if (kPipeK && tile + kTileStride < key_end) load_k(tile + kTileStride, 0, ka, kb);
-      tile_softmax<ROWS>(sc, m, l, acc, tile + g, key_end, pos, low, softcap, s_scale, cap_log2, inv_cap);
-      // O += P V: this lane group's keys.
+        for (int w = 0; w < 4; ++w) ot[j][q][w] *= corr[w & 1];
+    // P^T as the B fragment: keys 2c, 2c + 1 (and + 8) of row g.
+    const uint32_t pb[2] = {movmatrix_trans(pack_pair<Tag>(sc[0], sc[1])), movmatrix_trans(pack_pair<Tag>(sc[2], sc[3]))};
 #pragma unroll
-      for (int batch = 0; batch < kPvIters / kVBatch; ++batch) {
-        if (batch > 0) load_v(batch);
-#pragma unroll
-        for (int b = 0; b < kVBatch; ++b) {
-          const int kk = gi * kPvIters + batch * kVBatch + b;
-          const int src = 4 * (kk & 7);
-          float vf[8];
-          unpack8(vr[b], vf, Tag{});
-          add_weighted_row<ROWS>(acc, sc, vf, kk, src);
-        }
-      }
+    for (int vbatch = 0; vbatch < kChunksPerLane / kKBatch; ++vbatch) {
+      if (vbatch > 0) load_rows(vbase, p.v_block_stride, p.v_row_stride, tile, vbatch, va, vb);
+      tile_pv_tensor<Tag>(ot, va, vb, pb, jmax, vbatch * kKBatch);
     }
   }
 
-  // Row sums over the 8 lanes of each column, then every lane group's state to shared memory:
-  // the warp's m and l go with its first lane group (the others add 0 to the sum).
+  // Row sums over the 8 lanes of each column, then one state a warp to shared memory: this
+  // lane's rows 2c, 2c + 1 (those below ROWS) of its dims.
 #pragma unroll
   for (int k = 0; k < 2; ++k) {
     l[k] += __shfl_xor_sync(0xffffffffu, l[k], 4);
@@ -392,24 +304,29 @@ __global__ void __launch_bounds__(kThreads, ASYNC ? 2 : ((ROWS) <= 4 ? 3 : 2))
     l[k] += __shfl_xor_sync(0xffffffffu, l[k], 16);
   }
 #pragma unroll
-  for (int r = 0; r < ROWS; ++r)
+  for (int j = 0; j < kChunksPerLane; ++j) {
+    if (j < jmax) {
 #pragma unroll
-    for (int e = 0; e < 8; ++e) sm.acc[grp][r][e0 + e] = acc[r][e];
+      for (int q = 0; q < 2; ++q)
+#pragma unroll
+        for (int w = 0; w < 4; ++w) {
+          const int r = 2 * c + (w & 1);
+          if (r < ROWS) sm.acc[warp][r][pv_dim(j, 2 * q + (w >> 1), g)] = ot[j][q][w];
+        }
+    }
+  }
   if (g == 0) {
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const int r = 2 * c + k;
       if (r < ROWS) {
-#pragma unroll
-        for (int q = 0; q < kGroupsPerWarp; ++q) {
-          sm.m[warp * kGroupsPerWarp + q][r] = m[k];
-          sm.l[warp * kGroupsPerWarp + q][r] = q == 0 ? l[k] : 0.f;
-        }
+        sm.m[warp][r] = m[k];
+        sm.l[warp][r] = l[k];
       }
     }
   }
   __syncthreads();
-  decode_epilogue<Tag, TPR, ROWS>(p, t, sm, num_splits);
+  decode_epilogue<Tag, 32, ROWS>(p, t, sm, num_splits);
 }
 
 }  // namespace decode

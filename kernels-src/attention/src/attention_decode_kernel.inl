@@ -8,6 +8,11 @@
 //   float2 kh_dec_f16x2_to_float2(uint32_t)  two fp16 (low first) to float
 //   uint16_t kh_dec_float_to_f16(float)      round to nearest even
 //   KH_DEC_SPLIT_BOUNDS(ROWS)           the split kernel's __launch_bounds__ (kThreads threads)
+// and may define (both default to nothing: the combine kernel then starts after the split
+// kernel, as any stream-ordered launch):
+//   KH_DEC_LAUNCH_DEPENDENTS()          the split kernel lets a programmatic dependent grid
+//                                       (the combine) start: CUDA sm90's griddepcontrol
+//   KH_DEC_WAIT_PRIOR_GRID()            the combine waits for the split kernel's writes
 //
 // Design of the all-CUDA-core (SIMT) split kernel: the gfx942 build's, and on CUDA the
 // KH_ATTENTION_DECODE_VARIANT=simt comparison (the CUDA default, cuda/attention_decode_mma.cuh,
@@ -26,6 +31,13 @@
 // Head dims: TPR = next power of two >= head_dim / 8 (4, 8, 16, 32); lanes past head_dim / 8
 // load nothing and add zeros, so every multiple of 8 from 32 to 256 runs on 4 TPR variants
 // (64, 128, 256 use every lane).
+
+#ifndef KH_DEC_WAIT_PRIOR_GRID
+#define KH_DEC_WAIT_PRIOR_GRID() ((void)0)
+#endif
+#ifndef KH_DEC_LAUNCH_DEPENDENTS
+#define KH_DEC_LAUNCH_DEPENDENTS() ((void)0)
+#endif
 
 namespace kh_attention {
 namespace decode {
@@ -83,6 +95,7 @@ KH_DEC_DEV uint16_t to_bits16(float f) {
 // kv_head * group + idx % group).
 struct Tile {
   int b, kv_head, r0, nrows, group, len;
+  int split;             // which of the sequence's key splits this CTA takes
   int key_beg, key_end;  // this split's keys [key_beg, key_end)
   int tile_beg;          // key_beg rounded down to a multiple of 16 (>= the window's start rounded down)
 };
@@ -90,8 +103,10 @@ struct Tile {
 KH_DEC_DEV Tile make_tile(const DecodeParams& p, int rows, int row_tiles, int num_splits) {
   Tile t;
   t.b = blockIdx.z;
-  t.kv_head = blockIdx.y / row_tiles;
-  const int rt = blockIdx.y - t.kv_head * row_tiles;
+  const int head_tile = p.grid_heads_first ? blockIdx.x : blockIdx.y;
+  t.split = p.grid_heads_first ? blockIdx.y : blockIdx.x;
+  t.kv_head = head_tile / row_tiles;
+  const int rt = head_tile - t.kv_head * row_tiles;
   t.group = p.heads_q / p.heads_kv;
   const int total_rows = p.q_len * t.group;
   t.r0 = rt * rows;
@@ -115,7 +130,7 @@ KH_DEC_DEV Tile make_tile(const DecodeParams& p, int rows, int row_tiles, int nu
   const int lo_al = lo & ~15;
   const int n = hi > lo_al ? hi - lo_al : 0;
   const int chunk = (((n + num_splits - 1) / num_splits) + 15) & ~15;
-  const long long beg = static_cast<long long>(lo_al) + static_cast<long long>(blockIdx.x) * chunk;
+  const long long beg = static_cast<long long>(lo_al) + static_cast<long long>(t.split) * chunk;
   const int b0 = beg > hi ? hi : static_cast<int>(beg);
   t.tile_beg = b0;
   t.key_beg = b0 < lo ? lo : b0;
@@ -143,6 +158,7 @@ KH_DEC_DEV void decode_epilogue(const DecodeParams& p, const Tile& t, MergeSmem<
                                 const int num_splits) {
   constexpr int kGroups = kThreads / TPR;
   const int tid = threadIdx.x;
+  KH_DEC_LAUNCH_DEPENDENTS();  // the key loop is done: the combine grid may be scheduled
   if (tid < t.nrows) {
     const int r = tid;
     float mx = -INFINITY;
@@ -177,10 +193,10 @@ KH_DEC_DEV void decode_epilogue(const DecodeParams& p, const Tile& t, MergeSmem<
       *reinterpret_cast<uint4*>(orow + ce) = pack8<Tag>(o);
     } else {
       const int64_t row = (static_cast<int64_t>(t.b) * p.q_len + i) * p.heads_q + h;
-      float* dst = p.workspace + (row * num_splits + blockIdx.x) * p.head_dim + ce;
+      float* dst = p.workspace + (row * num_splits + t.split) * p.head_dim + ce;
       *reinterpret_cast<float4*>(dst) = make_float4(o[0], o[1], o[2], o[3]);
       *reinterpret_cast<float4*>(dst + 4) = make_float4(o[4], o[5], o[6], o[7]);
-      if (ce == 0) p.workspace[total_rows * num_splits * p.head_dim + row * num_splits + blockIdx.x] = sm.lse2[r];
+      if (ce == 0) p.workspace[total_rows * num_splits * p.head_dim + row * num_splits + t.split] = sm.lse2[r];
     }
     if (single && ce == 0 && p.lse != nullptr)
       p.lse[(static_cast<int64_t>(t.b) * p.heads_q + h) * p.q_len + i] =
@@ -359,6 +375,9 @@ template <typename Tag>
 __global__ void __launch_bounds__(kCombineThreads) decode_combine_kernel(const DecodeParams p, const int num_splits) {
   __shared__ float weight[kCombineRows][kDecodeMaxSplits];
   __shared__ float lse2[kCombineRows];
+  // Launched as a programmatic dependent of the split kernel (sm90), this grid may start
+  // before the split kernel ends: nothing of the workspace is read before it has.
+  KH_DEC_WAIT_PRIOR_GRID();
   const int w = threadIdx.x / 32, lane = threadIdx.x - w * 32;
   const int64_t total_rows = static_cast<int64_t>(p.batch) * p.q_len * p.heads_q;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kCombineRows + w;

@@ -79,6 +79,10 @@ struct DecodeParams {
   double softcap_f64 = 0.0;
   ElementType dtype = ElementType::kBF16;
   int device_id = 0;              // DLDevice::device_id of the tensors
+  // Launch geometry, set by the backend's plan (not by the caller): 1 = the split kernel's
+  // grid is (heads_kv x row tiles, splits, batch) instead of (splits, heads_kv x row tiles,
+  // batch), so that the CTAs the device starts together read the same cache blocks.
+  int grid_heads_first = 0;
 
   int64_t max_kv() const { return static_cast<int64_t>(max_blocks_per_seq) * block_size; }
   int64_t max_splits() const { return decode_max_splits(batch, heads_kv, max_kv()); }

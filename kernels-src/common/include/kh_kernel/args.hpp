@@ -213,17 +213,58 @@ inline kh_status check_contiguous(const OpContext& c, const char* name, const Te
 
 enum class Alias { kForbidden, kExactAllowed };
 
+// Whether two views that share their outermost stride S (bytes) and whose rows each fit in S
+// bytes (the inner dims' extent) touch a common byte: rows interleave like the query and key
+// slices of one packed qkv tensor. Row r of a covers [a0 + r S, a0 + r S + wa); a row of b
+// starts d + k S after it (d = b0 - a0, k = s - r), and as wa, wb <= S at most the two k
+// nearest -d / S can make the intervals meet. *decided is false when the views are not of that
+// form (the caller then compares whole extents).
+inline bool interleaved_rows_overlap(const TensorView& a, const TensorView& b, bool* decided) {
+  *decided = false;
+  if (a.ndim < 2 || b.ndim < 2 || a.dtype != b.dtype || a.numel() == 0 || b.numel() == 0) return false;
+  const int64_t esize = dtype_size(a.dtype) > 0 ? dtype_size(a.dtype) : 1;
+  const int64_t stride = a.strides[0] * esize;
+  if (stride <= 0 || b.strides[0] * esize != stride) return false;
+  // The inner dims' byte extent of one row, relative to its first element.
+  auto row_extent = [esize](const TensorView& t, int64_t* lo, int64_t* width) {
+    int64_t mn = 0, mx = 0;
+    for (int32_t d = 1; d < t.ndim; ++d) {
+      const int64_t span = (t.shape[d] - 1) * t.strides[d];
+      if (span < 0) mn += span; else mx += span;
+    }
+    *lo = mn * esize;
+    *width = (mx - mn + 1) * esize;
+  };
+  int64_t alo, wa, blo, wb;
+  row_extent(a, &alo, &wa);
+  row_extent(b, &blo, &wb);
+  if (wa > stride || wb > stride) return false;
+  *decided = true;
+  const int64_t d = (reinterpret_cast<intptr_t>(b.data) + blo) - (reinterpret_cast<intptr_t>(a.data) + alo);
+  const int64_t kmin = -(a.shape[0] - 1), kmax = b.shape[0] - 1;
+  // floor(-d / S) and the one after it.
+  const int64_t q = -d >= 0 ? -d / stride : -((d + stride - 1) / stride);
+  for (int64_t k = q; k <= q + 1; ++k) {
+    if (k < kmin || k > kmax) continue;
+    const int64_t start = d + k * stride;  // b's row start from a's
+    if (start < wa && start > -wb) return true;
+  }
+  return false;
+}
+
 // out must not share memory with other unless (when allowed) it is exactly the same view.
-// Decided on byte extents, so interleaved views that never touch the same bytes are refused
-// too: give outputs their own buffers.
+// Decided on byte extents, except for views whose rows interleave at one common stride (the
+// slices of a packed qkv tensor), which are decided exactly (interleaved_rows_overlap).
 inline kh_status check_no_overlap(const OpContext& c, const char* out_name, const TensorView& out,
                                   const char* other_name, const TensorView& other, Alias alias) {
   if (!out.present() || !other.present()) return KH_OK;
   if (alias == Alias::kExactAllowed && same_layout(out, other)) return KH_OK;
+  bool decided = false;
+  const bool rows_meet = interleaved_rows_overlap(out, other, &decided);
   uintptr_t a_lo, a_hi, b_lo, b_hi;
   out.byte_extent(&a_lo, &a_hi);
   other.byte_extent(&b_lo, &b_hi);
-  if (a_lo < b_hi && b_lo < a_hi)
+  if (decided ? rows_meet : (a_lo < b_hi && b_lo < a_hi))
     return arg_error(c, out_name, "overlaps %s in memory%s", other_name,
                      alias == Alias::kExactAllowed ? "; only exact aliasing (same data, shape and strides) is allowed"
                                                    : "; it must not share memory with it");

@@ -1,0 +1,25 @@
+// The `kernels` command's one reading of the settings (install::Settings, on first use),
+// and the install::Session a verb runs in.
+#pragma once
+
+#include <memory>
+
+#include "kh/install/session.hpp"
+#include "kh/install/settings.hpp"
+
+namespace kh::cli {
+
+// Read from the environment once per process, when a verb first needs them (so that a bad
+// variable fails the verbs that read it, not `kernels --help`).
+const install::Settings& settings();
+
+// A session for one verb, choosing builds for this machine (the loader's selection).
+std::unique_ptr<install::Session> open_session(const install::Options& options);
+// A session whose chooser takes any build (the forced one, else the first): for verbs that
+// take a release as a whole (--all-targets) or choose and explain themselves (--explain).
+std::unique_ptr<install::Session> open_session_choosing_any(const install::Options& options);
+
+// "user@host (pid N)": names a publisher to another one waiting for a hub's publish lock.
+std::string publisher_name();
+
+}  // namespace kh::cli

@@ -1,0 +1,14 @@
+// activation_hip.hpp: the activation kernels for HIP (rocm-gfx942): the HIP primitives of the
+// element-wise kernels, then the kernel body and launchers shared with CUDA
+// (../src/activation_kernels.inl). Included by every .hip file of this folder, and by the host
+// emulator (tests/hip/emulate/pointwise_emulate.cpp, KH_GFX942_EMULATION: the kernel alone).
+#pragma once
+
+#include "activation_args.hpp"
+#include "kh_kernel/pointwise_hip.hpp"
+#include "kh_kernel/tensor.hpp"
+#if !defined(KH_GFX942_EMULATION)
+#include "activation_ops.hpp"
+#endif
+
+#include "activation_kernels.inl"

@@ -1,0 +1,232 @@
+// attention_decode_staged.cuh: the CUDA decode split kernel whose K and V tiles go through shared
+// memory (head dims up to 128): cp.async copies whole 128-byte lines into a per-warp ring,
+// ldmatrix turns them into mma fragments, and both products run on the tensor cores
+// (mma.sync m16n8k16: S^T = K Q^T, then O^T += V^T P^T). Included by attention_decode.cuh after
+// attention_decode_mma.cuh (mma_16816, tile_probabilities, movmatrix_trans, pack_pair, key_row,
+// the cp.async helpers), sharing Tile, MergeSmem, decode_epilogue and the combine kernel.
+//
+// Why (cuda/NOTES.md "Decode", run 7): the register kernels load K (and, with P V on the tensor
+// cores, V) straight into fragments, where each warp instruction reads 64 bytes of 16 rows. Nsight
+// Compute showed the L2 fabric 92% busy at 3.8 TB/s with 2.7 sectors a request, where cuDNN's
+// kernel moves the same sectors at 4.6 TB/s with 4 a request (95% busy). Here 32 lanes copy two
+// whole 256-byte rows (d 128) an instruction, and fragments come out of shared memory.
+//  - Each warp walks its own 16-key tiles (as in the register kernels) through a 2-stage ring:
+//    tile i + 1's copies are in flight while tile i is computed.
+//  - Rows are XOR-swizzled in 16-byte chunks so that ldmatrix's 8 rows hit 8 bank groups.
+//  - q sits in B fragments in the standard order (dims 16 kb + 2c, + 8), loaded once.
+//  - Accumulator: lane (g, c) holds rows 2c, 2c + 1 of dims 16 mb + g and 16 mb + g + 8.
+#pragma once
+
+namespace kh_attention {
+namespace decode {
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// One warp's ring: kStages x (K tile, V tile), each tile 16 keys x TPR chunks of 16 bytes.
+template <int TPR>
+struct StagedRing {
+  static_assert(TPR >= 4 && TPR <= 16, "the staged kernel takes head dims up to 128");
+  static constexpr int kStages = 2;
+  static constexpr int kTileChunks = 16 * TPR;
+  static constexpr size_t kBytes = static_cast<size_t>(kThreads / 32) * kStages * 2 * kTileChunks * 16;
+  // Where chunk `chunk` of key `key` sits in its row: the 8 rows one ldmatrix reads land in 8
+  // different 16-byte bank groups (rows of 4 chunks pair up, hence the shift).
+  static __device__ __forceinline__ int swz(int key, int chunk) {
+    return TPR >= 8 ? chunk ^ (key & 7) : chunk ^ ((key >> 1) & 3);
+  }
+};
+
+template <int TPR, int ROWS>
+constexpr size_t decode_staged_smem_bytes() {
+  return StagedRing<TPR>::kBytes > sizeof(MergeSmem<32, ROWS>) ? StagedRing<TPR>::kBytes : sizeof(MergeSmem<32, ROWS>);
+}
+
+template <typename Tag, int TPR, int ROWS>
+__global__ void __launch_bounds__(kThreads, 3) decode_staged_kernel(const DecodeParams p, const int row_tiles,
+                                                                    const int num_splits) {
+  static_assert(ROWS <= 8, "the query rows are the mma's n = 8");
+  using Ring = StagedRing<TPR>;
+  constexpr int kWarps = kThreads / 32;
+  constexpr int kStages = Ring::kStages;
+  constexpr int kBlocks = TPR / 2;  // 16-dim blocks of a row (the products' k and m steps)
+  constexpr int kTileStride = kWarps * 16;
+  extern __shared__ __align__(16) unsigned char dec_smem[];
+
+  const Tile t = make_tile(p, ROWS, row_tiles, num_splits);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, c = lane % 4;
+  const int nch = p.head_dim / 8;
+  const int nblk = (nch + 1) / 2;  // 16-dim blocks that hold a dim of the head
+  const bool softcap = p.softcap > 0.f;
+  const float s_scale = softcap ? p.scale : p.scale * kLog2e;
+  const float cap_log2 = p.softcap * kLog2e, inv_cap = softcap ? 1.f / p.softcap : 0.f;
+
+  // q of row g as B fragments: block kb holds dims 16 kb + 2c, + 1 and 16 kb + 8 + 2c, + 1.
+  uint32_t qf[kBlocks][2];
+  {
+    const bool row_on = g < t.nrows;
+    const int idx = t.r0 + (row_on ? g : 0);
+    const int i = idx / t.group, h = t.kv_head * t.group + (idx - i * t.group);
+    const uint16_t* qrow = static_cast<const uint16_t*>(p.q) + static_cast<int64_t>(t.b) * p.q_batch_stride +
+                           static_cast<int64_t>(i) * p.q_row_stride + static_cast<int64_t>(h) * p.q_head_stride;
+#pragma unroll
+    for (int kb = 0; kb < kBlocks; ++kb)
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int dim = 16 * kb + 8 * hf + 2 * c;
+        qf[kb][hf] = row_on && dim < p.head_dim ? *reinterpret_cast<const uint32_t*>(qrow + dim) : 0u;
+      }
+  }
+  int pos[2], low[2];
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    const int r = 2 * c + k;
+    if (r < t.nrows) {
+      const int i = (t.r0 + r) / t.group;
+      pos[k] = t.len - p.q_len + i;
+      low[k] = p.window_left >= 0 ? pos[k] - p.window_left : 0;
+    } else {
+      pos[k] = -1;
+      low[k] = 0;
+    }
+    if (low[k] < t.key_beg) low[k] = t.key_beg;
+  }
+  const int key_end = t.key_end;
+
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  float ot[kBlocks][4];
+#pragma unroll
+  for (int mb = 0; mb < kBlocks; ++mb)
+#pragma unroll
+    for (int w = 0; w < 4; ++w) ot[mb][w] = 0.f;
+
+  const int32_t* table = p.block_table + static_cast<int64_t>(t.b) * p.bt_batch_stride;
+  const uint16_t* kbase = static_cast<const uint16_t*>(p.k) + static_cast<int64_t>(t.kv_head) * p.k_head_stride;
+  const uint16_t* vbase = static_cast<const uint16_t*>(p.v) + static_cast<int64_t>(t.kv_head) * p.v_head_stride;
+  const int shift = p.block_shift, bmask = p.block_size - 1;
+  const bool whole_tiles = shift >= 4;
+
+  uint4* ring = reinterpret_cast<uint4*>(dec_smem) + static_cast<size_t>(warp) * kStages * 2 * Ring::kTileChunks;
+  const uint32_t ring_addr = static_cast<uint32_t>(__cvta_generic_to_shared(ring));
+  // Tile tl's K and V rows into stage st: consecutive lanes copy consecutive 16-byte chunks of
+  // a row (whole lines), zero past the head dim or outside the split's keys.
+  auto issue = [&](int tl, int st) {
+    uint4* kdst = ring + static_cast<size_t>(st) * 2 * Ring::kTileChunks;
+    uint4* vdst = kdst + Ring::kTileChunks;
+    int64_t tk = 0, tv = 0;
+    if (whole_tiles) {
+      const int64_t blk = table[tl >> shift];
+      tk = blk * p.k_block_stride + static_cast<int64_t>(tl & bmask) * p.k_row_stride;
+      tv = blk * p.v_block_stride + static_cast<int64_t>(tl & bmask) * p.v_row_stride;
+    }
+#pragma unroll
+    for (int n = 0; n < Ring::kTileChunks / 32; ++n) {
+      const int idx = lane + 32 * n, kk = idx / TPR, ch = idx - kk * TPR, key = tl + kk;
+      const bool on = ch < nch && key < key_end && key >= t.key_beg;
+      int64_t rk = 0, rv = 0;
+      if (on) {
+        if (whole_tiles) {
+          rk = tk + static_cast<int64_t>(kk) * p.k_row_stride;
+          rv = tv + static_cast<int64_t>(kk) * p.v_row_stride;
+        } else {
+          rk = key_row(table, key, shift, bmask, p.k_block_stride, p.k_row_stride);
+          rv = key_row(table, key, shift, bmask, p.v_block_stride, p.v_row_stride);
+        }
+      }
+      const int slot = kk * TPR + Ring::swz(kk, ch);
+      cp_async16(kdst + slot, on ? kbase + rk + ch * 8 : kbase, on ? 16 : 0);
+      cp_async16(vdst + slot, on ? vbase + rv + ch * 8 : vbase, on ? 16 : 0);
+    }
+  };
+  // ldmatrix row addresses of this lane: matrix q = lane / 8, row lane % 8. For K (A of S^T):
+  // matrices (keys 0-7 | 8-15) x (first | second 8 dims of a block) in the order a0 a1 a2 a3 =
+  // (0-7, lo) (8-15, lo) (0-7, hi) (8-15, hi); for V (A of O^T, transposed): (0-7, lo) (0-7, hi)
+  // (8-15, lo) (8-15, hi).
+  const int mq = lane / 8, mr = lane % 8;
+  const int k_key = mr + 8 * (mq & 1), k_half = mq >> 1;
+  const int v_key = mr + 8 * (mq >> 1), v_half = mq & 1;
+
+  const int first = t.tile_beg + warp * 16;
+  if (first < key_end) issue(first, 0);
+  cp_async_commit();
+  int it = 0;
+  for (int tile = first; tile < key_end; tile += kTileStride, ++it) {
+    __syncwarp();  // every lane is done with the stage refilled now (read in iteration it - 1)
+    if (tile + kTileStride < key_end) issue(tile + kTileStride, (it + 1) % kStages);
+    cp_async_commit();
+    cp_async_wait<kStages - 1>();  // this lane's copies of tile `it` have landed
+    __syncwarp();                  // ... and every lane's
+    const uint32_t kst = ring_addr + static_cast<uint32_t>((it % kStages) * 2 * Ring::kTileChunks * 16);
+    const uint32_t vst = kst + static_cast<uint32_t>(Ring::kTileChunks * 16);
+
+    float sc[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int kb = 0; kb < kBlocks; ++kb) {
+      if (kb < nblk) {
+        uint32_t a[4];
+        ldmatrix_x4(a, kst + static_cast<uint32_t>((k_key * TPR + Ring::swz(k_key, 2 * kb + k_half)) * 16));
+        mma_16816<Tag>(sc, a[0], a[1], a[2], a[3], qf[kb][0], qf[kb][1]);
+      }
+    }
+    float corr[2];
+    tile_probabilities(sc, m, l, corr, tile + g, key_end, pos, low, softcap, s_scale, cap_log2, inv_cap);
+#pragma unroll
+    for (int mb = 0; mb < kBlocks; ++mb)
+#pragma unroll
+      for (int w = 0; w < 4; ++w) ot[mb][w] *= corr[w & 1];
+    const uint32_t pb[2] = {movmatrix_trans(pack_pair<Tag>(sc[0], sc[1])), movmatrix_trans(pack_pair<Tag>(sc[2], sc[3]))};
+#pragma unroll
+    for (int mb = 0; mb < kBlocks; ++mb) {
+      if (mb < nblk) {
+        uint32_t a[4];
+        ldmatrix_x4_trans(a, vst + static_cast<uint32_t>((v_key * TPR + Ring::swz(v_key, 2 * mb + v_half)) * 16));
+        mma_16816<Tag>(ot[mb], a[0], a[1], a[2], a[3], pb[0], pb[1]);
+      }
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // the merge buffer below reuses the ring
+
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    l[k] += __shfl_xor_sync(0xffffffffu, l[k], 4);
+    l[k] += __shfl_xor_sync(0xffffffffu, l[k], 8);
+    l[k] += __shfl_xor_sync(0xffffffffu, l[k], 16);
+  }
+  MergeSmem<32, ROWS>& sm = *reinterpret_cast<MergeSmem<32, ROWS>*>(dec_smem);
+#pragma unroll
+  for (int mb = 0; mb < kBlocks; ++mb) {
+    if (mb < nblk) {
+#pragma unroll
+      for (int w = 0; w < 4; ++w) {
+        const int r = 2 * c + (w & 1);
+        if (r < ROWS) sm.acc[warp][r][16 * mb + g + 8 * (w >> 1)] = ot[mb][w];
+      }
+    }
+  }
+  if (g == 0) {
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const int r = 2 * c + k;
+      if (r < ROWS) {
+        sm.m[warp][r] = m[k];
+        sm.l[warp][r] = l[k];
+      }
+    }
+  }
+  __syncthreads();
+  decode_epilogue<Tag, 32, ROWS>(p, t, sm, num_splits);
+}
+
+}  // namespace decode
+}  // namespace kh_attention

@@ -1,0 +1,372 @@
+// Packing a build into a package archive, and publishing archives to a hub of any backend
+// (through its HubWriter): blobs first, each touched repo's signatures and index, then the
+// catalog, all under the hub's publish lock.
+#include "kh/registry/publish.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "kh/registry/archive.hpp"
+#include "kh/registry/cache.hpp"
+#include "kh/registry/fs.hpp"
+#include "kh/registry/hub_schemes.hpp"
+#include "kh/registry/json_limits.hpp"
+#include "kh/registry/package_spec.hpp"
+#include "kh/registry/repo_index.hpp"
+#include "kh/registry/sha256.hpp"
+#include "kh/registry/status_error.hpp"
+#include "internal.hpp"
+
+namespace kh::registry {
+namespace {
+
+constexpr uint64_t kManifestMaxBytes = 16u << 20;
+constexpr uint64_t kIndexMaxBytes = 64u << 20;
+
+struct RemoveOnExit {
+  std::string path;
+  ~RemoveOnExit() {
+    try {
+      if (!path.empty()) remove_tree(path);
+    } catch (...) {
+    }
+  }
+};
+
+bool valid_repo(const std::string& repo) {
+  size_t slash = repo.find('/');
+  return slash != std::string::npos && is_valid_repo_part(repo.substr(0, slash)) &&
+         is_valid_repo_part(repo.substr(slash + 1));
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The newest release a plain "@latest" would pick, else the newest of any kind.
+std::string latest_version(const RepoIndex& index) {
+  VersionRequest latest;
+  for (auto it = index.releases.rbegin(); it != index.releases.rend(); ++it)
+    if (!it->yanked && latest.matches(it->version)) return to_string(it->version);
+  return index.releases.empty() ? "" : to_string(index.releases.back().version);
+}
+
+struct Incoming {
+  std::string archive;
+  PublishedVariant pv;
+  PackageManifest manifest;
+};
+
+}  // namespace
+
+std::string pack_package(const std::string& library_path, PackageManifest manifest, const std::string& out_dir,
+                         const std::vector<std::pair<std::string, std::string>>& extra_files) {
+  auto bad = [&](const std::string& what) {
+    fail(KH_ERROR_INVALID_ARGUMENT, "cannot pack '" + library_path + "': " + what);
+  };
+  if (!valid_repo(manifest.name)) bad("the package name '" + manifest.name + "' is not a valid '<org>/<name>'");
+  std::optional<Version> v = parse_version(manifest.version);
+  if (!v) bad("the version '" + manifest.version + "' is not a semantic version (e.g. 1.0.0)");
+  manifest.version = to_string(*v);
+  bool key_ok = !manifest.variant.empty() &&
+                std::all_of(manifest.variant.begin(), manifest.variant.end(), [](char c) {
+                  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+                });
+  if (!key_ok) bad("the variant key '" + manifest.variant + "' must be non-empty [a-z0-9._-]");
+  struct stat st;
+  if (::stat(library_path.c_str(), &st) != 0) detail::fail_errno("cannot pack '" + library_path + "'", errno);
+  if (!S_ISREG(st.st_mode)) bad("not a regular file");
+  std::string lib_rel = "lib/" + detail::base_name(library_path);
+  if (manifest.library.empty()) manifest.library = lib_rel;
+  if (manifest.library != lib_rel)
+    bad("the manifest's library is '" + manifest.library + "' but the library is staged as '" + lib_rel + "'");
+  manifest.schema = kManifestSchema;
+
+  make_directories(out_dir);
+  RemoveOnExit stage{temp_sibling(out_dir + "/.kh-stage")};
+  make_directories(stage.path + "/lib");
+  detail::copy_file(library_path, stage.path + "/" + lib_rel, (st.st_mode & 0111) ? 0755 : 0644);
+  for (const auto& [rel, content] : extra_files) {
+    const bool safe = !rel.empty() && rel[0] != '/' && rel.find("..") == std::string::npos && rel != kManifestName &&
+                      rel != lib_rel && rel.find('/') == rel.rfind('/');  // at most one level: "lib/x.json"
+    if (!safe) bad("the extra file '" + rel + "' must be a new relative path at most one folder deep");
+    if (rel.find('/') != std::string::npos) make_directories(stage.path + "/" + rel.substr(0, rel.find('/')));
+    write_file_atomic(stage.path + "/" + rel, content);
+  }
+  manifest.files = hash_tree(stage.path);
+  std::string text = serialize_package_manifest(manifest);
+  parse_package_manifest(text, "the manifest being packed");  // refuse what a reader would refuse
+  write_file_atomic(stage.path + "/" + kManifestName, text);
+
+  std::string name = manifest.name;
+  name.replace(name.find('/'), 1, "__");  // "org/name" -> "org__name"
+  std::string archive = out_dir + "/" + name + "-" + manifest.version + "-" + manifest.variant + ".tar.zst";
+  create_package_archive(stage.path, archive);
+  return archive;
+}
+
+namespace {
+
+constexpr int kMaxRestarts = 3;
+
+// One touched repo: its index as the hub had it (the bytes, or none), and as merged.
+struct RepoState {
+  std::optional<std::string> before;
+  std::optional<std::string> before_minisig;
+  RepoIndex index;
+  bool changed = false;
+};
+
+// The archives of dist_dir, each read and hashed.
+std::vector<Incoming> read_archives(const std::string& dist_dir) {
+  std::vector<std::string> archives;
+  for (const std::string& name : detail::list_names(dist_dir))
+    if (ends_with(name, ".tar.zst")) archives.push_back(dist_dir + "/" + name);
+  if (archives.empty())
+    fail(KH_ERROR_INVALID_ARGUMENT, "publish: '" + dist_dir + "' holds no *.tar.zst package archives; run 'kernels pack' first");
+  std::vector<Incoming> incoming;
+  for (const std::string& archive : archives) {
+    Incoming in;
+    in.archive = archive;
+    in.manifest = parse_package_manifest(read_archive_member(archive, kManifestName, kManifestMaxBytes),
+                                         archive + ":" + kManifestName);
+    in.pv.repo = in.manifest.name;
+    in.pv.version = in.manifest.version;
+    in.pv.variant = in.manifest.variant;
+    in.pv.sha256 = sha256_file_hex(archive);
+    struct stat st;
+    if (::stat(archive.c_str(), &st) != 0) detail::fail_errno("cannot stat '" + archive + "'", errno);
+    in.pv.size = static_cast<uint64_t>(st.st_size);
+    incoming.push_back(std::move(in));
+  }
+  return incoming;
+}
+
+// The repo's current index, as what is merged into must be what clients would accept: a
+// remote hub's is verified as a client verifies it (pinned root, signatures, rollback,
+// expiry) and the verified copy is what the publish builds on; a local hub's files are the
+// operator's own and are read as they are.
+RepoState read_repo(HubWriter& hub, const std::string& repo, bool signed_hub, const PublishOptions& options) {
+  RepoState state;
+  const std::string rel = repo_index_path(repo);
+  state.before = fetch_metadata_if_present(hub.reader(), rel, kIndexMaxBytes);
+  if (!state.before) {
+    state.index.repo = repo;
+    return state;
+  }
+  if (!hub.is_local()) {
+    Cache cache(options.trust_cache, options.cache_locks);
+    if (signed_hub && !TrustStore(cache, hub.reader().id()).trusted_root())
+      fail(KH_ERROR_SIGNATURE, "publish: hub " + hub.url() + " has a root of trust, but the cache " + cache.root() +
+                                   " has not pinned it, so its current " + rel + " cannot be verified before it is "
+                                   "merged and signed again; pin it first: `kernels trust <root.json> --hub " +
+                                   hub.url() + "` with the root obtained over a channel you trust");
+    try {
+      fetch_verified_index(hub.reader(), cache, repo, options.trust);
+    } catch (const StatusError& e) {
+      fail(e.status(), "publish: the hub's current " + rel + " does not verify, so it cannot be merged into and "
+                           "signed again (" + e.what() + "); pin the hub's root first (`kernels trust <root.json> "
+                           "--hub " + hub.url() + "`), as the cache " + cache.root() + " is what is checked");
+    }
+    state.before = cache.load_metadata(hub.reader().id(), rel);
+  }
+  state.before_minisig = fetch_metadata_if_present(hub.reader(), rel + ".minisig", kMaxSignatureFileBytes);
+  state.index = parse_repo_index(*state.before, rel + " of hub " + hub.url());
+  if (state.index.repo != repo)
+    fail(KH_ERROR_BAD_METADATA, rel + " of hub " + hub.url() + " names repo '" + state.index.repo + "', not '" + repo +
+                                    "'; fix the hub first");
+  return state;
+}
+
+// Merges each archive into its repo's index, refusing any conflict before the hub is touched.
+void merge(std::map<std::string, RepoState>& repos, std::vector<Incoming>& incoming) {
+  for (Incoming& in : incoming) {
+    const std::string& repo = in.pv.repo;
+    RepoState& state = repos.at(repo);
+    RepoIndex& index = state.index;
+    const std::string& archive = in.archive;
+    Version version = *parse_version(in.pv.version);
+    auto rel = std::find_if(index.releases.begin(), index.releases.end(),
+                            [&](const Release& r) { return compare_versions(r.version, version) == 0; });
+    if (rel != index.releases.end() && to_string(rel->version) != in.pv.version)
+      fail(KH_ERROR_INVALID_ARGUMENT, "publish '" + archive + "': " + repo + " already has " + to_string(rel->version) +
+                                          ", which differs from " + in.pv.version + " only in build metadata");
+    if (rel == index.releases.end()) {
+      Release r;
+      r.version = version;
+      index.releases.push_back(std::move(r));
+      std::sort(index.releases.begin(), index.releases.end(),
+                [](const Release& a, const Release& b) { return compare_versions(a.version, b.version) < 0; });
+      rel = std::find_if(index.releases.begin(), index.releases.end(),
+                         [&](const Release& x) { return compare_versions(x.version, version) == 0; });
+    }
+    auto var = std::find_if(rel->variants.begin(), rel->variants.end(),
+                            [&](const VariantEntry& v) { return v.key == in.pv.variant; });
+    if (var != rel->variants.end()) {
+      if (var->sha256 != in.pv.sha256)
+        fail(KH_ERROR_INVALID_ARGUMENT,
+             "publish '" + archive + "': " + repo + "@" + in.pv.version + " variant " + in.pv.variant +
+                 " is already published with sha256 " + var->sha256 + "; this archive has sha256 " + in.pv.sha256 +
+                 ". Published builds never change: bump the version and publish again");
+      in.pv.already_present = true;
+      continue;
+    }
+    VariantEntry ve;
+    ve.key = in.pv.variant;
+    ve.sha256 = in.pv.sha256;
+    ve.size = in.pv.size;
+    ve.abi = in.manifest.abi;
+    ve.glibc = in.manifest.glibc;  // the glibc floor travels to the index, where selection reads it
+    ve.description = in.manifest.description;
+    ve.ops = in.manifest.ops;  // with their docs: `kernels info --op` and `kernels docs` read them there
+    rel->variants.push_back(std::move(ve));
+    std::sort(rel->variants.begin(), rel->variants.end(),
+              [](const VariantEntry& a, const VariantEntry& b) { return a.key < b.key; });
+    state.changed = true;
+  }
+}
+
+// The catalog: the hub's entries for repos this publish did not touch, fresh ones for
+// those it did.
+std::string merged_catalog(const std::optional<std::string>& remote, const std::map<std::string, RepoState>& repos) {
+  std::map<std::string, nlohmann::ordered_json> entries;
+  if (remote) {
+    nlohmann::ordered_json doc;
+    try {
+      check_json_depth(*remote, "the hub's catalog.json");
+      doc = nlohmann::ordered_json::parse(*remote);
+    } catch (const nlohmann::json::exception&) {
+      fail(KH_ERROR_BAD_METADATA, "the hub's catalog.json is not valid JSON; fix or remove it, then publish again");
+    }
+    if (doc.is_object() && doc.contains("repos") && doc["repos"].is_array())
+      for (const auto& e : doc["repos"])
+        if (e.is_object() && e.contains("repo") && e["repo"].is_string()) entries[e["repo"].get<std::string>()] = e;
+  }
+  for (const auto& [repo, state] : repos)
+    entries[repo] = nlohmann::ordered_json{{"repo", repo}, {"latest", latest_version(state.index)}};
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (auto& [name, e] : entries) list.push_back(std::move(e));
+  return nlohmann::ordered_json{{"schema", 1}, {"repos", std::move(list)}}.dump(2) + "\n";
+}
+
+// Thrown inside one pass when another publisher changed an index under us.
+struct IndexChanged {
+  std::string rel;
+};
+
+// One pass of publish(), under the lock: read, merge, write.
+std::vector<PublishedVariant> publish_once(std::vector<Incoming> incoming, HubWriter& hub, PublishLock& lock,
+                                           const PublishOptions& options) {
+  Hub& reader = hub.reader();
+  const std::optional<RootMetadata> root = latest_root(reader);
+  if (!options.signing_keys.empty() || root) check_index_signers(root, options.signing_keys, hub.url());
+
+  std::map<std::string, RepoState> repos;
+  for (const Incoming& in : incoming)
+    if (!repos.count(in.pv.repo)) repos.emplace(in.pv.repo, read_repo(hub, in.pv.repo, root.has_value(), options));
+  merge(repos, incoming);
+
+  // Blobs first: a reader never meets an index naming a blob the hub lacks.
+  for (const Incoming& in : incoming)
+    if (!hub.has_blob(in.pv.sha256, in.pv.size)) hub.put_blob(in.pv.sha256, in.pv.size, in.archive);
+
+  // Then, per repo, the signatures before the index (a reader of the new index finds them).
+  const int64_t expires = static_cast<int64_t>(std::time(nullptr)) + static_cast<int64_t>(options.expires_days) * 86400;
+  bool any_changed = false;
+  for (auto& [repo, state] : repos) {
+    const std::string rel = repo_index_path(repo);
+    if (!state.changed) {
+      if (!options.signing_keys.empty() && state.before && !state.before_minisig) {
+        const IndexSignatures sigs = sign_index(root, repo, *state.before, options.signing_keys, hub.url());
+        lock.check_held();
+        if (!sigs.sigs.empty()) hub.put_metadata(rel + ".sigs", sigs.sigs);
+        hub.put_metadata(rel + ".minisig", sigs.minisig);
+      }
+      continue;
+    }
+    any_changed = true;
+    RepoIndex& index = state.index;
+    if (index.version >= kMaxMetadataVersion)
+      fail(KH_ERROR_BAD_METADATA,
+           "cannot publish " + repo + ": its index is at version " + std::to_string(index.version) +
+               ", the highest kh accepts (2^53 - 1), so it cannot grow again. An index that high was signed with a "
+               "misused key: rotate the index keys with a new root (`kernels trust rotate`), set \"version\" in " +
+               rel + " back to the last honest version, and publish again (clients reset their rollback "
+               "state when the index keys change)");
+    index.version += 1;
+    index.expires = format_rfc3339_utc(expires);
+    index.expires_unix = expires;
+    const std::string text = serialize_repo_index(index);
+    std::optional<IndexSignatures> sigs;
+    if (!options.signing_keys.empty()) sigs = sign_index(root, repo, text, options.signing_keys, hub.url());
+    // Nobody else may have changed the index since it was read (a publisher that ignored
+    // the lock, or one whose lease ran out): then start over from what is there now.
+    lock.check_held();
+    if (fetch_metadata_if_present(reader, rel, kIndexMaxBytes) != state.before) throw IndexChanged{rel};
+    if (sigs) {
+      if (sigs->sigs.empty())
+        hub.remove_metadata(rel + ".sigs");
+      else
+        hub.put_metadata(rel + ".sigs", sigs->sigs);
+      hub.put_metadata(rel + ".minisig", sigs->minisig);
+    } else if (state.before_minisig) {
+      hub.remove_metadata(rel + ".minisig");  // a signature of the old index would not verify the new one
+    }
+    hub.put_metadata(rel, text);
+    if (fetch_metadata_if_present(reader, rel, kIndexMaxBytes) != text) throw IndexChanged{rel};
+  }
+
+  if (!fetch_metadata_if_present(reader, "kh-hub.json", 1u << 16)) {
+    std::string name = hub.url();
+    while (name.size() > 1 && name.back() == '/') name.pop_back();
+    nlohmann::ordered_json doc{{"protocol", 1}, {"name", detail::base_name(name)}};
+    hub.put_metadata("kh-hub.json", doc.dump(2) + "\n");
+  }
+  const std::optional<std::string> catalog = fetch_metadata_if_present(reader, "catalog.json", kIndexMaxBytes);
+  if (any_changed || !catalog) hub.put_metadata("catalog.json", merged_catalog(catalog, repos));
+
+  std::vector<PublishedVariant> out;
+  for (Incoming& in : incoming) out.push_back(std::move(in.pv));
+  return out;
+}
+
+}  // namespace
+
+std::vector<PublishedVariant> publish(const std::string& dist_dir, HubWriter& hub, const PublishOptions& options) {
+  if (options.expires_days <= 0)
+    fail(KH_ERROR_INVALID_ARGUMENT, "publish: expires_days must be positive, not " + std::to_string(options.expires_days));
+  const std::vector<Incoming> incoming = read_archives(dist_dir);
+  std::unique_ptr<PublishLock> lock = hub.lock_publishers(options.who.empty() ? "kernels publish" : options.who);
+  for (int pass = 1;; ++pass) {
+    try {
+      return publish_once(incoming, hub, *lock, options);
+    } catch (const IndexChanged& c) {
+      if (pass >= kMaxRestarts)
+        fail(KH_ERROR_NETWORK, "publish to " + hub.url() + ": " + c.rel + " kept changing while this publish ran "
+                                   "(another publisher that does not take the hub's publish lock?); " +
+                                   std::to_string(pass) + " attempts, the last one's index not written: publish again");
+      std::fprintf(stderr, "kh: %s changed on %s while this publish ran (another publisher?); merging again\n",
+                   c.rel.c_str(), hub.url().c_str());
+    }
+  }
+}
+
+std::vector<PublishedVariant> publish_to_file_hub(const std::string& dist_dir, const std::string& hub_dir,
+                                                  int expires_days,
+                                                  const std::vector<minisign::SecretKey>& signing_keys) {
+  PublishOptions options;
+  options.expires_days = expires_days;
+  options.signing_keys = signing_keys;
+  make_directories(hub_dir);
+  return publish(dist_dir, *open_hub_writer("file://" + hub_dir), options);
+}
+
+}  // namespace kh::registry

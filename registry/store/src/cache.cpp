@@ -1,0 +1,571 @@
+// The content-addressed cache: verified blobs, unpacked read-only trees (complete when
+// their marker exists), each hub's last verified metadata, and crash-safe installs.
+#include "kh/registry/cache.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <functional>
+#include <map>
+#include <memory>
+
+#include "kh/registry/archive.hpp"
+#include "kh/registry/fs.hpp"
+#include "kh/registry/printable.hpp"
+#include "kh/registry/sha256.hpp"
+#include "kh/registry/status_error.hpp"
+#include "internal.hpp"
+
+namespace kh::registry {
+
+#ifdef KH_TEST_HOOKS
+void test_hook(const char* point) {
+  const char* at = std::getenv("KH_TEST_CRASH_AT");
+  if (at != nullptr && std::string(at) == point) ::_exit(86);
+}
+#endif
+
+namespace {
+
+constexpr uint64_t kManifestMaxBytes = 16u << 20;
+
+std::string blob_file(const std::string& root, const std::string& sha) { return root + "/" + blob_path(sha); }
+std::string pkg_dir(const std::string& root, const std::string& sha) { return root + "/pkgs/" + sha; }
+
+// Removes whatever it names when it goes out of scope, unless released.
+struct Cleanup {
+  std::string path;
+  ~Cleanup() {
+    if (path.empty()) return;
+    try {
+      remove_tree(path);
+    } catch (...) {  // best effort: tmp/ may be cleared at any time anyway
+    }
+  }
+};
+
+// Read-only files and directories below `dir` (not dir itself: renaming a directory
+// needs write access to it, to update its "..").
+void make_read_only_below(const std::string& dir) {
+  std::vector<detail::TreeEntry> entries = detail::list_tree(dir);
+  // Deepest first, so a directory is still writable while its children change.
+  for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
+    mode_t m = it->type == detail::TreeEntry::Type::Directory || (it->mode & 0111) ? 0555 : 0444;
+    if (::chmod((dir + "/" + it->path).c_str(), m) != 0)
+      detail::fail_errno("cannot make '" + dir + "/" + it->path + "' read-only", errno);
+  }
+}
+
+void write_marker(const std::string& dir, const std::string& sha) {
+  std::string path = dir + "/" + kCompleteMarker;
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+  if (fd < 0) detail::fail_errno("cannot create '" + path + "'", errno);
+  try {
+    detail::write_all(fd, sha.data(), sha.size(), "'" + path + "'");
+    if (::fsync(fd) != 0) detail::fail_errno("cannot sync '" + path + "'", errno);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  detail::fsync_directory(dir);
+}
+
+// One line per regular file below dir (marker and stamps excepted), sorted by path:
+// "<size> <mtime ns> <ctime ns> <inode> <path>".
+std::string tree_stamps(const std::string& dir) {
+  std::string out;
+  for (const detail::TreeEntry& e : detail::list_tree(dir)) {
+    if (e.type != detail::TreeEntry::Type::File || e.path == kCompleteMarker || e.path == kStampsName) continue;
+    struct stat st {};
+    if (::lstat((dir + "/" + e.path).c_str(), &st) != 0) detail::fail_errno("cannot stat '" + dir + "/" + e.path + "'", errno);
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%llu %lld.%09ld %lld.%09ld %llu ", static_cast<unsigned long long>(st.st_size),
+                  static_cast<long long>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec, static_cast<long long>(st.st_ctim.tv_sec),
+                  st.st_ctim.tv_nsec, static_cast<unsigned long long>(st.st_ino));
+    out += buf + e.path + "\n";
+  }
+  return out;
+}
+
+// Writes dir's stamps file (read-only, like the tree).
+void write_stamps(const std::string& dir) {
+  const std::string path = dir + "/" + kStampsName;
+  write_file_atomic(path, tree_stamps(dir));
+  if (::chmod(path.c_str(), 0444) != 0) detail::fail_errno("cannot make '" + path + "' read-only", errno);
+}
+
+// The pid in a work file's name ("<sha>.blob-<pid>-<hex>", "<sha>.pkg-<pid>-<hex>"), else 0.
+long work_file_pid(const std::string& name) {
+  for (const char* kind : {".blob-", ".pkg-"}) {
+    const size_t at = name.find(kind);
+    if (at != 64) continue;
+    const size_t from = at + std::string(kind).size();
+    const size_t dash = name.find('-', from);
+    if (dash == std::string::npos || dash == from || dash - from > 10) return 0;
+    const std::string digits = name.substr(from, dash - from);
+    if (digits.find_first_not_of("0123456789") != std::string::npos) return 0;
+    return std::strtol(digits.c_str(), nullptr, 10);
+  }
+  return 0;
+}
+
+// Does `blob` hold exactly sha256/size? (A blob in the cache is re-hashed before reuse.)
+bool blob_is_intact(const std::string& blob, const std::string& sha, std::optional<uint64_t> size) {
+  struct stat st;
+  if (::lstat(blob.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  if (size && static_cast<uint64_t>(st.st_size) != *size) return false;
+  try {
+    return sha256_file_hex(blob) == sha;
+  } catch (const StatusError&) {
+    return false;
+  }
+}
+
+// Copies a local file into a new file in tmp/, verifying size and digest on the way.
+void copy_into(const std::string& from, const std::string& to, const std::string& sha) {
+  int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) detail::fail_errno("cannot open archive '" + from + "'", errno);
+  struct stat st;
+  if (::fstat(in, &st) != 0) {
+    int err = errno;
+    ::close(in);
+    detail::fail_errno("cannot stat archive '" + from + "'", err);
+  }
+  int out = ::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (out < 0) {
+    int err = errno;
+    ::close(in);
+    detail::fail_errno("cannot create '" + to + "'", err);
+  }
+  try {
+    copy_verified(
+        [&](char* buf, size_t cap) -> size_t {
+          for (;;) {
+            ssize_t n = ::read(in, buf, cap);
+            if (n >= 0) return static_cast<size_t>(n);
+            if (errno != EINTR) detail::fail_errno("cannot read archive '" + from + "'", errno);
+          }
+        },
+        out, sha, static_cast<uint64_t>(st.st_size), "archive '" + from + "'");
+    if (::fsync(out) != 0) detail::fail_errno("cannot sync '" + to + "'", errno);
+  } catch (...) {
+    ::close(in);
+    ::close(out);
+    throw;
+  }
+  ::close(in);
+  ::close(out);
+}
+
+struct Expected {
+  std::string repo, version, variant;
+  std::string label() const { return repo + "@" + version + " (variant " + variant + ")"; }
+};
+
+// The common install: with the blob lock held, get a verified blob (reusing the cached
+// one if it re-hashes right, else through `fetch` into tmp/), extract it under tmp/,
+// check its manifest and files, then publish blob and tree with renames, marker last.
+std::string install_locked(const std::string& root, const std::string& sha, const Expected& want,
+                           const std::function<void(const std::string& tmp_blob)>& fetch,
+                           std::optional<uint64_t> size) {
+  const std::string blob = blob_file(root, sha);
+  const std::string final_dir = pkg_dir(root, sha);
+  const std::string tmp_root = root + "/tmp";
+  make_directories(tmp_root);
+
+  std::string source_blob;  // the verified archive to extract
+  Cleanup tmp_blob;
+  if (blob_is_intact(blob, sha, size)) {
+    source_blob = blob;
+  } else {
+    if (path_exists(blob)) remove_tree(blob);  // corrupt or truncated: fetch it again
+    tmp_blob.path = tmp_root + "/" + sha + ".blob-" + std::to_string(::getpid()) + "-" + detail::random_hex(6);
+    fetch(tmp_blob.path);
+    source_blob = tmp_blob.path;
+  }
+
+  Cleanup work;
+  work.path = tmp_root + "/" + sha + ".pkg-" + std::to_string(::getpid()) + "-" + detail::random_hex(6);
+  if (::mkdir(work.path.c_str(), 0755) != 0) detail::fail_errno("cannot create '" + work.path + "'", errno);
+  ExtractLimits limits;
+  limits.check_manifest = true;  // unlisted or mis-sized files refused before their bytes land in tmp/
+  extract_package_archive(source_blob, work.path, limits);
+  for (const char* reserved : {kCompleteMarker, kStampsName})
+    if (path_exists(work.path + "/" + reserved))
+      fail(KH_ERROR_BAD_ARCHIVE, "archive sha256:" + sha + " holds a file named '" + reserved +
+                                     "', which kh reserves; the package is unsafe: report it to the hub's owner");
+  std::string manifest_path = work.path + "/" + kManifestName;
+  if (!path_exists(manifest_path))
+    fail(KH_ERROR_BAD_ARCHIVE, "archive sha256:" + sha + " has no " + kManifestName +
+                                   "; it is not a kh package: report it to the hub's owner");
+  PackageManifest m = parse_package_manifest(read_file(manifest_path, kManifestMaxBytes),
+                                             std::string("sha256:") + sha + "/" + kManifestName);
+  auto mismatch = [&](const char* field, const std::string& got, const std::string& expected) {
+    fail(KH_ERROR_VERIFICATION, std::string("the package's manifest names ") + field + " '" + printable(got) + "' but the index says '" +
+                                    expected + "'; the hub's index and blob disagree: report it to the hub's owner");
+  };
+  if (m.name != want.repo) mismatch("repo", m.name, want.repo);
+  if (m.version != want.version) mismatch("version", m.version, want.version);
+  if (m.variant != want.variant) mismatch("variant", m.variant, want.variant);
+  verify_tree_against_manifest(work.path, m);
+
+  if (!tmp_blob.path.empty()) {
+    KH_TEST_HOOK("before-blob-rename");
+    make_directories(detail::parent_path(blob));
+    if (::rename(tmp_blob.path.c_str(), blob.c_str()) != 0)
+      detail::fail_errno("cannot move the blob into '" + blob + "'", errno);
+    tmp_blob.path.clear();
+    detail::fsync_directory(detail::parent_path(blob));
+  }
+
+  make_read_only_below(work.path);
+  write_stamps(work.path);  // after the chmods (they change ctime), before the marker
+  KH_TEST_HOOK("before-marker");
+  write_marker(work.path, sha);
+  make_directories(root + "/pkgs");
+  if (path_exists(final_dir)) remove_tree(final_dir);  // a stale tree without its marker
+  if (::rename(work.path.c_str(), final_dir.c_str()) != 0)
+    detail::fail_errno("cannot move the package into '" + final_dir + "'", errno);
+  work.path.clear();
+  ::chmod(final_dir.c_str(), 0555);
+  detail::fsync_directory(root + "/pkgs");
+  return final_dir;
+}
+
+}  // namespace
+
+bool detail::is_orphaned_work(const std::string& tmp_dir, const std::string& name) {
+  const long pid = work_file_pid(name);
+  if (pid <= 0 || pid == ::getpid()) return false;
+  if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) return false;  // alive (or not ours to ask)
+  struct stat st;
+  if (::lstat((tmp_dir + "/" + name).c_str(), &st) != 0) return false;
+  // Untouched for a minute too: a process in another pid namespace sharing this cache
+  // looks dead from here, but its work in progress keeps changing.
+  return std::time(nullptr) - st.st_mtime > 60;
+}
+
+void detail::sweep_orphans(const std::string& tmp_dir) {
+  if (!path_exists(tmp_dir)) return;
+  for (const std::string& name : detail::list_names(tmp_dir)) {
+    try {
+      if (is_orphaned_work(tmp_dir, name)) remove_tree(tmp_dir + "/" + name);
+    } catch (const StatusError&) {  // best effort: gc tries again
+    }
+  }
+}
+
+namespace {
+
+std::string with_context(const std::string& root, const Expected& want, const std::function<std::string()>& body) {
+  try {
+    return body();
+  } catch (const StatusError& e) {
+    fail(e.status(), "cannot install " + want.label() + " into cache '" + root + "': " + e.what());
+  }
+}
+
+}  // namespace
+
+Cache::Cache(std::string root, LockPolicy locks) : root_(std::move(root)), locks_(locks) {
+  while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
+}
+
+namespace {
+
+// The complete tree of sha256 (its marker names it), or "".
+std::string complete_tree(const std::string& root, const std::string& sha256) {
+  if (!is_sha256_hex(sha256)) return "";
+  std::string dir = pkg_dir(root, sha256);
+  std::string marker = dir + "/" + kCompleteMarker;
+  struct stat st;
+  if (::lstat(marker.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
+  try {
+    if (read_regular_file(marker, 256) != sha256) return "";
+  } catch (const StatusError&) {
+    return "";
+  }
+  return dir;
+}
+
+// "" when the complete tree at dir is intact, else what is wrong with it. Cheap when the
+// stamps match; else the whole tree is hashed against its manifest.
+std::string tree_problem(const std::string& dir) {
+  const std::string stamps_path = dir + "/" + kStampsName;
+  std::string recorded;
+  try {
+    recorded = path_exists(stamps_path) ? read_regular_file(stamps_path, 16u << 20) : "";
+    if (!recorded.empty() && tree_stamps(dir) == recorded) return "";
+  } catch (const StatusError&) {  // a file that cannot be stat'ed: the full check says what
+  }
+  try {
+    const std::string manifest_path = dir + "/" + kManifestName;
+    if (!path_exists(manifest_path)) return std::string(kManifestName) + " is missing";
+    verify_tree_against_manifest(dir, parse_package_manifest(read_regular_file(manifest_path, kManifestMaxBytes),
+                                                             manifest_path));
+  } catch (const StatusError& e) {
+    return e.what();
+  }
+  // Intact, but no longer as recorded (a copied cache, a touched file, an older kh):
+  // record it again so the next check is cheap. Best effort, and no lock (the caller may
+  // hold this blob's): a read-only cache cannot, and two processes write the same bytes.
+  if (::chmod(dir.c_str(), 0755) == 0) {
+    try {
+      write_stamps(dir);
+    } catch (const StatusError&) {
+    }
+    ::chmod(dir.c_str(), 0555);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::optional<std::string> Cache::package_dir(const std::string& sha256) const {
+  const std::string dir = complete_tree(root_, sha256);
+  if (dir.empty() || !tree_problem(dir).empty()) return std::nullopt;
+  return dir;
+}
+
+std::optional<std::string> Cache::complete_package_dir(const std::string& sha256) const {
+  std::string dir = complete_tree(root_, sha256);
+  if (dir.empty()) return std::nullopt;
+  return dir;
+}
+
+std::string Cache::package_problem(const std::string& sha256) const {
+  const std::string dir = complete_tree(root_, sha256);
+  return dir.empty() ? "" : tree_problem(dir);
+}
+
+std::string Cache::ensure_package(Hub& hub, const std::string& repo, const Release& release,
+                                  const VariantEntry& variant) {
+  return ensure_packages(hub, {PackageRequest{repo, &release, &variant}}).front();
+}
+
+std::vector<std::string> Cache::ensure_packages(Hub& hub, const std::vector<PackageRequest>& packages) {
+  std::vector<Expected> wants;
+  for (const PackageRequest& p : packages) {
+    Expected want{p.repo, to_string(p.release->version), p.variant->key};
+    if (!is_sha256_hex(p.variant->sha256))
+      fail(KH_ERROR_INVALID_ARGUMENT, want.label() + ": '" + p.variant->sha256 + "' is not a sha256 digest");
+    wants.push_back(std::move(want));
+  }
+  std::vector<std::string> dirs(packages.size());
+  std::map<std::string, std::vector<size_t>> missing;  // sha256 -> the requests for it; sorted: the lock order
+  for (size_t i = 0; i < packages.size(); ++i) {
+    if (auto dir = package_dir(packages[i].variant->sha256)) dirs[i] = *dir;
+    else missing[packages[i].variant->sha256].push_back(i);
+  }
+  if (missing.empty()) return dirs;
+
+  // Any error names the package it is about (its digest is in the message), else the first.
+  auto fail_for = [&](const StatusError& e) {
+    const Expected* want = &wants[missing.begin()->second.front()];
+    for (const auto& [sha, idx] : missing)
+      if (std::string(e.what()).find(sha) != std::string::npos) want = &wants[idx.front()];
+    fail(e.status(), "cannot install " + want->label() + " into cache '" + root_ + "': " + e.what());
+  };
+  const std::string tmp_root = root_ + "/tmp";
+  std::vector<std::unique_ptr<FileLock>> locks;
+  std::map<std::string, Cleanup> downloaded;  // sha256 -> its verified blob in tmp/
+  try {
+    for (const auto& [sha, idx] : missing) locks.push_back(std::make_unique<FileLock>(root_ + "/locks/" + sha + ".lock", locks_));
+    // Under the locks: what no other process installed meanwhile, and whose blob the
+    // cache lacks, is downloaded in one batch into tmp/.
+    make_directories(tmp_root);
+    std::vector<BlobRequest> batch;
+    std::vector<int> fds;
+    struct CloseAll {
+      std::vector<int>& fds;
+      ~CloseAll() {
+        for (int fd : fds) ::close(fd);
+      }
+    } close_all{fds};
+    for (const auto& [sha, idx] : missing) {
+      const uint64_t size = packages[idx.front()].variant->size;
+      const std::string cached_blob = blob_file(root_, sha);
+      if (package_dir(sha) || blob_is_intact(cached_blob, sha, size)) continue;
+      if (path_exists(cached_blob)) remove_tree(cached_blob);  // corrupt or truncated: never trusted again
+      Cleanup& tmp = downloaded[sha];
+      // One name per blob (its lock is ours): what an interrupted download (kill -9,
+      // Ctrl-C, a lost network) left is resumed from where it stopped, not thrown away;
+      // the whole is verified at the end all the same.
+      tmp.path = tmp_root + "/" + sha + ".partial";
+      uint64_t have = 0;
+      struct stat st;
+      if (::lstat(tmp.path.c_str(), &st) == 0) {
+        if (S_ISREG(st.st_mode) && st.st_size > 0 && static_cast<uint64_t>(st.st_size) < size)
+          have = static_cast<uint64_t>(st.st_size);
+        else
+          remove_tree(tmp.path);
+      }
+      int fd = ::open(tmp.path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+      if (fd < 0) detail::fail_errno("cannot create '" + tmp.path + "'", errno);
+      fds.push_back(fd);
+      if (::lseek(fd, static_cast<off_t>(have), SEEK_SET) != static_cast<off_t>(have))
+        detail::fail_errno("cannot resume '" + tmp.path + "'", errno);
+      const PackageRequest& pkg = packages[idx.front()];
+      batch.push_back(BlobRequest{sha, size, fd, have, pkg.repo + " " + to_string(pkg.release->version)});
+    }
+    detail::sweep_orphans(tmp_root);  // work files of processes that died (kill -9)
+    // A failed download keeps its bytes for the next try, unless they are what failed.
+    auto keep_partials = [&] {
+      for (auto& [sha, tmp] : downloaded) {
+        struct stat part;
+        if (::lstat(tmp.path.c_str(), &part) == 0 && part.st_size > 0) tmp.path.clear();  // empty: nothing to keep
+      }
+    };
+    try {
+      hub.fetch_blobs(batch);
+    } catch (const StatusError& e) {
+      const bool resumed = std::any_of(batch.begin(), batch.end(), [](const BlobRequest& b) { return b.resume_from > 0; });
+      if (e.status() != KH_ERROR_VERIFICATION) keep_partials();
+      if (e.status() != KH_ERROR_VERIFICATION || !resumed) throw;
+      // The bytes kept from an earlier try may be what is wrong: once more, from byte 0.
+      for (BlobRequest& b : batch) {
+        if (::ftruncate(b.out_fd, 0) != 0 || ::lseek(b.out_fd, 0, SEEK_SET) != 0)
+          detail::fail_errno("cannot rewind the download of sha256:" + b.sha256, errno);
+        b.resume_from = 0;
+      }
+      try {
+        hub.fetch_blobs(batch);
+      } catch (const StatusError& again) {
+        if (again.status() != KH_ERROR_VERIFICATION) keep_partials();
+        throw;
+      }
+    }
+    for (size_t k = 0; k < fds.size(); ++k)
+      if (::fsync(fds[k]) != 0) detail::fail_errno("cannot sync the download of sha256:" + batch[k].sha256, errno);
+  } catch (const StatusError& e) {
+    fail_for(e);
+  }
+
+  for (const auto& [sha, idx] : missing) {
+    std::string dir;
+    if (auto done = package_dir(sha)) {
+      dir = *done;  // another process installed it meanwhile
+    } else {
+      // install_locked reuses an intact cached blob, else takes the one downloaded above.
+      auto take_download = [&, sha = sha](const std::string& tmp_blob) {
+        auto it = downloaded.find(sha);
+        if (it == downloaded.end() || ::rename(it->second.path.c_str(), tmp_blob.c_str()) != 0)
+          fail(KH_ERROR_INTERNAL, "the download of sha256:" + sha + " is missing from '" + tmp_root + "'");
+        it->second.path.clear();
+      };
+      try {
+        dir = install_locked(root_, sha, wants[idx.front()], take_download, packages[idx.front()].variant->size);
+      } catch (const StatusError& e) {
+        fail_for(e);
+      }
+    }
+    for (size_t i : idx) dirs[i] = dir;
+  }
+  return dirs;
+}
+
+std::string Cache::install_archive(const std::string& archive_path, const std::string& sha256,
+                                   const std::string& expected_repo, const std::string& expected_version,
+                                   const std::string& expected_variant) {
+  Expected want{expected_repo, expected_version, expected_variant};
+  if (!is_sha256_hex(sha256))
+    fail(KH_ERROR_INVALID_ARGUMENT, want.label() + ": '" + sha256 + "' is not a sha256 digest");
+  if (auto dir = package_dir(sha256)) return *dir;
+  return with_context(root_, want, [&] {
+    FileLock lock(root_ + "/locks/" + sha256 + ".lock", locks_);
+    if (auto dir = package_dir(sha256)) return *dir;
+    auto fetch = [&](const std::string& tmp_blob) { copy_into(archive_path, tmp_blob, sha256); };
+    return install_locked(root_, sha256, want, fetch, std::nullopt);
+  });
+}
+
+namespace {
+std::string metadata_file(const std::string& root, const std::string& hub_id, const std::string& rel) {
+  if (!detail::is_safe_relative_path(hub_id) || hub_id.find('/') != std::string::npos)
+    fail(KH_ERROR_INVALID_ARGUMENT, "hub id '" + hub_id + "' is not a safe directory name");
+  if (!detail::is_safe_relative_path(rel))
+    fail(KH_ERROR_INVALID_ARGUMENT, "metadata path '" + rel + "' is not a safe relative path");
+  return root + "/hubs/" + hub_id + "/" + rel;
+}
+}  // namespace
+
+void Cache::store_metadata(const std::string& hub_id, const std::string& relative_path, const std::string& text,
+                           const std::string& etag) {
+  const std::string path = metadata_file(root_, hub_id, relative_path);
+  // The old ETag goes first and the new one last: a crash between never pairs an ETag
+  // with text it does not describe (which would make a 304 keep stale text).
+  const std::string etag_path = path + ".etag";
+  if (::unlink(etag_path.c_str()) != 0 && errno != ENOENT) detail::fail_errno("cannot remove '" + etag_path + "'", errno);
+  write_file_atomic(path, text);
+  if (!etag.empty()) write_file_atomic(etag_path, etag);
+}
+
+std::optional<std::string> Cache::load_metadata(const std::string& hub_id, const std::string& relative_path) const {
+  std::string path = metadata_file(root_, hub_id, relative_path);
+  if (!path_exists(path)) return std::nullopt;
+  return read_regular_file(path, 64u << 20);
+}
+
+void Cache::touch_metadata(const std::string& hub_id, const std::string& relative_path) {
+  const std::string path = metadata_file(root_, hub_id, relative_path);
+  if (::utimensat(AT_FDCWD, path.c_str(), nullptr, 0) != 0 && errno != ENOENT)
+    detail::fail_errno("cannot update the time of '" + path + "'", errno);
+}
+
+void Cache::drop_metadata(const std::string& hub_id, const std::string& relative_path) {
+  const std::string path = metadata_file(root_, hub_id, relative_path);
+  for (const std::string& p : {path + ".etag", path})  // the validator first: never one without its copy
+    if (::unlink(p.c_str()) != 0 && errno != ENOENT) detail::fail_errno("cannot remove '" + p + "'", errno);
+}
+
+std::string Cache::load_metadata_etag(const std::string& hub_id, const std::string& relative_path) const {
+  const std::string path = metadata_file(root_, hub_id, relative_path) + ".etag";
+  if (!path_exists(path)) return "";
+  return read_regular_file(path, 1024);
+}
+
+std::vector<CachedPackage> Cache::list_packages(bool include_damaged) const {
+  std::vector<CachedPackage> out;
+  std::string pkgs = root_ + "/pkgs";
+  if (!path_exists(pkgs)) return out;
+  struct Listed {
+    CachedPackage pkg;
+    std::optional<Version> version;
+  };
+  std::vector<Listed> listed;
+  for (const std::string& name : detail::list_names(pkgs)) {
+    const std::string dir = complete_tree(root_, name);
+    if (dir.empty()) continue;  // incomplete or foreign: not a package
+    const std::string problem = tree_problem(dir);
+    if (!problem.empty() && !include_damaged) continue;  // ensure_package replaces it
+    try {
+      PackageManifest m = parse_package_manifest(read_regular_file(dir + "/" + kManifestName, kManifestMaxBytes),
+                                                 dir + "/" + kManifestName);
+      std::optional<Version> v = parse_version(m.version);
+      listed.push_back({CachedPackage{name, dir, std::move(m), !problem.empty(), problem}, v});
+    } catch (const StatusError&) {
+      continue;  // not even its manifest reads: nothing to list it by
+    }
+  }
+  std::sort(listed.begin(), listed.end(), [](const Listed& a, const Listed& b) {
+    if (a.pkg.manifest.name != b.pkg.manifest.name) return a.pkg.manifest.name < b.pkg.manifest.name;
+    if (a.version && b.version) {
+      int c = compare_versions(*a.version, *b.version);
+      if (c != 0) return c < 0;
+    }
+    if (a.pkg.manifest.variant != b.pkg.manifest.variant) return a.pkg.manifest.variant < b.pkg.manifest.variant;
+    return a.pkg.sha256 < b.pkg.sha256;
+  });
+  for (Listed& l : listed) out.push_back(std::move(l.pkg));
+  return out;
+}
+
+}  // namespace kh::registry

@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""decode_probe.py: times attention_decode_paged of one kernel library (called through the kernel
+ABI with ctypes, as attention_dev_check.py does) on the decode shapes of gpu_bench.py, for the
+comparison runs of cuda/NOTES.md "Decode" (the kernel's KH_ATTENTION_DECODE_* switches are read
+from the environment once per process, so run_decode_probe.sh starts one process per setting).
+
+Per shape: median us (events around each call, queued behind a GPU sleep), TB/s of K + V, the
+ratio to the copy-bandwidth floor measured here, SDPA on contiguous K/V, and a layout control:
+the same bytes as one KV head (MQA-shaped: heads_q 4, heads_kv 1, batch x 8), whose cache
+blocks are contiguous runs of block_size x 256 bytes instead of 256-byte rows 2 KiB apart.
+Correctness is checked against SDPA on every shape (rel. error < 1e-2) before timing.
+
+  python3 decode_probe.py --module LIB [--label TEXT] [--shapes b1x4096,b16x32768] [--sdpa]
+"""
+import argparse
+import ctypes
+import math
+import os
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from attention_dev_check import (KH_VALUE_DOUBLE, KH_VALUE_INT, KH_VALUE_NONE, KH_VALUE_TENSOR,  # noqa: E402
+                                 DLDataType, DLDevice, DLTensor, KhCallCtx, KhNegotiation, KhValue)
+
+L2_BYTES = 50 * 1024 * 1024
+DL_TYPES = {torch.bfloat16: (4, 16), torch.float16: (2, 16), torch.float32: (2, 32), torch.int32: (0, 32)}
+
+
+def dl_tensor(t):
+    """A DLTensor borrowing torch tensor t (with the shape/stride arrays that keep it valid)."""
+    shape = (ctypes.c_int64 * t.dim())(*t.shape)
+    strides = (ctypes.c_int64 * t.dim())(*t.stride())
+    code, bits = DL_TYPES[t.dtype]
+    dl = DLTensor(ctypes.c_void_p(t.data_ptr()), DLDevice(2, t.device.index or 0), t.dim(),
+                  DLDataType(code, bits, 1), shape, strides, 0)
+    return dl, shape, strides
+
+
+class DecodeOp:
+    """attention_decode_paged of a kernel library, through kh_kernel_negotiate + invoke."""
+
+    def __init__(self, path):
+        self.lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
+        neg = KhNegotiation(ctypes.sizeof(KhNegotiation), 1 << 16, (1 << 16) | 0xFFFF, 0, None)
+        if self.lib.kh_kernel_negotiate(ctypes.byref(neg)) != 0:
+            raise RuntimeError("kh_kernel_negotiate failed")
+        mod = neg.module.contents
+        self.variant = mod.variant.decode()
+        self.invoke = None
+        for i in range(mod.num_ops):
+            if mod.ops[i].name.decode() == "attention_decode_paged":
+                self.invoke = mod.ops[i].invoke
+        if self.invoke is None:
+            raise RuntimeError("no attention_decode_paged in " + path)
+        self.err = ctypes.create_string_buffer(1024)
+
+    def bind(self, out, q, kc, vc, table, seq, ws, scale, lse=None, window=-1, softcap=0.0):
+        """A no-argument callable that runs the op (the DLTensors built once)."""
+        tensors = (out, lse, q, kc, vc, table, seq, ws)
+        keep = [dl_tensor(t) if t is not None else None for t in tensors]
+        args = (KhValue * 11)()
+        for slot, d in enumerate(keep):
+            if d is None:
+                args[slot].kind = KH_VALUE_NONE
+            else:
+                args[slot].kind = KH_VALUE_TENSOR
+                args[slot].u.tensor = ctypes.pointer(d[0])
+        args[8].kind = KH_VALUE_DOUBLE
+        args[8].u.d = scale
+        args[9].kind = KH_VALUE_INT
+        args[9].u.i = window
+        args[10].kind = KH_VALUE_DOUBLE
+        args[10].u.d = softcap
+        ctx = KhCallCtx(ctypes.sizeof(KhCallCtx), 0, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream),
+                        ctypes.cast(self.err, ctypes.c_char_p), len(self.err))
+
+        def call():
+            rc = self.invoke(args, 11, ctypes.byref(ctx))
+            if rc != 0:
+                raise RuntimeError(f"attention_decode_paged failed ({rc}): {self.err.value.decode()}")
+        call.keep = (keep, args, ctx)
+        return call
+
+    def __call__(self, out, lse, q, kc, vc, table, seq, ws, scale, window, softcap, stream=None):
+        """check_decode.py's op interface (kh.Op's call order)."""
+        self.bind(out, q, kc, vc, table, seq, ws, scale, lse, window, softcap)()
+
+
+class Results:
+    """check_decode.py's result sink: counts, and prints each failure."""
+
+    def __init__(self):
+        self.passed, self.failed = 0, []
+
+    def add(self, op, target, dtype, cls, name, ok, err=None, tol=None, detail=""):
+        if ok:
+            self.passed += 1
+        else:
+            self.failed.append(f"{dtype} {cls} {name}: {detail}")
+
+
+def correctness(op):
+    """check_decode.py's cases and a spread of head dims, bf16 and fp16, against float64."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
+    import check_decode  # noqa: E402 (needs the kh package only for its error type)
+    res = Results()
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(7)
+    for dtype in (torch.bfloat16, torch.float16):
+        cases = list(check_decode.CASES)
+        for d in (32, 40, 64, 80, 96, 104, 128, 136, 192, 256):
+            cases.append(("head dims", 2, 2, 4, 2, d, 16, [300, 1], -1, 0.0))
+            cases.append(("head dims q5 gqa8", 2, 5, 16, 2, d, 32, [900, 7], 100, 0.0))
+        for case in cases:
+            try:
+                check_decode.run_case(res, op, "probe", dtype, *case, gen)
+            except Exception as e:  # noqa: BLE001 (a failed call is a failed case)
+                res.add("attention_decode_paged", "probe", str(dtype), case[0], str(case[1:]), False, detail=str(e))
+    check_decode.check_graph(res, op, "probe", gen)
+    print(f"correctness: {res.passed} passed, {len(res.failed)} failed")
+    for f in res.failed[:20]:
+        print("  FAIL " + f)
+    return not res.failed
+
+
+def time_us(calls, reps=40):
+    for i in range(3):
+        calls[i % len(calls)]()
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    torch.cuda._sleep(20_000_000)
+    for i in range(reps):
+        starts[i].record()
+        calls[i % len(calls)]()
+        ends[i].record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends)) * 1e3
+
+
+def copy_tbs():
+    x = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    y = torch.empty_like(x)
+    us = time_us([lambda: y.copy_(x)], 20)
+    return 2 * x.numel() / (us * 1e-6) / 1e12
+
+
+def workspace_floats(batch, hq, hkv, d, max_kv):
+    s = max(1, min(64, -(-max_kv // 128), -(-4096 // (batch * hkv))))
+    return batch * hq * s * (d + 1) if s > 1 else 0
+
+
+def probe(op, b, kv, hq, hkv, d, bs, floor_tbs, with_sdpa, gen, q_len=1, sdpa_only=False):
+    kv_bytes = 2 * b * kv * hkv * d * 2
+    nsets = max(1, min(16, math.ceil(2 * L2_BYTES / kv_bytes)))
+    nblk = kv // bs
+    pool = nsets * b * nblk
+    kc = torch.randn(pool, bs, hkv, d, device="cuda", dtype=torch.bfloat16, generator=gen)
+    vc = torch.randn(pool, bs, hkv, d, device="cuda", dtype=torch.bfloat16, generator=gen)
+    perm = torch.randperm(pool, device="cuda", generator=gen).to(torch.int32).view(nsets, b, nblk)
+    tables = [perm[i].contiguous() for i in range(nsets)]
+    seq = torch.full((b,), kv, device="cuda", dtype=torch.int32)
+    qs = [torch.randn(b, q_len, hq, d, device="cuda", dtype=torch.bfloat16, generator=gen) for _ in range(nsets)]
+    outs = [torch.empty_like(qs[0]) for _ in range(nsets)]
+    ws = torch.empty(max(1, q_len * workspace_floats(b, hq, hkv, d, kv)), device="cuda", dtype=torch.float32)
+    scale = 1.0 / math.sqrt(d)
+    calls = [op.bind(outs[i], qs[i], kc, vc, tables[i], seq, ws, scale) for i in range(nsets)]
+    kd = kc[tables[0].long()].reshape(b, kv, hkv, d).transpose(1, 2).contiguous()
+    vd = vc[tables[0].long()].reshape(b, kv, hkv, d).transpose(1, 2).contiguous()
+    causal = torch.ones(q_len, kv, device="cuda", dtype=torch.bool).tril(kv - q_len) if q_len > 1 else None
+    ref = F.scaled_dot_product_attention(qs[0].transpose(1, 2), kd, vd, attn_mask=causal, scale=scale,
+                                         enable_gqa=True).transpose(1, 2)
+    if sdpa_only:  # for a profiler: SDPA alone, a few times
+        for _ in range(8):
+            F.scaled_dot_product_attention(qs[0].transpose(1, 2), kd, vd, attn_mask=causal, scale=scale, enable_gqa=True)
+        torch.cuda.synchronize()
+        return 0.0, 0.0, 0.0, None
+    outs[0].fill_(float("nan"))
+    calls[0]()
+    err = ((outs[0].float() - ref.float()).norm() / ref.float().norm()).item()
+    if not err < 1e-2:
+        raise RuntimeError(f"b{b} kv{kv} hkv{hkv}: rel error {err:.2e} against SDPA")
+    us = time_us(calls)
+    sdpa_us = None
+    if with_sdpa:
+        dense = [(qs[0].transpose(1, 2), kd, vd)]
+        sdpa_us = time_us([lambda t=t: F.scaled_dot_product_attention(t[0], t[1], t[2], attn_mask=causal, scale=scale,
+                                                                      enable_gqa=True)
+                           for t in dense])
+    floor_us = kv_bytes / (floor_tbs * 1e12) * 1e6
+    return us, kv_bytes / (us * 1e-6) / 1e12, floor_us / us, sdpa_us
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--module", required=True)
+    ap.add_argument("--label", default="")
+    ap.add_argument("--shapes", default="b1x4096,b1x32768,b16x4096,b16x32768,b64x8192,b128x4096")
+    ap.add_argument("--sdpa", action="store_true", help="also time SDPA (enable_gqa) on contiguous K/V")
+    ap.add_argument("--mqa-control", action="store_true", help="also time the one-KV-head layout control")
+    ap.add_argument("--block-size", type=int, default=16)
+    ap.add_argument("--check", action="store_true", help="first check_decode.py's cases against float64")
+    ap.add_argument("--heads", default="32/8", help="heads_q/heads_kv (default 32/8)")
+    ap.add_argument("--q-len", type=int, default=1)
+    ap.add_argument("--sdpa-only", action="store_true", help="run SDPA alone on each shape (for a profiler)")
+    args = ap.parse_args()
+    op = DecodeOp(args.module)
+    if args.check and not correctness(op):
+        sys.exit(1)
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(1)
+    floor = copy_tbs()
+    env = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("KH_ATTENTION_DECODE"))
+    print(f"\n## {args.label} [{op.variant}] {env or '(defaults)'}; copy {floor:.2f} TB/s, block size {args.block_size}")
+    print("| shape | us | TB/s | floor/time | SDPA us | vs SDPA |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for shape in args.shapes.split(","):
+        b, kv = (int(x) for x in shape[1:].split("x"))
+        hq, hkv = (int(x) for x in args.heads.split("/"))
+        cases = [(f"GQA {hq}/{hkv} q_len {args.q_len}", b, hq, hkv)]
+        if args.mqa_control:
+            cases.append(("1 KV head, batch x8", b * 8, hq // hkv, 1))
+        for name, bb, hq, hkv in cases:
+            us, tbs, ratio, sdpa_us = probe(op, bb, kv, hq, hkv, 128, args.block_size, floor, args.sdpa, gen, args.q_len,
+                                            args.sdpa_only)
+            s = f"{sdpa_us:.1f} | {sdpa_us / us:.2f}x" if sdpa_us else "- | -"
+            print(f"| {shape} {name} | {us:.1f} | {tbs:.2f} | {ratio:.2f} | {s} |", flush=True)
+            torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()

@@ -30,6 +30,9 @@ between rounds is printed, as the noise floor of the comparison).
   pointwise  activation (silu/gelu/gelu_tanh/fatrelu_and_mul at 8192 x 2 x 14336 and 32768 x 2 x
              4096) and rotary (8192 tokens, 32/8 heads, d 128, NeoX and GPT-J): bench_pointwise.py
              says what is measured against which same-run baselines (a copy, PyTorch eager).
+  prefill    attention_fwd at head dims 64-256 and 192/128 against the best SDPA backend, and
+             attention_varlen_fwd on mixed lengths against attention_fwd on equal ones
+             (attention_prefill_bench.py, which says the shapes and targets).
   ceilings   a 1 GiB device copy and a bf16 8192^3 matmul (the floors in the NOTES files).
 
 Prints one table with each row's target and whether it was met, and writes the figures to
@@ -37,7 +40,7 @@ Prints one table with each row's target and whether it was met, and writes the f
 not an error); 0 with SKIP where no CUDA device or PyTorch is present.
 
   python3 tests/bench/gpu_bench.py --hub file:///path/hub --cache /path/cache [--out DIR]
-      [--only attention,norms,decode,pointwise] [--reps N] [--quick]
+      [--only attention,norms,decode,prefill,pointwise] [--reps N] [--quick]
 (KH_LIBRARY names libkh.so; tests/gpu/run.sh sets everything up and runs this with --bench.)
 """
 import argparse
@@ -438,7 +441,7 @@ def main():
     ap.add_argument("--cache", default=os.environ.get("KH_CACHE"), help="cache folder (default $KH_CACHE)")
     ap.add_argument("--out", help="folder for gpu_bench.json")
     ap.add_argument("--only", type=lambda v: set(v.split(",")), default=None,
-                    help="comma-separated parts: attention, norms, decode, pointwise (default: all)")
+                    help="comma-separated parts: attention, norms, decode, prefill, pointwise (default: all)")
     ap.add_argument("--reps", type=int, default=30, help="timed calls per round (two rounds)")
     ap.add_argument("--quick", action="store_true", help="attention at s 1k and 4k only")
     args = ap.parse_args()
@@ -461,7 +464,7 @@ def main():
     result["ceilings"] = ceilings(args.reps)
     print(f"ceilings: copy {result['ceilings']['copy_tbs']:.2f} TB/s (read + write), "
           f"bf16 matmul 8192^3 {result['ceilings']['matmul_tflops']:.0f} TFLOP/s")
-    attn_rows, norm_rows, decode_rows = [], [], []
+    attn_rows, norm_rows, decode_rows, prefill_rows, varlen_rows = [], [], [], [], []
     if args.only is None or "norms" in args.only:
         kernels = {pkg: load(pkg, "sm90a", args, variants) for pkg in ("rms-norm", "layer-norm")}
         norm_rows = bench_norms(kernels, args.reps, failures)
@@ -471,15 +474,21 @@ def main():
     if args.only is None or "decode" in args.only:
         kernels = {t: load("attention", t, args, variants) for t in ("sm90a", "sm80")}
         decode_rows = bench_decode(kernels, max(20, args.reps), result["ceilings"]["copy_tbs"], failures)
+    if args.only is None or "prefill" in args.only:
+        import attention_prefill_bench as prefill  # 1.1's head dims and varlen rows
+        kernels = {t: load("attention", t, args, variants) for t in ("sm90a", "sm80")}
+        prefill_reps = max(10, args.reps * 2 // 3)
+        prefill_rows = prefill.bench_head_dims(kernels, prefill_reps, failures, Timing, rel_error, sdpa_call)
+        varlen_rows = prefill.bench_varlen(kernels, prefill_reps, failures, Timing, rel_error)
     pointwise_rows = []
     if args.only is None or "pointwise" in args.only:
         kernels = {t: load("activation", t, args, variants) for t in ("sm90a", "sm80")}
         pointwise_rows = bench_pointwise.bench_activation(kernels, args.reps, failures, Timing, rel_error)
         kernels = {t: load("rotary", t, args, variants) for t in ("sm90a", "sm80")}
         pointwise_rows += bench_pointwise.bench_rotary(kernels, args.reps, failures, Timing, rel_error, L2_BYTES)
-    result.update(attention=attn_rows, norms=norm_rows, decode=decode_rows, pointwise=pointwise_rows,
-                  failures=failures)
-    rows = attn_rows + norm_rows + decode_rows + pointwise_rows
+    result.update(attention=attn_rows, norms=norm_rows, decode=decode_rows, prefill=prefill_rows, varlen=varlen_rows,
+                  pointwise=pointwise_rows, failures=failures)
+    rows = attn_rows + norm_rows + decode_rows + prefill_rows + varlen_rows + pointwise_rows
     judged = [r for r in rows if "met" in r] + [dict(met=r["stretch_met"]) for r in rows if "stretch" in r]
     result["targets_met"] = sum(r["met"] for r in judged)
     result["targets_judged"] = len(judged)
@@ -492,6 +501,9 @@ def main():
         print_norms(norm_rows)
     if decode_rows:
         print_decode(decode_rows)
+    if prefill_rows or varlen_rows:
+        import attention_prefill_bench as prefill
+        prefill.print_rows(prefill_rows, varlen_rows)
     if pointwise_rows:
         bench_pointwise.print_pointwise(pointwise_rows)
     print(f"\ntargets met: {result['targets_met']} of {result['targets_judged']}; "

@@ -22,12 +22,17 @@ loader's schema checks run too. Then, per op x target x dtype x shape class:
                  width), strided and 3-d rows, with and without weight/bias, fp32 weights, in place.
   oracle         a subset run on both the GPU build and the kh CPU build: the CPU output
                  within rounding of ref64, the GPU output within the GPU rule of the CPU's.
+  attention prefill (1.1)   tests/gpu/attention/check_prefill.py: attention_fwd at every head dim
+                 32..256 step 8 and 192/128; attention_varlen_fwd (packed sequences of lengths
+                 0/1/odd/unequal q and k, NaN in packed rows outside every sequence, window,
+                 soft-cap, GQA/MQA, every head-dim bucket), the same rule as attention_fwd per
+                 sequence; the CPU build as oracle; CUDA graph capture + replay; bad calls.
   attention_decode_paged (1.1)   tests/gpu/attention/check_decode.py: paged caches with
                  shuffled blocks and padded block-table rows, lengths 0/1/odd/long (split-KV),
                  q_len 1-8, GQA/MQA, window, soft-cap, every head dim 32..256 step 8, bf16/fp16,
                  against float64 with the rule above (PyTorch same-precision error x 2); the CPU
                  build as oracle; CUDA graph capture + replay bit-identical; bad calls refused.
-  bad args       mismatched shapes, wrong dtypes, head_dim 96, non-contiguous last dim, a
+  bad args       mismatched shapes, wrong dtypes, head_dim 36, non-contiguous last dim, a
                  CPU tensor, an int for a float...: kh.Error with the expected KH_ status and
                  the argument named, and the NaN-poisoned output untouched (no launch).
   activation, rotary   tests/gpu/pointwise/check_activation.py, check_rotary.py: every op x
@@ -74,6 +79,7 @@ import kh  # noqa: E402
 # The standalone harnesses' references and tolerance rules, reused as they are.
 from attention_dev_check import make_inputs, reference as attention_reference, sdpa_same_precision  # noqa: E402
 from check_decode import check_decode, check_decode_oracle  # noqa: E402
+from check_prefill import check_head_dims, check_varlen, check_varlen_oracle  # noqa: E402
 from check_norms import SENTINEL, TOL, gaps_intact, make_rows, norm_inputs, reference as norm_reference  # noqa: E402
 from check_activation import check_activation  # noqa: E402
 from check_rotary import check_rotary  # noqa: E402
@@ -525,8 +531,8 @@ def check_bad_args(res, kernels):
             lse = torch.full((b, hq, sq), float("nan"), device=dev, dtype=torch.float32)
             return q, k, v, out, lse
 
-        q, k, v, out, lse = qkv(d=96)
-        expect_error(res, "attention_fwd", target, "head_dim 96", lambda: op(out, lse, q, k, v, 0.1, False), out, UNS, "q")
+        q, k, v, out, lse = qkv(d=36)  # 1.0 refused 96 too; 1.1 takes every multiple of 8 in [32, 256]
+        expect_error(res, "attention_fwd", target, "head_dim 36", lambda: op(out, lse, q, k, v, 0.1, False), out, UNS, "q")
         q, k, v, out, lse = qkv()
         k3 = torch.randn(3, 16, 4, 64, device=dev).to(torch.bfloat16)
         expect_error(res, "attention_fwd", target, "k batch != q batch",
@@ -745,6 +751,12 @@ def main():
         gen.manual_seed(args.seed)
         for section, fn in (("attention", lambda: check_attention(res, kernels, gen, args.quick)),
                             ("attention vs the CPU oracle", lambda: check_attention_oracle(res, kernels, gen)),
+                            ("attention prefill head dims",
+                             lambda: check_head_dims(res, kernels, gen, args.quick, GPU_TARGETS)),
+                            ("attention varlen",
+                             lambda: check_varlen(res, kernels, gen, args.quick, GPU_TARGETS, expect_error)),
+                            ("attention varlen vs the CPU oracle",
+                             lambda: check_varlen_oracle(res, kernels, gen, GPU_TARGETS)),
                             ("attention decode", lambda: check_decode(res, kernels, gen, args.quick, GPU_TARGETS)),
                             ("attention decode vs the CPU oracle",
                              lambda: check_decode_oracle(res, kernels, gen, GPU_TARGETS)),

@@ -16,12 +16,13 @@
 # gfx942. Each kernel is listed with its v_mfma count (llvm-objdump -d --mcpu=gfx942) and the
 # register, spill, scratch and LDS use from its AMDGPU metadata (llvm-readelf --notes): vgpr
 # counts AGPRs too (gfx942 allocates both from one 512-entry file; <= 256 allows 2 waves per
-# SIMD). Every attention_fwd kernel must contain v_mfma instructions, bf16 and f16 ones both, and
-# spill nothing; the attention_decode_paged kernels (memory-bound, on the vector ALUs: no MFMA)
-# must all be there (16 split + 2 combine); the activation (4 ops x 3 dtypes x 16-byte / element
-# packs = 24) and rotary (3 dtypes x NeoX / GPT-J x 16-byte / element packs = 12) kernels must all
-# be there; no kernel may use scratch memory (SGPR spills of the norms and of the 8-row decode
-# kernels go to VGPR lanes).
+# SIMD). Every prefill attention kernel (attention_fwd, attention_varlen_fwd: 72, every head-dim
+# bucket) must contain v_mfma instructions, bf16 and f16 ones both, and spill nothing; the
+# attention_decode_paged kernels (memory-bound, on the vector ALUs: no MFMA) must all be there
+# (16 split + 2 combine); the activation (4 ops x 3 dtypes x 16-byte / element packs = 24) and
+# rotary (3 dtypes x NeoX / GPT-J x 16-byte / element packs = 12) kernels must all be there; no
+# kernel may use scratch memory (SGPR spills of the norms and of the 8-row decode kernels go to
+# VGPR lanes).
 # Exit status: 0 pass, 1 fail, 77 skipped (no clang-19 / LLVM 19 tools: ctest reports a skip).
 set -uo pipefail
 
@@ -161,6 +162,7 @@ for pkg in "${libs[@]}"; do
   mapfile -t cos < <(code_objects "$lib")
   [[ ${#cos[@]} -gt 0 ]] || fail "$pkg: no gfx942 code object in .hip_fatbin"
   kernels=0
+  prefill_names=""
   for co in "${cos[@]}"; do
     header="$("$readelf" -h "$co")"
     machine="$(awk -F: '/Machine:/ {gsub(/^ +/, "", $2); print $2}' <<<"$header")"
@@ -180,6 +182,7 @@ for pkg in "${libs[@]}"; do
       if [[ "$pkg" == attention && "$pretty" == *decode_* ]]; then
         decode_kernels=$((decode_kernels + 1))
       elif [[ "$pkg" == attention ]]; then
+        prefill_names+="$pretty"$'\n'
         [[ "$mfma" -gt 0 ]] || fail "attention: $pretty has no v_mfma instruction"
         [[ "$sspill" == 0 ]] || fail "attention: $pretty spills $sspill SGPRs"
         total_mfma=$((total_mfma + mfma))
@@ -194,9 +197,14 @@ for pkg in "${libs[@]}"; do
     [[ $kernels -eq ${expected_kernels[$pkg]} ]] || fail "$pkg: $kernels kernels, expected ${expected_kernels[$pkg]}"
   fi
   if [[ "$pkg" == attention ]]; then
-    # 2 head dims x 2 dtypes x causal or not; bf16 and f16 MFMAs both present.
-    [[ $((kernels - decode_kernels)) -eq 8 ]] ||
-      fail "attention: $((kernels - decode_kernels)) attention_fwd kernels, expected 8 (hd 64/128 x bf16/fp16 x causal/not)"
+    # The prefill kernel (attention_fwd and attention_varlen_fwd): 6 head-dim buckets x 2 dtypes x
+    # causal or not x 3 modes (fixed, varlen, general); each bucket by name; bf16 and f16 MFMAs.
+    [[ $((kernels - decode_kernels)) -eq 72 ]] ||
+      fail "attention: $((kernels - decode_kernels)) prefill kernels, expected 72 (buckets 64/96/128/192/256/192-128 x bf16/fp16 x causal/not x fixed/varlen/general)"
+    for bucket in "64, 64" "96, 96" "128, 128" "192, 192" "256, 256" "192, 128"; do
+      n="$(grep -c "attention_fwd_gfx942_kernel<$bucket," <<<"$prefill_names")"
+      [[ "$n" -eq 12 ]] || fail "attention: bucket <$bucket>: $n prefill kernels, expected 12"
+    done
     [[ $decode_kernels -eq 18 ]] ||
       fail "attention: $decode_kernels decode kernels, expected 18 (bf16/fp16 x lane groups 4/8/16/32 x 4/8 rows, 2 combine)"
     mnemonics="$(for co in "${cos[@]}"; do "$objdump" -d --mcpu=gfx942 "$co"; done |

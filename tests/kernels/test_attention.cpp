@@ -1,12 +1,14 @@
 // test_attention.cpp: the attention CPU library through the public host API: attention_fwd
-// against a float64 computation written here (MHA, GQA, MQA, causal with seqlen_q < and >
-// seqlen_k, length 1, lengths off multiples of 64, lse present or not, packed and padded
-// layouts), and bad arguments refused with a message naming them.
+// against a float64 computation written in the tests (attention_test_reference.hpp: MHA, GQA,
+// MQA, causal with seqlen_q < and > seqlen_k, length 1, lengths off multiples of 64, lse
+// present or not, packed and padded layouts, every head dim class from 32 to 256 and v's head
+// dim 128 with q's 192), and bad arguments refused with a message naming them.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <limits>
 
+#include "attention_test_support.hpp"
 #include "kernel_test_support.hpp"
 #include "kh/kh.hpp"
 
@@ -14,21 +16,18 @@ using namespace kh_test;
 
 namespace {
 
-const kh::Kernel& attention_kernel() {
-  static const kh::Kernel kernel = kh::load_kernel_library(KH_ATTENTION_CPU_LIB);
-  return kernel;
-}
-
 struct AttnCase {
   Dt dt = Dt::bf16;
   int64_t batch = 1, sq = 16, sk = 16, hq = 2, hkv = 2, d = 64;
+  int64_t dv = 0;  // v's head dim; 0: d
   bool causal = false;
   bool lse = true;
-  bool packed_qkv = false;  // q, k, v views into one (batch, seq, hq + 2 hkv, d) buffer (needs sq == sk)
+  bool packed_qkv = false;  // q, k, v views into one (batch, seq, hq + 2 hkv, d) buffer (needs sq == sk, dv == d)
   int64_t out_pad = 0;      // extra elements per out row (seq) stride
 };
 
 void run_attention_case(const AttnCase& c, uint64_t seed) {
+  const int64_t dv = c.dv ? c.dv : c.d;
   CAPTURE(dt_name(c.dt));
   CAPTURE(c.batch);
   CAPTURE(c.sq);
@@ -36,12 +35,13 @@ void run_attention_case(const AttnCase& c, uint64_t seed) {
   CAPTURE(c.hq);
   CAPTURE(c.hkv);
   CAPTURE(c.d);
+  CAPTURE(dv);
   CAPTURE(c.causal);
   CAPTURE(c.packed_qkv);
   Random rnd(seed);
   Tensor q, k, v, qkv;
   if (c.packed_qkv) {
-    REQUIRE(c.sq == c.sk);
+    REQUIRE((c.sq == c.sk && dv == c.d));
     const int64_t heads = c.hq + 2 * c.hkv;
     qkv = make_tensor(c.dt, {c.batch, c.sq, heads, c.d});
     rnd.fill(qkv);
@@ -53,67 +53,38 @@ void run_attention_case(const AttnCase& c, uint64_t seed) {
     q = make_tensor(c.dt, {c.batch, c.sq, c.hq, c.d});
     // k and v in (batch, head, seq, dim) memory order, i.e. transposed strides.
     k = make_tensor(c.dt, {c.batch, c.sk, c.hkv, c.d}, {c.hkv * c.sk * c.d, c.d, c.sk * c.d, 1});
-    v = make_tensor(c.dt, {c.batch, c.sk, c.hkv, c.d});
+    v = make_tensor(c.dt, {c.batch, c.sk, c.hkv, dv});
     rnd.fill(q);
     rnd.fill(k);
     rnd.fill(v);
   }
-  const int64_t orow = c.hq * c.d + c.out_pad;
-  Tensor out = make_tensor(c.dt, {c.batch, c.sq, c.hq, c.d}, {c.sq * orow, orow, c.d, 1});
+  const int64_t orow = c.hq * dv + c.out_pad;
+  Tensor out = make_tensor(c.dt, {c.batch, c.sq, c.hq, dv}, {c.sq * orow, orow, dv, 1});
   Tensor lse = make_tensor(Dt::f32, {c.batch, c.hq, c.sq});
-  const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
+  AttnSemantics m;
+  m.scale = 1.0 / std::sqrt(static_cast<double>(c.d));
+  m.causal = c.causal;
 
   const kh_status status = call(attention_kernel().op("attention_fwd"),
                                 {targ(out), c.lse ? targ(lse) : kh::none(), targ(q), targ(k), targ(v),
-                                 kh::arg(scale), kh::arg(c.causal)});
+                                 kh::arg(m.scale), kh::arg(c.causal)});
   INFO(kh_last_error());
   REQUIRE(status == KH_OK);
 
-  // Inputs as flat float64 arrays (b, seq, head, dim), read once: the reference loops below
-  // stay cheap under sanitizers.
-  auto flat = [](const Tensor& t) {
-    std::vector<double> a;
-    a.reserve(static_cast<size_t>(t.numel()));
-    for_each_index(t.shape, [&](const std::vector<int64_t>& i) { a.push_back(t.get(i)); });
-    return a;
-  };
-  const std::vector<double> qd = flat(q), kd = flat(k), vd = flat(v), od = flat(out);
-  auto qi = [&](int64_t b, int64_t i, int64_t h) { return ((b * c.sq + i) * c.hq + h) * c.d; };
-  auto ki = [&](int64_t b, int64_t j, int64_t h) { return ((b * c.sk + j) * c.hkv + h) * c.d; };
-
-  const int64_t group = c.hq / c.hkv;
-  int64_t bad = 0, bad_lse = 0;
-  std::vector<double> s(static_cast<size_t>(c.sk));
-  for (int64_t b = 0; b < c.batch; ++b)
-    for (int64_t h = 0; h < c.hq; ++h)
-      for (int64_t i = 0; i < c.sq; ++i) {
-        const int64_t hk = h / group;
-        const int64_t last = c.causal ? i + c.sk - c.sq : c.sk - 1;  // newest visible key
-        double mx = -std::numeric_limits<double>::infinity();
-        for (int64_t j = 0; j < c.sk && j <= last; ++j) {
-          double dot = 0;
-          for (int64_t e = 0; e < c.d; ++e) dot += qd[qi(b, i, h) + e] * kd[ki(b, j, hk) + e];
-          s[j] = dot * scale;
-          mx = std::max(mx, s[j]);
-        }
-        double denom = 0;
-        for (int64_t j = 0; j < c.sk && j <= last; ++j) denom += std::exp(s[j] - mx);
-        for (int64_t e = 0; e < c.d; ++e) {
-          double want = 0;
-          for (int64_t j = 0; j < c.sk && j <= last; ++j) want += std::exp(s[j] - mx) / denom * vd[ki(b, j, hk) + e];
-          const double got = od[qi(b, i, h) + e];
-          if (!close(got, want, c.dt) && bad++ < 3)
-            MESSAGE("out[" << b << "," << i << "," << h << "," << e << "] = " << got << ", want " << want);
-        }
-        if (c.lse) {
-          const double want = denom > 0 ? mx + std::log(denom) : -std::numeric_limits<double>::infinity();
-          const double got = lse.get({b, h, i});
-          if (!close(got, want, Dt::f32, 4.0) && bad_lse++ < 3)
-            MESSAGE("lse[" << b << "," << h << "," << i << "] = " << got << ", want " << want);
-        }
-      }
+  int64_t bad = 0;
+  for (int64_t b = 0; b < c.batch; ++b) {
+    SeqInputs in;
+    in.sq = c.sq, in.sk = c.sk, in.hq = c.hq, in.hkv = c.hkv, in.d = c.d, in.dv = dv;
+    in.q = gather_rows(q, b, 0, c.sq);
+    in.k = gather_rows(k, b, 0, c.sk);
+    in.v = gather_rows(v, b, 0, c.sk);
+    const SeqOutputs want = reference_attention(in, m);
+    const std::function<double(int64_t, int64_t)> lse_at = [&](int64_t h, int64_t i) { return lse.get({b, h, i}); };
+    bad += check_sequence(
+        in, want, c.dt, [&](int64_t i, int64_t h, int64_t e) { return out.get({b, i, h, e}); },
+        c.lse ? &lse_at : nullptr);
+  }
   CHECK(bad == 0);
-  CHECK(bad_lse == 0);
   CHECK(count_gap_writes(out) == 0);
   if (!c.lse) {  // not passed: untouched
     int64_t written = 0;
@@ -185,6 +156,22 @@ TEST_CASE("attention_fwd: values") {
       c.batch = 2;
       run_attention_case(c, seed++);
     }
+    {  // head dims across the range (1.1): multiples of 8 that are and are not powers of two
+      for (int64_t d : {32, 40, 72, 80, 96, 104, 136, 160, 192, 200, 248}) {
+        c = AttnCase{};
+        c.dt = dt;
+        c.d = d, c.sq = 19, c.sk = 23, c.hq = 4, c.hkv = 2, c.causal = d % 16 == 0;
+        run_attention_case(c, seed++);
+      }
+    }
+    {  // v's head dim 128 with q's 192 (1.1), causal and not, padded out rows
+      c = AttnCase{};
+      c.dt = dt;
+      c.d = 192, c.dv = 128, c.sq = 21, c.sk = 30, c.hq = 4, c.hkv = 1, c.out_pad = 8;
+      run_attention_case(c, seed++);
+      c.causal = true, c.lse = false;
+      run_attention_case(c, seed++);
+    }
     {  // empty: seqlen_k 0, seqlen_q 0, batch 0
       c = AttnCase{};
       c.dt = dt;
@@ -212,14 +199,36 @@ TEST_CASE("attention_fwd: bad arguments are refused and named") {
   };
   const kh_value scale = kh::arg(0.125), causal = kh::arg(true);
   SUBCASE("valid call for reference") { CHECK(call_with(out, targ(lse), q, k, v, scale, causal) == KH_OK); }
-  SUBCASE("unsupported head dim") {
-    Tensor q96 = make_tensor(Dt::bf16, {1, 8, 4, 96});
-    Tensor k96 = make_tensor(Dt::bf16, {1, 8, 2, 96});
-    Tensor v96 = make_tensor(Dt::bf16, {1, 8, 2, 96});
-    Tensor o96 = make_tensor(Dt::bf16, {1, 8, 4, 96});
-    CHECK(call_with(o96, kh::none(), q96, k96, v96, scale, causal) == KH_ERROR_UNSUPPORTED);
-    CHECK(std::string(kh_last_error()).find("head_dim 96") != std::string::npos);
-    CHECK(error_names("q"));
+  SUBCASE("head dims off the grid, and v's head dim not q's") {
+    for (int64_t d : {36, 24, 264}) {  // 1.0 also refused 96; 1.1 takes every multiple of 8 in [32, 256]
+      Tensor qd = make_tensor(Dt::bf16, {1, 8, 4, d});
+      Tensor kd = make_tensor(Dt::bf16, {1, 8, 2, d});
+      Tensor od = make_tensor(Dt::bf16, {1, 8, 4, d});
+      CHECK(call_with(od, kh::none(), qd, kd, kd, scale, causal) == KH_ERROR_UNSUPPORTED);
+      CHECK(std::string(kh_last_error()).find("head_dim " + std::to_string(d)) != std::string::npos);
+      CHECK(error_names("q"));
+    }
+    // v's head dim must be q's, or 128 with q's 192
+    Tensor q128 = make_tensor(Dt::bf16, {1, 8, 4, 128});
+    Tensor k128 = make_tensor(Dt::bf16, {1, 8, 2, 128});
+    Tensor v64 = make_tensor(Dt::bf16, {1, 8, 2, 64});
+    Tensor o64 = make_tensor(Dt::bf16, {1, 8, 4, 64});
+    CHECK(call_with(o64, kh::none(), q128, k128, v64, scale, causal) == KH_ERROR_UNSUPPORTED);
+    CHECK(error_names("v"));
+    Tensor q192 = make_tensor(Dt::bf16, {1, 8, 4, 192});
+    Tensor k192 = make_tensor(Dt::bf16, {1, 8, 2, 192});
+    Tensor v128 = make_tensor(Dt::bf16, {1, 8, 2, 128});
+    Tensor o128 = make_tensor(Dt::bf16, {1, 8, 4, 128});
+    rnd.fill(q192), rnd.fill(k192), rnd.fill(v128);
+    CHECK(call_with(o128, kh::none(), q192, k192, v128, scale, causal) == KH_OK);
+    // out must carry v's head dim, not q's
+    Tensor o192 = make_tensor(Dt::bf16, {1, 8, 4, 192});
+    CHECK(call_with(o192, kh::none(), q192, k192, v128, scale, causal) == KH_ERROR_INVALID_ARGUMENT);
+    CHECK(error_names("out"));
+    // and v's other dims must be k's
+    Tensor v128h = make_tensor(Dt::bf16, {1, 8, 4, 128});
+    CHECK(call_with(o128, kh::none(), q192, k192, v128h, scale, causal) == KH_ERROR_INVALID_ARGUMENT);
+    CHECK(error_names("v"));
   }
   SUBCASE("heads_kv does not divide heads_q") {
     Tensor k3 = make_tensor(Dt::bf16, {1, 8, 3, 64});

@@ -14,41 +14,13 @@
 #include <numeric>
 #include <random>
 
+#include "attention_test_support.hpp"
 #include "kernel_test_support.hpp"
 #include "kh/kh.hpp"
 
 using namespace kh_test;
 
 namespace {
-
-const kh::Kernel& attention_kernel() {
-  static const kh::Kernel kernel = kh::load_kernel_library(KH_ATTENTION_CPU_LIB);
-  return kernel;
-}
-
-// An int32 host tensor (block tables, lengths) with any strides.
-struct IntTensor {
-  std::vector<int64_t> shape, strides;
-  std::vector<int32_t> data;
-  DLTensor dl{};
-  IntTensor(std::vector<int64_t> shp, std::vector<int64_t> str = {}) : shape(std::move(shp)) {
-    strides = str.empty() ? contiguous_strides(shape) : std::move(str);
-    int64_t extent = 1;
-    for (size_t d = 0; d < shape.size(); ++d) extent += std::max<int64_t>(shape[d] - 1, 0) * strides[d];
-    data.assign(static_cast<size_t>(extent), -7);  // poison: never a valid block id or length
-    dl.data = data.data();
-    dl.device = DLDevice{kDLCPU, 0};
-    dl.ndim = static_cast<int32_t>(shape.size());
-    dl.dtype = DLDataType{kDLInt, 32, 1};
-    dl.shape = shape.data();
-    dl.strides = strides.data();
-  }
-  IntTensor(const IntTensor&) = delete;
-  IntTensor& operator=(const IntTensor&) = delete;
-  int32_t& at(int64_t i) { return data[static_cast<size_t>(i * strides[0])]; }
-  int32_t& at(int64_t i, int64_t j) { return data[static_cast<size_t>(i * strides[0] + j * strides[1])]; }
-  kh_value arg() { return kh::arg(&dl); }
-};
 
 // The workspace rule, as the docs state it (written here independently of kernels-src).
 int64_t workspace_floats(int64_t batch, int64_t q_len, int64_t hq, int64_t hkv, int64_t d, int64_t max_kv) {

@@ -1,6 +1,6 @@
-// attention_cpu.cpp: the CPU backend of attention_fwd, also the test oracle: scores, softmax
-// and the weighted sum of v are computed in double; out is rounded to its dtype once, lse
-// to float once. Plain loops: it is a reference, not a fast path.
+// attention_cpu.cpp: the CPU backend of attention_fwd and attention_varlen_fwd, also the test
+// oracle: scores, soft-cap, softmax and the weighted sum of v are computed in double; out is
+// rounded to its dtype once, lse to float once. Plain loops: it is a reference, not a fast path.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -8,6 +8,7 @@
 
 #include "attention_args.hpp"
 #include "attention_ops.hpp"
+#include "attention_visibility.hpp"
 #include "kh_kernel/args.hpp"
 #include "kh_kernel/cpu_dispatch.hpp"
 
@@ -18,53 +19,59 @@ using kh_kernels::from_double;
 using kh_kernels::to_double;
 
 template <typename T>
-void attention_fwd_cpu(const AttentionParams& p) {
-  const int64_t d = p.head_dim, sq = p.seqlen_q, sk = p.seqlen_k;
+void attention_prefill_cpu(const AttentionParams& p) {
+  const int64_t d = p.head_dim, dv = p.head_dim_v;
   const int64_t group = p.heads_q / p.heads_kv;
-  std::vector<double> k(static_cast<size_t>(sk * d)), v(static_cast<size_t>(sk * d));
-  std::vector<double> q(static_cast<size_t>(d)), acc(static_cast<size_t>(d)), score(static_cast<size_t>(sk));
+  std::vector<double> k, v, q(static_cast<size_t>(d)), acc(static_cast<size_t>(dv)), score;
   const T* q_base = static_cast<const T*>(p.q);
   const T* k_base = static_cast<const T*>(p.k);
   const T* v_base = static_cast<const T*>(p.v);
   T* o_base = static_cast<T*>(p.out);
 
   for (int64_t b = 0; b < p.batch; ++b) {
+    const SeqBounds s = seq_bounds(p.cu_seqlens_q, p.cu_seqlens_q_stride, p.cu_seqlens_k, p.cu_seqlens_k_stride,
+                                   p.total_q, p.total_k, p.seqlen_q, p.seqlen_k, b);
+    const int64_t sq = s.len_q, sk = s.len_k;
+    if (sq == 0) continue;
+    k.assign(static_cast<size_t>(sk * d), 0.0);
+    v.assign(static_cast<size_t>(sk * dv), 0.0);
+    score.assign(static_cast<size_t>(sk), 0.0);
     for (int64_t hkv = 0; hkv < p.heads_kv; ++hkv) {
       // This kv head in double, once for the whole group of q heads reading it.
       for (int64_t j = 0; j < sk; ++j) {
-        const T* kr = k_base + b * p.k_batch_stride + j * p.k_row_stride + hkv * p.k_head_stride;
-        const T* vr = v_base + b * p.v_batch_stride + j * p.v_row_stride + hkv * p.v_head_stride;
-        for (int64_t e = 0; e < d; ++e) {
-          k[j * d + e] = to_double(kr[e]);
-          v[j * d + e] = to_double(vr[e]);
-        }
+        const T* kr = k_base + b * p.k_batch_stride + (s.k_start + j) * p.k_row_stride + hkv * p.k_head_stride;
+        const T* vr = v_base + b * p.v_batch_stride + (s.k_start + j) * p.v_row_stride + hkv * p.v_head_stride;
+        for (int64_t e = 0; e < d; ++e) k[j * d + e] = to_double(kr[e]);
+        for (int64_t e = 0; e < dv; ++e) v[j * dv + e] = to_double(vr[e]);
       }
       for (int64_t h = hkv * group; h < (hkv + 1) * group; ++h) {
         for (int64_t i = 0; i < sq; ++i) {
-          const T* qr = q_base + b * p.q_batch_stride + i * p.q_row_stride + h * p.q_head_stride;
+          const int64_t row = s.q_start + i;
+          const T* qr = q_base + b * p.q_batch_stride + row * p.q_row_stride + h * p.q_head_stride;
           for (int64_t e = 0; e < d; ++e) q[e] = to_double(qr[e]);
-          // Keys [0, visible): bottom-right aligned causal mask.
-          int64_t visible = sk;
-          if (p.causal) visible = std::min<int64_t>(sk, std::max<int64_t>(0, i + sk - sq + 1));
+          const KeyRange<int64_t> keys = visible_keys<int64_t>(i, sq, sk, p.causal, p.window_left);
           double row_max = -std::numeric_limits<double>::infinity();
-          for (int64_t j = 0; j < visible; ++j) {
-            double s = 0;
-            for (int64_t e = 0; e < d; ++e) s += q[e] * k[j * d + e];
-            score[j] = s * p.scale;
-            row_max = std::max(row_max, score[j]);
+          for (int64_t j = keys.lo; j < keys.end; ++j) {
+            double x = 0;
+            for (int64_t e = 0; e < d; ++e) x += q[e] * k[j * d + e];
+            x *= p.scale;
+            if (p.softcap > 0) x = p.softcap * std::tanh(x / p.softcap);
+            score[j] = x;
+            row_max = std::max(row_max, x);
           }
           std::fill(acc.begin(), acc.end(), 0.0);
           double denom = 0;
-          for (int64_t j = 0; j < visible; ++j) {
+          for (int64_t j = keys.lo; j < keys.end; ++j) {
             const double w = std::exp(score[j] - row_max);
             denom += w;
-            for (int64_t e = 0; e < d; ++e) acc[e] += w * v[j * d + e];
+            for (int64_t e = 0; e < dv; ++e) acc[e] += w * v[j * dv + e];
           }
-          T* orow = o_base + b * p.o_batch_stride + i * p.o_row_stride + h * p.o_head_stride;
-          for (int64_t e = 0; e < d; ++e) orow[e] = from_double<T>(visible > 0 ? acc[e] / denom : 0.0);
+          const bool any = keys.end > keys.lo;
+          T* orow = o_base + b * p.o_batch_stride + row * p.o_row_stride + h * p.o_head_stride;
+          for (int64_t e = 0; e < dv; ++e) orow[e] = from_double<T>(any ? acc[e] / denom : 0.0);
           if (p.lse) {
-            const double lse = visible > 0 ? row_max + std::log(denom) : -std::numeric_limits<double>::infinity();
-            p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + i * p.lse_row_stride] = static_cast<float>(lse);
+            const double lse = any ? row_max + std::log(denom) : -std::numeric_limits<double>::infinity();
+            p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + row * p.lse_row_stride] = static_cast<float>(lse);
           }
         }
       }
@@ -72,16 +79,25 @@ void attention_fwd_cpu(const AttentionParams& p) {
   }
 }
 
+template <typename Parse>
+kh_status run_prefill(const char* op, const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx, Parse parse) {
+  return kh_kernels::guarded({op, ctx, KH_DEVICE_TYPE}, [&] {
+    AttentionParams p;
+    KH_KERNEL_TRY(parse(args, nargs, ctx, &p));
+    if (p.empty()) return KH_OK;
+    kh_kernels::dispatch_float(p.dtype, [&](auto tag) { attention_prefill_cpu<typename decltype(tag)::type>(p); });
+    return KH_OK;
+  });
+}
+
 }  // namespace
 
 kh_status attention_fwd_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
-  return kh_kernels::guarded({"attention_fwd", ctx, KH_DEVICE_TYPE}, [&] {
-    AttentionParams p;
-    KH_KERNEL_TRY(parse_attention_fwd_args(args, nargs, ctx, &p));
-    if (p.empty()) return KH_OK;
-    kh_kernels::dispatch_float(p.dtype, [&](auto tag) { attention_fwd_cpu<typename decltype(tag)::type>(p); });
-    return KH_OK;
-  });
+  return run_prefill("attention_fwd", args, nargs, ctx, parse_attention_fwd_args);
+}
+
+kh_status attention_varlen_fwd_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
+  return run_prefill("attention_varlen_fwd", args, nargs, ctx, parse_attention_varlen_fwd_args);
 }
 
 }  // namespace kh_attention

@@ -1,11 +1,12 @@
-// attention_cuda.cu: the CUDA backend's attention_fwd entry: validates the call with the
-// shared rules (parse_attention_fwd_args), checks what the GPU kernels need beyond them
-// (16-byte aligned rows, grid limits), and launches on the caller's stream
+// attention_cuda.cu: the CUDA backend's op entries. attention_fwd and attention_varlen_fwd
+// validate the call with the shared rules (attention_args.hpp), check what the GPU kernels need
+// beyond them (16-byte aligned rows, grid and length limits), and launch on the caller's stream
 // (kh_call_ctx::stream, NULL: the default stream):
 //  - sm80 variant: the FlashAttention-2 style mma.sync kernel (attention_fwd_sm80.cuh);
-//  - sm90a variant (KH_ATTENTION_SM90A): the wgmma + TMA kernel (attention_fwd_sm90.cuh) for
-//    head dims 64 and 128, the sm80 kernel for the rest. KH_ATTENTION_FORCE_SM80=1 in the
+//  - sm90a variant (KH_ATTENTION_SM90A): the wgmma + TMA kernel (attention_fwd_sm90.cuh), the
+//    sm80 kernel for calls whose tensors TMA cannot describe. KH_ATTENTION_FORCE_SM80=1 in the
 //    environment picks the sm80 kernel always (for comparisons).
+// attention_decode_paged has its own kernels (attention_decode_launch.hpp).
 #include <cuda_runtime_api.h>
 
 #include <climits>
@@ -46,46 +47,24 @@ class ScopedDevice {
   cudaError_t status_ = cudaSuccess;
 };
 
-FwdLaunchParams to_launch_params(const AttentionParams& a) {
-  FwdLaunchParams p;
-  p.q = a.q;
-  p.k = a.k;
-  p.v = a.v;
-  p.out = a.out;
-  p.lse = a.lse;
-  p.q_batch_stride = a.q_batch_stride, p.q_row_stride = a.q_row_stride, p.q_head_stride = a.q_head_stride;
-  p.k_batch_stride = a.k_batch_stride, p.k_row_stride = a.k_row_stride, p.k_head_stride = a.k_head_stride;
-  p.v_batch_stride = a.v_batch_stride, p.v_row_stride = a.v_row_stride, p.v_head_stride = a.v_head_stride;
-  p.o_batch_stride = a.o_batch_stride, p.o_row_stride = a.o_row_stride, p.o_head_stride = a.o_head_stride;
-  p.lse_batch_stride = a.lse_batch_stride, p.lse_head_stride = a.lse_head_stride;
-  p.lse_row_stride = a.lse_row_stride;
-  p.batch = static_cast<int>(a.batch);
-  p.seqlen_q = static_cast<int>(a.seqlen_q);
-  p.seqlen_k = static_cast<int>(a.seqlen_k);
-  p.heads_q = static_cast<int>(a.heads_q);
-  p.heads_kv = static_cast<int>(a.heads_kv);
-  p.head_dim = static_cast<int>(a.head_dim);
-  p.scale = static_cast<float>(a.scale);
-  p.causal = a.causal;
-  p.dtype = a.dtype == kh_kernels::DType::kBF16 ? ElementType::kBF16 : ElementType::kF16;
-  return p;
-}
-
 kh_status launch(const OpContext& c, const AttentionParams& a) {
-  if (!sm80::sm80_supports_head_dim(static_cast<int>(a.head_dim)))
-    return op_error(c, KH_ERROR_UNSUPPORTED, "argument 'q': head_dim %lld is not supported on CUDA (64, 128, 256)",
-                    (long long)a.head_dim);
-  // Grid: (q tiles, heads_q, batch); y and z are limited to 65535, lengths to int.
-  if (a.heads_q > 65535 || a.batch > 65535 || a.seqlen_q > INT_MAX / 2 || a.seqlen_k > INT_MAX / 2)
+  if (cuda_fwd_bucket(static_cast<int>(a.head_dim), static_cast<int>(a.head_dim_v)).qk == 0)
+    return op_error(c, KH_ERROR_UNSUPPORTED, "argument 'q': head dims %lld/%lld have no CUDA kernel",
+                    (long long)a.head_dim, (long long)a.head_dim_v);
+  // Grid: (q tiles, heads_q, sequences); y and z are limited to 65535, lengths to int (varlen:
+  // a quarter of it, so that a window's bound stays inside int), packed rows to TMA's int32.
+  const int64_t max_len = a.varlen() ? INT_MAX / 4 : INT_MAX / 2;
+  if (a.heads_q > 65535 || a.batch > 65535 || a.seqlen_q > max_len || a.seqlen_k > max_len || a.total_q > INT_MAX ||
+      a.total_k > INT_MAX)
     return op_error(c, KH_ERROR_UNSUPPORTED,
-                    "shape too large for the CUDA kernel: heads_q %lld and batch %lld must be <= 65535, "
-                    "sequence lengths (%lld, %lld) <= %d",
+                    "shape too large for the CUDA kernel: heads_q %lld and the batch (sequences) %lld must be <= "
+                    "65535, sequence lengths (%lld, %lld) <= %lld, packed rows (%lld, %lld) < 2^31",
                     (long long)a.heads_q, (long long)a.batch, (long long)a.seqlen_q, (long long)a.seqlen_k,
-                    INT_MAX / 2);
-  const FwdLaunchParams p = to_launch_params(a);
+                    (long long)max_len, (long long)a.total_q, (long long)a.total_k);
+  const FwdLaunchParams p = launch_params(a);
   if (!fwd_params_aligned(p))
     return op_error(c, KH_ERROR_UNSUPPORTED,
-                    "q, k, v and out need 16-byte aligned data pointers and batch/row/head strides that are "
+                    "q, k, v and out need 16-byte aligned data pointers and row/head (and batch) strides that are "
                     "multiples of 8 elements (the kernel copies 16-byte chunks); copy the tensors to "
                     "contiguous memory first");
 
@@ -110,6 +89,18 @@ kh_status launch(const OpContext& c, const AttentionParams& a) {
   return KH_OK;
 }
 
+// attention_fwd and attention_varlen_fwd: parse with the op's rules, then the same launch.
+template <typename Parse>
+kh_status run_prefill(const char* op, const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx, Parse parse) {
+  const OpContext c{op, ctx, KH_DEVICE_TYPE};
+  return kh_kernels::guarded(c, [&] {
+    AttentionParams p;
+    KH_KERNEL_TRY(parse(args, nargs, ctx, &p));
+    if (p.empty()) return KH_OK;
+    return launch(c, p);
+  });
+}
+
 bool decode_params_aligned(const DecodeParams& p) {
   auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
   auto rows_aligned = [](int64_t a, int64_t b, int64_t c) { return a % 8 == 0 && b % 8 == 0 && c % 8 == 0; };
@@ -123,13 +114,11 @@ bool decode_params_aligned(const DecodeParams& p) {
 }  // namespace
 
 kh_status attention_fwd_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
-  const OpContext c{"attention_fwd", ctx, KH_DEVICE_TYPE};
-  return kh_kernels::guarded(c, [&] {
-    AttentionParams p;
-    KH_KERNEL_TRY(parse_attention_fwd_args(args, nargs, ctx, &p));
-    if (p.empty()) return KH_OK;
-    return launch(c, p);
-  });
+  return run_prefill("attention_fwd", args, nargs, ctx, parse_attention_fwd_args);
+}
+
+kh_status attention_varlen_fwd_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
+  return run_prefill("attention_varlen_fwd", args, nargs, ctx, parse_attention_varlen_fwd_args);
 }
 
 }  // namespace kh_attention

@@ -1,6 +1,6 @@
-// Device helpers both CUDA attention kernels (sm80: mma.sync, sm90a: wgmma) use in their
-// softmax and epilogue: packing two floats into one register of two 16-bit values, and the
-// hardware's approximate exp2.
+// Device helpers both CUDA prefill attention kernels (sm80: mma.sync, sm90a: wgmma) use in
+// their softmax and epilogue: packing two floats into one register of two 16-bit values, the
+// hardware's approximate exp2, and a tanh for the soft-cap built on it.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -29,6 +29,15 @@ __device__ __forceinline__ float fast_exp2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
+}
+
+// tanh(x) = 1 - 2 / (1 + e^(2x)) from MUFU.EX2 and an approximate division: absolute error
+// ~1e-7 (what the softmax of a soft-capped score cares about, cap * tanh being a logit), with
+// two MUFU ops and two temporaries where tanhf takes a dozen registers and a branch. Saturates
+// to +-1 for large |x| (e^(2x) = inf gives 1 - 0, 0 gives 1 - 2).
+__device__ __forceinline__ float fast_tanh(float x) {
+  constexpr float kTwoLog2e = 2.8853900817779268f;
+  return 1.f - __fdividef(2.f, 1.f + fast_exp2(x * kTwoLog2e));
 }
 
 }  // namespace kh_attention::cuda_common

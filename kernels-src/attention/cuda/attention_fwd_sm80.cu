@@ -1,4 +1,4 @@
-// attention_fwd_sm80.cu: picks the compiled sm80 instantiation for a call's head dim and dtype;
+// attention_fwd_sm80.cu: picks the compiled sm80 instantiation for a call's head dims and dtype;
 // the alignment rule both CUDA paths share.
 #include "attention_fwd_sm80.hpp"
 
@@ -21,20 +21,9 @@ bool fwd_params_aligned(const FwdLaunchParams& p) {
 namespace kh_attention::sm80 {
 
 cudaError_t run_attention_fwd_sm80(const FwdLaunchParams& p, cudaStream_t stream) {
-  const bool bf16 = p.dtype == ElementType::kBF16;
-  switch (p.head_dim) {
-    case 64:
-      return bf16 ? run_attention_fwd_sm80_instance<64, ElementType::kBF16>(p, stream)
-                  : run_attention_fwd_sm80_instance<64, ElementType::kF16>(p, stream);
-    case 128:
-      return bf16 ? run_attention_fwd_sm80_instance<128, ElementType::kBF16>(p, stream)
-                  : run_attention_fwd_sm80_instance<128, ElementType::kF16>(p, stream);
-    case 256:
-      return bf16 ? run_attention_fwd_sm80_instance<256, ElementType::kBF16>(p, stream)
-                  : run_attention_fwd_sm80_instance<256, ElementType::kF16>(p, stream);
-    default:
-      return cudaErrorInvalidValue;
-  }
+  return with_cuda_fwd_bucket(p, [&](auto qk, auto v, auto type) {
+    return run_attention_fwd_sm80_instance<decltype(qk)::value, decltype(v)::value, decltype(type)::value>(p, stream);
+  });
 }
 
 }  // namespace kh_attention::sm80

@@ -1,24 +1,35 @@
-// attention_fwd_sm90.cuh: FlashAttention forward for sm90a (Hopper): wgmma + TMA, warp-specialized.
+// attention_fwd_sm90.cuh: FlashAttention forward for sm90a (Hopper): wgmma + TMA, warp-specialized,
+// the kernel of attention_fwd and attention_varlen_fwd on the sm90a build.
 //
-// Same function as the sm80 kernel (attention_fwd_sm80.cuh): out = softmax(scale q k^T
-// [+ bottom-right causal mask]) v, lse optional, fully masked rows give 0 / -inf.
-// Tiles of 128 (d = 128) or 192 (d = 64) query rows of one head; one persistent CTA per SM
-// walks a static schedule of tiles (causal: longest first, see the kernel). Warpgroups
-// (setmaxnreg moves registers from the producer to the consumers):
-//  - the last one, the producer: one thread issues TMA loads (128-byte swizzled boxes of 64
+// Same function as the sm80 kernel (attention_fwd_sm80.cuh): out = softmax(s) v over the keys
+// each row sees (attention_visibility.hpp: bottom-right causal, a window to the left), s = scale
+// q k^T (then softcap tanh(s / softcap)), lse optional, rows that see nothing give 0 / -inf.
+// Tiles of 64 query rows per consumer warpgroup of one head (Sm90TileConfig, per head-dim
+// bucket). attention_fwd: one persistent CTA per SM walks a static schedule of tiles (causal:
+// longest first, see the kernel); attention_varlen_fwd: one CTA per tile of max_seqlen_q, so
+// that the hardware deals the uneven tiles of sequences of unequal lengths (longest first
+// there too), and tiles past a sequence's end exit at once. Warpgroups (setmaxnreg moves
+// registers from the producer to the consumers):
+//  - the last one, the producer: one thread issues TMA loads (swizzled boxes of 16, 32 or 64
 //    columns) of each tile's Q, then of its K and V blocks into a ring of stages guarded by
 //    full/empty mbarriers (the ring runs on across tiles, and Q of the next tile loads once
-//    every S of this one is done); TMA zero-fills rows outside the sequence;
-//  - the others (two at d = 128, three at d = 64), the consumers, 64 query rows each:
-//    S = Q K^T with wgmma (both operands from shared memory), online softmax in fp32
-//    registers (exp2 with the log2(e)-scaled scale folded into its FFMA), O += P V with
-//    wgmma (P from registers in the A-fragment layout, V from shared memory, N-major), each
-//    stage released as soon as its wgmma has completed. S of the next key block is issued
-//    before P V of the current one, so the softmax overlaps P V on the tensor cores
-//    (FlashAttention-3's intra-warpgroup pipelining), and, except at d = 128 non-causal, the
-//    consumer warpgroups take turns at the tensor cores (named barriers), so that one's
-//    softmax runs under the others' products (FlashAttention-3's ping-pong).
-// Included by attention_fwd_sm90_hd<D>_<dtype>.cu only; built for sm_90a.
+//    every S of this one is done); TMA zero-fills rows and columns outside the tensor (columns
+//    past the call's head dim when the bucket is wider: they add zeros to S and give columns
+//    of O that are never stored);
+//  - the others, the consumers, 64 query rows each: S = Q K^T with wgmma (both operands from
+//    shared memory), online softmax in fp32 registers (exp2 with the log2(e)-scaled scale
+//    folded into its FFMA), O += P V with wgmma (P from registers in the A-fragment layout, V
+//    from shared memory, N-major), each stage released as soon as its wgmma has completed. S
+//    of the next key block is issued before P V of the current one, so the softmax overlaps
+//    P V on the tensor cores (FlashAttention-3's intra-warpgroup pipelining), and, except at
+//    two warpgroups non-causal, the consumer warpgroups take turns at the tensor cores (named
+//    barriers), so that one's softmax runs under the others' products (FlashAttention-3's
+//    ping-pong).
+// A packed (varlen) K/V block at a sequence's end holds rows of the next sequence (or, after
+// the last one, whatever the caller left there): their scores are masked, and the consumers
+// zero those rows of V before P V reads them (0 x NaN would be NaN); Q rows of another sequence
+// compute rows that are never stored.
+// Included by the generated attention_fwd_sm90_qk<Q>_v<V>_<dtype>.cu only; built for sm_90a.
 #pragma once
 
 #include <cuda.h>
@@ -32,6 +43,7 @@
 
 #include "attention_cuda_common.cuh"
 #include "attention_fwd_sm90.hpp"
+#include "attention_visibility.hpp"
 #include "wgmma_sm90.cuh"
 
 namespace kh_attention::sm90 {
@@ -39,37 +51,6 @@ namespace kh_attention::sm90 {
 template <ElementType kType> struct ElementOf;
 template <> struct ElementOf<ElementType::kF16> { using type = __half; };
 template <> struct ElementOf<ElementType::kBF16> { using type = __nv_bfloat16; };
-
-// Tiles of kBlockM query rows x 128 keys. wgmma's M is 64 per warpgroup: at d = 128 two
-// consumer warpgroups cover 128 rows, and each thread holds S (64 fp32 registers), P as A
-// fragments (32) and O (64) at once, under 240 registers; two K and two V stages: 160 KB of
-// shared memory, 192 KB with the O staging tile (the SM has 227 KB).
-// At d = 64 three consumer warpgroups cover 192 rows (S, P and O take 128 registers, under
-// 160; the softmax, which weighs twice as much against the products as at d = 128, has two
-// other warpgroups' products to hide under), and three K/V stages (a block's two products
-// take about one TMA load's latency there): 144 KB with the O staging tile.
-template <int kHeadDim> struct Sm90TileConfig {
-  static constexpr int kConsumerWarpgroups = kHeadDim <= 64 ? 3 : 2;
-  static constexpr int kConsumerWarps = kConsumerWarpgroups * 4;
-  static constexpr int kThreads = (kConsumerWarpgroups + 1) * 128;  // + one producer warpgroup
-  static constexpr int kBlockM = 64 * kConsumerWarpgroups;
-  static constexpr int kBlockN = 128;
-  static constexpr int kStages = kHeadDim <= 64 ? 3 : 2;
-  // Registers per thread after setmaxnreg: the producer warpgroup gives its share to the
-  // consumers (128 x 24 + 256 x 240 <= 65536; 128 x 24 + 384 x 160 with three consumers).
-  // At entry every thread is capped at 65536 / kThreads (168, or 128 with three consumers).
-  static constexpr int kProducerRegs = 24;
-  static constexpr int kConsumerRegs = kConsumerWarpgroups == 2 ? 240 : 160;
-};
-constexpr int kBoxCols = 64;                             // 64 16-bit columns = one 128-byte swizzle row
-
-template <int kHeadDim>
-constexpr int sm90_smem_bytes() {
-  using C = Sm90TileConfig<kHeadDim>;
-  // Q, K/V stages, an O staging tile, 16 mbarriers, and slack to align the base to 1024
-  // bytes (the swizzle atom).
-  return (2 * C::kBlockM + 2 * C::kStages * C::kBlockN) * kHeadDim * 2 + 16 * 8 + 1024;
-}
 
 namespace detail {
 
@@ -95,7 +76,7 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
       : "memory");
 }
 
-// One 128-byte-swizzled box of `rows` x 64 columns from a 4-D tensor map whose dims are
+// One swizzled box of `rows` x (swizzle / 2) columns from a 4-D tensor map whose dims are
 // (head_dim, then row/head/batch in the order `o` gives).
 __device__ __forceinline__ void tma_load_box(uint32_t dst, const CUtensorMap* map, TmaDimOrder o, uint32_t bar,
                                              int col, int row, int head, int batch) {
@@ -109,26 +90,40 @@ __device__ __forceinline__ void tma_load_box(uint32_t dst, const CUtensorMap* ma
       : "memory");
 }
 
-// A tile of `kRows` x kHeadDim is kHeadDim / 64 boxes of [kRows][64], each box a run of
-// 1024-byte swizzle atoms (8 rows x 128 bytes).
-template <int kRows, int kHeadDim>
+// A tile of `kRows` x kWidth is kWidth / (kSwizzle / 2) boxes of [kRows][kSwizzle / 2], each
+// box a run of swizzle atoms (8 rows x kSwizzle bytes).
+template <int kRows, int kWidth, int kSwizzle>
 __device__ __forceinline__ void tma_load_tile(uint32_t dst, const CUtensorMap* map, TmaDimOrder o, uint32_t bar,
                                               int row0, int head, int batch) {
+  constexpr int kBoxCols = kSwizzle / 2;
 #pragma unroll
-  for (int b = 0; b < kHeadDim / kBoxCols; ++b)
-    tma_load_box(dst + b * kRows * 128, map, o, bar, b * kBoxCols, row0, head, batch);
+  for (int b = 0; b < kWidth / kBoxCols; ++b)
+    tma_load_box(dst + b * kRows * kSwizzle, map, o, bar, b * kBoxCols, row0, head, batch);
 }
 
-// wgmma shared-memory matrix descriptor, 128-byte swizzle. K-major operands (Q, K): SBO =
-// 1024 (next 8 rows), LBO unused; N-major V: LBO = the next 64-column box, SBO = 1024.
+// wgmma shared-memory matrix descriptor for a kSwizzle-byte swizzled layout. K-major operands
+// (Q, K): SBO = 8 rows, LBO unused; N-major V: LBO = the next box (kSwizzle / 2 columns),
+// SBO = 8 rows.
+template <int kSwizzle>
 __device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo_bytes, uint32_t sbo_bytes) {
+  constexpr uint64_t kLayout = kSwizzle == 128 ? 1 : kSwizzle == 64 ? 2 : 3;  // 128-, 64-, 32-byte swizzle
   return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>((lbo_bytes >> 4) & 0x3FFF) << 16) |
-         (static_cast<uint64_t>((sbo_bytes >> 4) & 0x3FFF) << 32) | (1ull << 62);
+         (static_cast<uint64_t>((sbo_bytes >> 4) & 0x3FFF) << 32) | (kLayout << 62);
+}
+
+// Byte offset of 16-byte chunk `chunk` of row `row` of a box of kSwizzle-byte rows, in the
+// swizzle TMA writes and wgmma reads (Swizzle<log2(kSwizzle / 16), 4, 3>: the chunk index
+// XORed with the row's byte address bits from 7 up).
+template <int kSwizzle>
+__device__ __forceinline__ int swizzled_chunk(int row, int chunk) {
+  constexpr int kMask = kSwizzle / 16 - 1;
+  return row * kSwizzle + ((chunk ^ ((row * kSwizzle >> 7) & kMask)) << 4);
 }
 
 using cuda_common::pack2;
 
-// Named barriers 1 and 2 (0 is __syncthreads): the consumer warpgroups' turns at the tensor cores.
+// Named barriers 1..3 (0 is __syncthreads): the consumer warpgroups' turns at the tensor
+// cores; 4..6: one consumer warpgroup's own 128 threads.
 __device__ __forceinline__ void named_bar_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
@@ -136,32 +131,69 @@ __device__ __forceinline__ void named_bar_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+// 16 zero bytes to shared memory, and the fence that orders such generic-proxy writes before
+// the async proxy's reads (wgmma operands).
+__device__ __forceinline__ void st_shared_zero16(uint32_t addr) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(addr), "r"(0) : "memory");
+}
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
 using cuda_common::fast_exp2;
+using cuda_common::fast_tanh;
 
 }  // namespace detail
 
+// Which code a call needs beyond full attention at a positive scale. Each addition costs
+// registers the consumers (160 a thread with three warpgroups) do not have to spare (ptxas
+// spilled 76-172 bytes a thread at d = 64-96 with all of it in one kernel: cuda/NOTES.md), so
+// each is its own instantiation:
+//   kFixed    attention_fwd without window or soft-cap, scale > 0;
+//   kVarlen   attention_varlen_fwd likewise: per-sequence offsets and lengths from cu_seqlens,
+//             one CTA per tile, V rows past a packed sequence zeroed;
+//   kGeneral  anything else: a window (a lower bound in the mask), a soft-cap or a scale <= 0
+//             (scores transformed before the max), either op.
+// A head dim below the bucket's needs nothing but the store predicate (TMA zero-fills the
+// columns), which every mode has.
+enum class Sm90Mode { kFixed, kVarlen, kGeneral };
+
+// One tile of the schedule: query rows [m0, m0 + kBlockM) of a sequence and head (only rows
+// in [0, len_q) are valid), the key blocks it visits, and where its sequence's rows are.
+struct Sm90Tile {
+  int m0 = 0, head = 0, batch = 0;
+  int len_q = 0, len_k = 0;
+  int q_row0 = 0, k_row0 = 0;  // packed row of the sequence's row 0 (varlen), else 0
+  int tma_batch = 0;           // the tensor maps' batch coordinate (varlen: 0)
+  TileVisibility<int> vis;
+  __device__ int n_blocks() const { return vis.blocks(); }
+};
+
 // The consumer warpgroups' part of a tile: S = Q K^T, online softmax, O += P V over the key
 // blocks, then the epilogue (out, lse).
-template <int kHeadDim, typename T, bool kCausal>
+template <int kQKDim, int kVDim, typename T, bool kCausal, Sm90Mode kMode>
 __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned char* o_stage, uint32_t sQ,
-                                             uint32_t sK, uint32_t sV, uint32_t bars, int n_blocks, int m0,
-                                             int head, int batch, int warp, int lane, int kv_base, int q_phase) {
+                                             uint32_t sK, uint32_t sV, uint32_t bars, const Sm90Tile& tl, int warp,
+                                             int lane, int kv_base, int q_phase) {
   using namespace detail;
-  using Cfg = Sm90TileConfig<kHeadDim>;
+  using Cfg = Sm90TileConfig<kQKDim, kVDim>;
   constexpr int kBlockM = Cfg::kBlockM;
   constexpr int kBlockN = Cfg::kBlockN;
   constexpr int kStages = Cfg::kStages;
-  constexpr int kNTiles = kBlockN / 8;   // 8-key column tiles of S
-  constexpr int kDTiles = kHeadDim / 8;  // 8-column tiles of O
-  constexpr uint32_t kKVBytes = kBlockN * kHeadDim * 2;
+  constexpr int kSwzQK = Cfg::kSwizzleQK, kSwzV = Cfg::kSwizzleV;
+  constexpr int kBoxQK = kSwzQK / 2, kBoxV = kSwzV / 2;  // columns per box
+  constexpr int kNTiles = kBlockN / 8;  // 8-key column tiles of S
+  constexpr int kDTiles = kVDim / 8;    // 8-column tiles of O
   constexpr float kLog2e = 1.4426950408889634f;
   constexpr float kLn2 = 0.6931471805599453f;
   using MmaS = Wgmma<kBlockN, T>;
-  using MmaO = Wgmma<kHeadDim, T>;
+  using MmaO = Wgmma<kVDim, T>;
   constexpr int kWgs = Cfg::kConsumerWarpgroups;
-  // Ping-pong of the consumer warpgroups (below) everywhere but d = 128 non-causal, where
-  // it measured 1-3% slower on the H200 (and causal +10%, d = 64 with three warpgroups +30%).
+  // Ping-pong of the consumer warpgroups (below) everywhere but two warpgroups non-causal,
+  // where it measured 1-3% slower at d = 128 on the H200 (and causal +10%, d = 64 with three
+  // warpgroups +30%).
   constexpr bool kPingPong = kCausal || kWgs == 3;
+  constexpr bool kGeneral = kMode == Sm90Mode::kGeneral;
   const uint32_t q_full = bars;
   auto full_k = [&](int s) { return bars + 8 * (1 + s); };
   auto full_v = [&](int s) { return bars + 8 * (1 + kStages + s); };
@@ -171,9 +203,7 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
   // Ring position of this tile's block it: stage and phase parity.
   auto stage = [&](int it) { return (kv_base + it) % kStages; };
   auto phase = [&](int it) { return ((kv_base + it) / kStages) & 1; };
-  const int seqlen_q = p.seqlen_q;
-  const int seqlen_k = p.seqlen_k;
-  const int causal_shift = seqlen_k - seqlen_q;
+  const int n_blocks = tl.n_blocks();
 
   const int wg = warp >> 2;
   const int wg_warp = warp & 3;
@@ -185,22 +215,30 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
   float acc_o[MmaO::kRegs];
 #pragma unroll
   for (int i = 0; i < MmaO::kRegs; ++i) acc_o[i] = 0.f;
-  float row_max[2] = {-INFINITY, -INFINITY};  // of scale*log2(e)*s
+  float row_max[2] = {-INFINITY, -INFINITY};  // of the log2-domain scores
   float row_sum[2] = {0.f, 0.f};              // this thread's partial sums
 
   if (n_blocks > 0) {
     const float scale_log2 = p.scale * kLog2e;
+    // The scores reach the exp2 domain in the exponent's FFMA (a factor `fold` on the raw
+    // max and scores) unless the max does not commute with that factor: a soft-cap
+    // (cap * tanh) or a scale <= 0. Then they are transformed first and fold is 1.
+    const bool prescale = kGeneral && (p.softcap > 0.f || !(p.scale > 0.f));
+    const float fold = prescale ? 1.f : scale_log2;
     float acc_s[MmaS::kRegs];     // S of the block in flight, then its probabilities P
     uint32_t pa[kBlockN / 16][4];  // P of the block whose P V runs, as wgmma A fragments
 
-    // S = Q K^T of the block in ring stage s (issued, not waited for).
+    // S = Q K^T of the block in ring stage s (issued, not waited for). k-step kk covers
+    // columns 16 kk..16 kk + 15: box (16 kk) / kBoxQK, at (16 kk) % kBoxQK columns into its rows.
     auto issue_qk = [&](int s) {
       wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < kHeadDim / 16; ++kk) {
-        const uint32_t koff = (kk % 4) * 32;  // 16 columns = 32 bytes into the swizzled row
-        const uint64_t da = smem_desc(sQ + (kk / 4) * kBlockM * 128 + wg_row0 * 128 + koff, 16, 1024);
-        const uint64_t db = smem_desc(sK + s * kKVBytes + (kk / 4) * kBlockN * 128 + koff, 16, 1024);
+      for (int kk = 0; kk < kQKDim / 16; ++kk) {
+        const uint32_t box = (kk * 16) / kBoxQK, koff = ((kk * 16) % kBoxQK) * 2;
+        const uint64_t da =
+            smem_desc<kSwzQK>(sQ + box * kBlockM * kSwzQK + wg_row0 * kSwzQK + koff, 16, 8 * kSwzQK);
+        const uint64_t db =
+            smem_desc<kSwzQK>(sK + s * Cfg::kKStage + box * kBlockN * kSwzQK + koff, 16, 8 * kSwzQK);
         MmaS::ss(acc_s, da, db, kk > 0 ? 1 : 0);
       }
       wgmma_commit();
@@ -208,20 +246,29 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     // Online softmax of acc_s (acc_s[4j + e]: row g + 8 (e / 2), column 8j + 2t + e % 2):
     // updates the running max and sum, leaves P in acc_s and the factor O must be scaled by.
     auto softmax = [&](int n_block, float (&correction)[2]) {
+      if (prescale) {
+        if (p.softcap > 0.f) {
+#pragma unroll
+          for (int i = 0; i < MmaS::kRegs; ++i) acc_s[i] = p.softcap_log2 * fast_tanh(acc_s[i] * p.scale_over_softcap);
+        } else {
+#pragma unroll
+          for (int i = 0; i < MmaS::kRegs; ++i) acc_s[i] *= scale_log2;
+        }
+      }
       const int key0 = n_block * kBlockN;
-      bool need_mask = key0 + kBlockN > seqlen_k;
-      if constexpr (kCausal) need_mask = need_mask || key0 + kBlockN - 1 > m0 + causal_shift;
-      if (need_mask) {
+      if (tl.vis.needs_mask(n_block, kBlockN)) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const int row = m0 + warp_row0 + g + 8 * h;
-          int key_end = seqlen_k;
-          if constexpr (kCausal) key_end = min(key_end, row + causal_shift + 1);
+          const int row = tl.m0 + warp_row0 + g + 8 * h;
+          const KeyRange<int> seen = visible_keys<int>(row, tl.len_q, tl.len_k, kCausal, kGeneral ? p.window_left : -1);
 #pragma unroll
           for (int j = 0; j < kNTiles; ++j)
 #pragma unroll
-            for (int e = 0; e < 2; ++e)
-              if (key0 + j * 8 + 2 * t + e >= key_end) acc_s[4 * j + 2 * h + e] = -INFINITY;
+            for (int e = 0; e < 2; ++e) {
+              const int key = key0 + j * 8 + 2 * t + e;
+              // Without a window no key falls off the left end of a row's range.
+              if ((kGeneral && key < seen.lo) || key >= seen.end) acc_s[4 * j + 2 * h + e] = -INFINITY;
+            }
         }
       }
 #pragma unroll
@@ -229,9 +276,9 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
         float mx = -INFINITY;
 #pragma unroll
         for (int j = 0; j < kNTiles; ++j) mx = fmaxf(mx, fmaxf(acc_s[4 * j + 2 * h], acc_s[4 * j + 2 * h + 1]));
-        // scale_log2 > 0 (the host checks), so max(scale_log2 s) = scale_log2 max(s): the
-        // scale is folded into the exponent's FFMA below instead of a multiply per score.
-        mx = fmaxf(row_max[h], mx * scale_log2);
+        // fold > 0, so max(fold s) = fold max(s): the factor is applied in the exponent's
+        // FFMA below instead of a multiply per score.
+        mx = fmaxf(row_max[h], mx * fold);
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
         const float base_max = mx == -INFINITY ? 0.f : mx;  // fully masked so far: keep exp2 at 0, not NaN
@@ -242,7 +289,7 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
         for (int j = 0; j < kNTiles; ++j)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            const float pv = fast_exp2(fmaf(acc_s[4 * j + 2 * h + e], scale_log2, -base_max));
+            const float pv = fast_exp2(fmaf(acc_s[4 * j + 2 * h + e], fold, -base_max));
             acc_s[4 * j + 2 * h + e] = pv;
             sum += pv;
           }
@@ -263,15 +310,35 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
       if (lane == 0) mbar_arrive(bar);
     };
 
-    // O += P V of the block in ring stage s (issued, not waited for).
+    // O += P V of the block in ring stage s (issued, not waited for). k-step kk covers keys
+    // 16 kk..16 kk + 15: 16 rows of every box.
     auto issue_pv = [&](int s) {
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < kBlockN / 16; ++kk) {
-        const uint64_t db = smem_desc(sV + s * kKVBytes + kk * 16 * 128, kBlockN * 128, 1024);
+        const uint64_t db =
+            smem_desc<kSwzV>(sV + s * Cfg::kVStage + kk * 16 * kSwzV, kBlockN * kSwzV, 8 * kSwzV);
         MmaO::template rs<1>(acc_o, pa[kk], db, 1);
       }
       wgmma_commit();
+    };
+    // Packed sequences: the first block of a tile (its last keys) may run past the sequence;
+    // its V rows from len_k on belong to another sequence or to no one, and P V would turn a
+    // NaN there into NaN rows (0 x NaN). Each consumer warpgroup zeroes those rows of every V
+    // box before its own P V (both write the same zeros: the bytes are 0 whichever lands
+    // last), fences them for the async proxy and syncs its 128 threads.
+    const int v_tail = tl.n_blocks() > 0 ? tl.len_k - (tl.vis.n_hi - 1) * kBlockN : kBlockN;
+    const bool zero_tail = kMode != Sm90Mode::kFixed && p.cu_seqlens_k != nullptr && v_tail < kBlockN;
+    auto zero_v_tail = [&](int s) {
+      constexpr int kBoxes = kVDim / kBoxV, kRowChunks = kSwzV / 16;
+      const int per_box = (kBlockN - v_tail) * kRowChunks;
+      const int wg_tid = wg_warp * 32 + lane;
+      for (int i = wg_tid; i < kBoxes * per_box; i += 128) {
+        const int b = i / per_box, j = i - b * per_box;
+        st_shared_zero16(sV + s * Cfg::kVStage + b * kBlockN * kSwzV + v_tail * kSwzV + j * 16);
+      }
+      fence_proxy_async_shared();
+      named_bar_sync(4 + wg, 128);
     };
 
     auto rescale_o = [&](const float (&correction)[2]) {
@@ -291,7 +358,7 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     // first; per tile each warpgroup waits for its turn n_blocks + 1 times and is passed it
     // as often (the last warpgroup's start-up pass stands in for its final one).
     auto turn_sync = [&] {
-      if constexpr (kPingPong) named_bar_sync(1 + wg, 256);
+      if constexpr (kPingPong) named_bar_sync(1 + wg, 256);  // this warpgroup and the one passing the turn
     };
     auto turn_pass = [&] {
       if constexpr (kPingPong) named_bar_arrive(1 + (wg + 1) % kWgs, 256);
@@ -307,7 +374,7 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     wgmma_wait<0>();
     fence_operands(acc_s);
     release(empty_k(stage(0)));
-    softmax(n_blocks - 1, correction);  // O is still zero: no rescale
+    softmax(tl.vis.n_hi - 1, correction);  // O is still zero: no rescale
     pack_p();
 
     // Steady state: S of block it + 1 runs on the tensor cores beside P V of block it, and
@@ -324,12 +391,13 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
       issue_qk(s_next);
       fence_operands(acc_o);
       mbar_wait(full_v(s), phase(it));
+      if (it == 0 && zero_tail) zero_v_tail(s);
       issue_pv(s);
       turn_pass();
       wgmma_wait<1>();  // S of block it + 1 is done; P V of block it may still run
       fence_operands(acc_s);
       release(empty_k(s_next));
-      softmax(n_blocks - 2 - it, correction);
+      softmax(tl.vis.n_hi - 2 - it, correction);
       wgmma_wait<0>();
       fence_operands(acc_o);
       release(empty_v(s));
@@ -341,6 +409,7 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     // The last block's P V.
     const int s = stage(it);
     mbar_wait(full_v(s), phase(it));
+    if (it == 0 && zero_tail) zero_v_tail(s);
     turn_sync();
     fence_operands(acc_o);
     issue_pv(s);
@@ -350,10 +419,11 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     release(empty_v(s));
   }
 
-  // Epilogue: normalize, write lse, stage this warp's 16 rows of O in its own rows of the
-  // staging tile (the Q tile's layout; its own tile, as the next Q may be landing) and store
-  // 16-byte chunks.
-  T* const ostage = reinterpret_cast<T*>(o_stage);
+  // Epilogue: normalize, write lse, store the call's columns of O: staged in this warp's 16
+  // rows of the staging tile (V's layout; its own tile, as the next Q may be landing) and
+  // stored as 16-byte chunks, or (kStageO false) from registers, 4 bytes a lane.
+  T* const out = static_cast<T*>(p.out) + tl.batch * p.o_batch_stride + tl.head * p.o_head_stride;
+  const int out_chunks = p.head_dim_v / 8;
   __syncwarp();
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -362,52 +432,56 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     const float inv = sum > 0.f ? 1.f / sum : 0.f;
     const int r = warp_row0 + g + 8 * h;
-    const bool row_valid = m0 + r >= 0 && m0 + r < seqlen_q;  // causal tile 0 may start above row 0
+    const bool row_valid = tl.m0 + r >= 0 && tl.m0 + r < tl.len_q;  // causal tile 0 may start above row 0
+    const int64_t row = static_cast<int64_t>(tl.q_row0) + tl.m0 + r;
     if (p.lse != nullptr && t == 0 && row_valid)
-      p.lse[batch * p.lse_batch_stride + head * p.lse_head_stride + static_cast<int64_t>(m0 + r) * p.lse_row_stride] =
+      p.lse[tl.batch * p.lse_batch_stride + tl.head * p.lse_head_stride + row * p.lse_row_stride] =
           sum > 0.f ? (row_max[h] + log2f(sum)) * kLn2 : -INFINITY;
 #pragma unroll
     for (int j = 0; j < kDTiles; ++j) {
-      const int box = j / 8, chunk = j % 8;
-      *reinterpret_cast<uint32_t*>(ostage + box * kBlockM * kBoxCols + r * kBoxCols + ((chunk ^ (r & 7)) << 3) + 2 * t) =
-          pack2<T>(acc_o[4 * j + 2 * h] * inv, acc_o[4 * j + 2 * h + 1] * inv);
+      const uint32_t packed = pack2<T>(acc_o[4 * j + 2 * h] * inv, acc_o[4 * j + 2 * h + 1] * inv);
+      if constexpr (Cfg::kStageO) {
+        const int box = j / (kBoxV / 8), chunk = j % (kBoxV / 8);
+        *reinterpret_cast<uint32_t*>(o_stage + box * kBlockM * kSwzV + swizzled_chunk<kSwzV>(r, chunk) + 4 * t) =
+            packed;
+      } else if (row_valid && j < out_chunks) {
+        *reinterpret_cast<uint32_t*>(out + row * p.o_row_stride + j * 8 + 2 * t) = packed;
+      }
     }
   }
-  __syncwarp();
-  T* const out = static_cast<T*>(p.out) + batch * p.o_batch_stride + head * p.o_head_stride;
+  if constexpr (Cfg::kStageO) {
+    __syncwarp();
 #pragma unroll
-  for (int i = 0; i < 16 * kDTiles / 32; ++i) {
-    const int idx = lane + i * 32;
-    const int r = warp_row0 + idx / kDTiles;
-    const int cc = idx % kDTiles;
-    const int box = cc / 8, chunk = cc % 8;
-    if (m0 + r >= 0 && m0 + r < seqlen_q)
-      *reinterpret_cast<uint4*>(out + static_cast<int64_t>(m0 + r) * p.o_row_stride + cc * 8) =
-          *reinterpret_cast<const uint4*>(ostage + box * kBlockM * kBoxCols + r * kBoxCols + ((chunk ^ (r & 7)) << 3));
+    for (int i = 0; i < 16 * kDTiles / 32; ++i) {
+      const int idx = lane + i * 32;
+      const int r = warp_row0 + idx / kDTiles;
+      const int cc = idx % kDTiles;
+      const int box = cc / (kBoxV / 8), chunk = cc % (kBoxV / 8);
+      if (tl.m0 + r >= 0 && tl.m0 + r < tl.len_q && cc < out_chunks)
+        *reinterpret_cast<uint4*>(out + (static_cast<int64_t>(tl.q_row0) + tl.m0 + r) * p.o_row_stride + cc * 8) =
+            *reinterpret_cast<const uint4*>(o_stage + box * kBlockM * kSwzV + swizzled_chunk<kSwzV>(r, chunk));
+    }
   }
 }
 
-template <int kHeadDim, typename T, bool kCausal>
-__global__ void __launch_bounds__(Sm90TileConfig<kHeadDim>::kThreads, 1)
+template <int kQKDim, int kVDim, typename T, bool kCausal, Sm90Mode kMode>
+__global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
     attention_fwd_sm90_kernel(const __grid_constant__ FwdLaunchParams p, const __grid_constant__ FwdTensorMaps maps) {
   using namespace detail;
-  using Cfg = Sm90TileConfig<kHeadDim>;
+  using Cfg = Sm90TileConfig<kQKDim, kVDim>;
   constexpr int kBlockM = Cfg::kBlockM;
   constexpr int kBlockN = Cfg::kBlockN;
   constexpr int kStages = Cfg::kStages;
-  constexpr uint32_t kQBytes = kBlockM * kHeadDim * 2;
-  constexpr uint32_t kKVBytes = kBlockN * kHeadDim * 2;
 
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const uint32_t raw = smem_addr(smem_raw);
   const uint32_t base = (raw + 1023u) & ~1023u;
   unsigned char* const smem = smem_raw + (base - raw);
   const uint32_t sQ = base;
-  const uint32_t sK = sQ + kQBytes;                // [kStages][boxes][kBlockN][64]
-  const uint32_t sV = sK + kStages * kKVBytes;     // [kStages][boxes][kBlockN][64]
-  const uint32_t sO = sV + kStages * kKVBytes;     // O staging, Q's layout
-  const uint32_t bars = sO + kQBytes;              // q_full, full_k[], full_v[], empty_k[], empty_v[], q_empty
-  unsigned char* const o_stage = smem + (sO - base);
+  const uint32_t sK = base + Cfg::kKOffset;  // [kStages][boxes][kBlockN][box columns]
+  const uint32_t sV = base + Cfg::kVOffset;  // [kStages][boxes][kBlockN][box columns]
+  const uint32_t bars = base + Cfg::kBarOffset;  // q_full, full_k[], full_v[], empty_k[], empty_v[], q_empty
+  unsigned char* const o_stage = smem + Cfg::kOOffset;
   const uint32_t q_full = bars;
   auto full_k = [&](int s) { return bars + 8 * (1 + s); };
   auto full_v = [&](int s) { return bars + 8 * (1 + kStages + s); };
@@ -419,52 +493,71 @@ __global__ void __launch_bounds__(Sm90TileConfig<kHeadDim>::kThreads, 1)
   const int warp = tid >> 5;
   const int lane = tid & 31;
 
-  const int seqlen_q = p.seqlen_q;
-  const int seqlen_k = p.seqlen_k;
-  const int causal_shift = seqlen_k - seqlen_q;
-  const int m_blocks = (seqlen_q + kBlockM - 1) / kBlockM;
-  // Causal tiles end at the last query row, so the partial tile (seqlen_q % kBlockM rows) is
-  // the first one, which sees the fewest keys, and not the last, which sees them all: its
-  // rows above row 0 are TMA zero fill, masked, and never stored. (s = 4k at d = 64: 4224
-  // rows in 192-row tiles; aligned at row 0, the padding cost 6% of a causal call.)
-  const int m_shift = kCausal ? m_blocks * kBlockM - seqlen_q : 0;
-  const int num_tiles = m_blocks * p.heads_q * p.batch;
+  const bool varlen = kMode == Sm90Mode::kVarlen || (kMode == Sm90Mode::kGeneral && p.cu_seqlens_q != nullptr);
+  const int window_left = kMode == Sm90Mode::kGeneral ? p.window_left : -1;
+  const int m_blocks = (p.seqlen_q + kBlockM - 1) / kBlockM;  // varlen: of max_seqlen_q
+  // attention_fwd's causal tiles end at the last query row, so the partial tile (seqlen_q %
+  // kBlockM rows) is the first one, which sees the fewest keys, and not the last, which sees
+  // them all: its rows above row 0 are TMA zero fill, masked, and never stored. (s = 4k at
+  // d = 64: 4224 rows in 192-row tiles; aligned at row 0, the padding cost 6% of a causal call.)
+  const int m_shift = kCausal ? m_blocks * kBlockM - p.seqlen_q : 0;
+  const int heads_batches = p.heads_q * p.batch;
+  const int num_tiles = m_blocks * heads_batches;
   const int group = p.heads_q / p.heads_kv;
-  // Tile order. Non-causal: q block fastest, then head, then batch, so that CTAs running side
-  // by side share K and V in L2. Causal: longest first across all heads (q block slowest),
-  // so that the short tiles come last and fill the gaps (longest-processing-time order).
-  struct Tile {
-    int m0, head, batch, n_blocks;
-  };
+  // Tile order. attention_fwd non-causal: q block fastest, then head, then batch, so that
+  // CTAs running side by side share K and V in L2. Causal: longest first across all heads
+  // (q block slowest), so that the short tiles come last and fill the gaps
+  // (longest-processing-time order). Varlen (one CTA per tile, dealt by the hardware in
+  // order): q block slowest too, counted from each sequence's end for causal calls (the
+  // tiles that see the most keys first) and from max_seqlen_q down for the others (the tiles
+  // only long sequences have first); tiles past a sequence's rows are empty.
   auto tile_of = [&](int t) {
-    Tile tl;
-    int m_block, hb;
-    if constexpr (kCausal) {
-      const int heads_batches = p.heads_q * p.batch;
-      m_block = m_blocks - 1 - t / heads_batches;
+    Sm90Tile tl;
+    int hb;
+    if (varlen) {
+      const int m_idx = t / heads_batches;
       hb = t % heads_batches;
+      tl.head = hb % p.heads_q;
+      tl.batch = hb / p.heads_q;
+      const SeqBounds s = launch_seq_bounds<true>(p, tl.batch);
+      tl.len_q = static_cast<int>(s.len_q);
+      tl.len_k = static_cast<int>(s.len_k);
+      tl.q_row0 = static_cast<int>(s.q_start);
+      tl.k_row0 = static_cast<int>(s.k_start);
+      tl.m0 = kCausal ? tl.len_q - (m_idx + 1) * kBlockM : (m_blocks - 1 - m_idx) * kBlockM;
     } else {
-      m_block = m_blocks - 1 - t % m_blocks;
-      hb = t / m_blocks;
+      int m_block;
+      if constexpr (kCausal) {
+        m_block = m_blocks - 1 - t / heads_batches;
+        hb = t % heads_batches;
+      } else {
+        m_block = m_blocks - 1 - t % m_blocks;
+        hb = t / m_blocks;
+      }
+      tl.head = hb % p.heads_q;
+      tl.batch = hb / p.heads_q;
+      tl.tma_batch = tl.batch;
+      tl.len_q = p.seqlen_q;
+      tl.len_k = p.seqlen_k;
+      tl.m0 = m_block * kBlockM - m_shift;
     }
-    tl.head = hb % p.heads_q;
-    tl.batch = hb / p.heads_q;
-    tl.m0 = m_block * kBlockM - m_shift;
-    tl.n_blocks = (seqlen_k + kBlockN - 1) / kBlockN;
-    if constexpr (kCausal) {
-      const int last_key = tl.m0 + kBlockM - 1 + causal_shift;
-      tl.n_blocks = last_key < 0 ? 0 : min(tl.n_blocks, last_key / kBlockN + 1);
-    }
+    tl.vis = tile_visibility<int>(tl.m0, kBlockM, tl.len_q, tl.len_k, kCausal, window_left, kBlockN);
     return tl;
   };
   // The k-th tile this CTA takes (num_tiles: none left): rounds of gridDim.x tiles; causal
   // rounds alternate direction (CTA i takes position i of even rounds and gridDim.x - 1 - i
-  // of odd ones), so long and short tiles pair up across rounds.
+  // of odd ones), so long and short tiles pair up across rounds. A grid of num_tiles CTAs
+  // (varlen) takes one tile each.
   auto scheduled = [&](int k) {
     const int g = static_cast<int>(gridDim.x), b = static_cast<int>(blockIdx.x);
     const int pos = k * g + ((kCausal && (k & 1)) ? g - 1 - b : b);
     return pos < num_tiles ? pos : num_tiles;
   };
+  // A varlen CTA whose tile holds no row of its sequence has nothing to write.
+  if (varlen) {
+    const Sm90Tile tl = tile_of(static_cast<int>(blockIdx.x));
+    if (!(tl.m0 < tl.len_q && tl.m0 + kBlockM > 0)) return;
+  }
 
   if (tid == 0) {
     mbar_init(q_full, 1);
@@ -485,25 +578,27 @@ __global__ void __launch_bounds__(Sm90TileConfig<kHeadDim>::kThreads, 1)
       int kv = 0;       // K/V blocks loaded so far (ring position)
       int q_tiles = 0;  // Q tiles loaded so far
       for (int k = 0, t; (t = scheduled(k)) < num_tiles; ++k) {
-        const Tile tl = tile_of(t);
-        if (tl.n_blocks == 0) continue;
+        const Sm90Tile tl = tile_of(t);
+        const int n_blocks = tl.n_blocks();
+        if (n_blocks == 0) continue;
         const int kv_head = tl.head / group;
         mbar_wait(q_empty, (q_tiles & 1) ^ 1);  // a fresh barrier passes parity 1
-        mbar_expect_tx(q_full, kQBytes);
-        tma_load_tile<kBlockM, kHeadDim>(sQ, &maps.q, maps.q_order, q_full, tl.m0, tl.head, tl.batch);
+        mbar_expect_tx(q_full, Cfg::kQBytes);
+        tma_load_tile<kBlockM, kQKDim, Cfg::kSwizzleQK>(sQ, &maps.q, maps.q_order, q_full, tl.q_row0 + tl.m0, tl.head,
+                                                        tl.tma_batch);
         ++q_tiles;
-        for (int it = 0; it < tl.n_blocks; ++it, ++kv) {
-          const int n_block = tl.n_blocks - 1 - it;
+        for (int it = 0; it < n_blocks; ++it, ++kv) {
+          const int n_block = tl.vis.n_hi - 1 - it;
           const int s = kv % kStages;
           const uint32_t parity = ((kv / kStages) & 1) ^ 1;
           mbar_wait(empty_k(s), parity);
-          mbar_expect_tx(full_k(s), kKVBytes);
-          tma_load_tile<kBlockN, kHeadDim>(sK + s * kKVBytes, &maps.k, maps.k_order, full_k(s), n_block * kBlockN,
-                                           kv_head, tl.batch);
+          mbar_expect_tx(full_k(s), Cfg::kKBytes);
+          tma_load_tile<kBlockN, kQKDim, Cfg::kSwizzleQK>(sK + s * Cfg::kKStage, &maps.k, maps.k_order, full_k(s),
+                                                          tl.k_row0 + n_block * kBlockN, kv_head, tl.tma_batch);
           mbar_wait(empty_v(s), parity);
-          mbar_expect_tx(full_v(s), kKVBytes);
-          tma_load_tile<kBlockN, kHeadDim>(sV + s * kKVBytes, &maps.v, maps.v_order, full_v(s), n_block * kBlockN,
-                                           kv_head, tl.batch);
+          mbar_expect_tx(full_v(s), Cfg::kVBytes);
+          tma_load_tile<kBlockN, kVDim, Cfg::kSwizzleV>(sV + s * Cfg::kVStage, &maps.v, maps.v_order, full_v(s),
+                                                        tl.k_row0 + n_block * kBlockN, kv_head, tl.tma_batch);
         }
       }
     }
@@ -511,42 +606,52 @@ __global__ void __launch_bounds__(Sm90TileConfig<kHeadDim>::kThreads, 1)
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Cfg::kConsumerRegs));
     int kv = 0, q_tiles = 0;
     for (int k = 0, t; (t = scheduled(k)) < num_tiles; ++k) {
-      const Tile tl = tile_of(t);
-      consume_tile<kHeadDim, T, kCausal>(
-          p, o_stage, sQ, sK, sV, bars, tl.n_blocks, tl.m0, tl.head, tl.batch, warp, lane, kv, q_tiles & 1);
-      if (tl.n_blocks > 0) {
-        kv += tl.n_blocks;
+      const Sm90Tile tl = tile_of(t);
+      consume_tile<kQKDim, kVDim, T, kCausal, kMode>(p, o_stage, sQ, sK, sV, bars, tl, warp, lane, kv, q_tiles & 1);
+      if (tl.n_blocks() > 0) {
+        kv += tl.n_blocks();
         ++q_tiles;
       }
     }
   }
 }
 
-// A persistent grid: one CTA per SM, tiles dealt statically (the next tile's Q and K/V
-// loads overlap this one's last products and epilogue). Non-causal: +2% at s = 4k, +10% at
-// s = 1k on the H200 against one CTA per tile. Causal, with the longest-first snake order:
-// d = 64 +2-9%, d = 128 -3% (s = 1k) to +3-6% (s >= 8k); dealt round-robin in the q-block
-// order instead, it lost 40% at d = 64 s = 4k (every CTA drew the same q block).
-template <int kHeadDim, typename T, bool kCausal>
+// attention_fwd: a persistent grid, one CTA per SM, tiles dealt statically (the next tile's Q
+// and K/V loads overlap this one's last products and epilogue). Non-causal: +2% at s = 4k,
+// +10% at s = 1k on the H200 against one CTA per tile. Causal, with the longest-first snake
+// order: d = 64 +2-9%, d = 128 -3% (s = 1k) to +3-6% (s >= 8k); dealt round-robin in the
+// q-block order instead, it lost 40% at d = 64 s = 4k (every CTA drew the same q block).
+// attention_varlen_fwd: one CTA per tile (a static deal of tiles whose cost depends on lengths
+// the host does not read would leave SMs idle; the hardware deals them as SMs free up).
+template <int kQKDim, int kVDim, typename T, bool kCausal, Sm90Mode kMode>
 cudaError_t launch_attention_fwd_sm90(const FwdLaunchParams& p, const FwdTensorMaps& maps, cudaStream_t stream) {
-  using Cfg = Sm90TileConfig<kHeadDim>;
-  constexpr int kSmem = sm90_smem_bytes<kHeadDim>();
-  auto kernel = attention_fwd_sm90_kernel<kHeadDim, T, kCausal>;
+  using Cfg = Sm90TileConfig<kQKDim, kVDim>;
+  constexpr int kSmem = Cfg::kSmemBytes;
+  auto kernel = attention_fwd_sm90_kernel<kQKDim, kVDim, T, kCausal, kMode>;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
   if (err != cudaSuccess) return err;
   const int64_t tiles = static_cast<int64_t>((p.seqlen_q + Cfg::kBlockM - 1) / Cfg::kBlockM) * p.heads_q * p.batch;
   if (tiles > INT32_MAX) return cudaErrorNotSupported;
-  const int grid = static_cast<int>(std::min<int64_t>(tiles, sm90_sm_count()));
+  const int grid = p.cu_seqlens_q != nullptr ? static_cast<int>(tiles)
+                                             : static_cast<int>(std::min<int64_t>(tiles, sm90_sm_count()));
+  if (grid == 0) return cudaSuccess;
   kernel<<<grid, Cfg::kThreads, kSmem, stream>>>(p, maps);
   return cudaGetLastError();
 }
 
-template <int kHeadDim, ElementType kType>
+template <int kQKDim, int kVDim, ElementType kType>
 cudaError_t run_attention_fwd_sm90_instance(const FwdLaunchParams& p, const FwdTensorMaps& maps,
                                             cudaStream_t stream) {
   using T = typename ElementOf<kType>::type;
-  return p.causal ? launch_attention_fwd_sm90<kHeadDim, T, true>(p, maps, stream)
-                  : launch_attention_fwd_sm90<kHeadDim, T, false>(p, maps, stream);
+  auto run = [&](auto mode) {
+    constexpr Sm90Mode kMode = decltype(mode)::value;
+    return p.causal ? launch_attention_fwd_sm90<kQKDim, kVDim, T, true, kMode>(p, maps, stream)
+                    : launch_attention_fwd_sm90<kQKDim, kVDim, T, false, kMode>(p, maps, stream);
+  };
+  if (p.window_left >= 0 || p.softcap > 0.f || !(p.scale > 0.f))
+    return run(std::integral_constant<Sm90Mode, Sm90Mode::kGeneral>{});
+  if (p.cu_seqlens_q != nullptr) return run(std::integral_constant<Sm90Mode, Sm90Mode::kVarlen>{});
+  return run(std::integral_constant<Sm90Mode, Sm90Mode::kFixed>{});
 }
 
 }  // namespace kh_attention::sm90

@@ -1,8 +1,10 @@
-// attention_fwd_sm90.hpp: the host-side interface of the sm90a (wgmma + TMA) attention forward.
+// attention_fwd_sm90.hpp: the host-side interface of the sm90a (wgmma + TMA) attention forward,
+// the kernel of attention_fwd and attention_varlen_fwd on the sm90a build, and its tile table
+// (the host builds the TMA boxes from it, the kernel its tiles).
 //
-// Built only for the cuda*-sm90a variant (the translation units need -arch sm_90a). Head dims
-// 64 and 128; the op entry sends other head dims, and calls whose tensors TMA cannot
-// describe, to the sm80 kernel, which the sm90a variant also carries.
+// Built only for the cuda*-sm90a variant (the translation units need -arch sm_90a). Every
+// head-dim bucket (attention_fwd_buckets.hpp); the op entry sends calls whose tensors TMA cannot
+// describe to the sm80 kernel, which the sm90a variant also carries.
 #pragma once
 
 #include <cuda.h>  // CUtensorMap (a plain struct; no driver library is linked)
@@ -12,7 +14,66 @@
 
 namespace kh_attention::sm90 {
 
-constexpr bool sm90_supports_head_dim(int head_dim) { return head_dim == 64 || head_dim == 128; }
+// The widest shared-memory swizzle (TMA box and wgmma layout, 128, 64 or 32 bytes a row) whose
+// row of 16-bit elements divides a head dim: 64-column boxes for 64/128/192/256, 32-column
+// boxes for 96, 16-column ones for 80. wgmma's N-major operands (V) need N to be a whole
+// number of swizzle rows; K-major ones (Q, K) take any 16-column k-step.
+constexpr int sm90_swizzle_bytes(int dim) { return dim % 64 == 0 ? 128 : dim % 32 == 0 ? 64 : 32; }
+
+// Tiles per bucket (kQKDim, kVDim: the head dims S = QK^T and O = PV run over). wgmma's M is 64
+// per consumer warpgroup; each thread holds S of a key block (kBlockN / 2 fp32 registers), P
+// of the previous one as A fragments (kBlockN / 4) and O (kVDim / 2) at once:
+//  - d <= 96: three consumer warpgroups (192 query rows; setmaxnreg 160): the softmax, which
+//    weighs more against the products at small d, has two other warpgroups' products to hide
+//    under (+31-36% at d = 64 against two). S + P + O: 128 registers at d = 64 (128-key
+//    blocks), 124 at 80 (112 keys), 120 at 96 (96 keys); at 128 keys d = 80 and 96 spilled
+//    32-48 bytes a thread of the 160 (and 136 / 144 would leave no room for the softmax).
+//    Three K/V stages (a block's products take about one TMA load's latency at small d).
+//  - d 128-256: two consumer warpgroups (128 rows; setmaxnreg 240), two stages. Key blocks of
+//    128 at d = 128, 112 at 192 (FlashAttention-3's choice: two 112-key K and V stages and Q
+//    fill 216 KB), 80 at 256 (224 KB).
+//  - O is staged in shared memory for 16-byte stores where there is room (v head dim <= 128);
+//    192 and 256 store from registers (4 bytes a lane, a quad's 16 bytes contiguous).
+// Shared memory (227 KB a CTA): d64 145 KB, d80 167 KB, d96 181 KB, d128 193 KB, d192 217 KB,
+// d192/128 221 KB, d256 225 KB.
+template <int kQKDim, int kVDim>
+struct Sm90TileConfig {
+  static_assert(kQKDim % 16 == 0 && kVDim % 16 == 0 && kVDim <= kQKDim, "bad bucket");
+  static constexpr int kConsumerWarpgroups = kQKDim <= 96 ? 3 : 2;
+  static constexpr int kConsumerWarps = kConsumerWarpgroups * 4;
+  static constexpr int kThreads = (kConsumerWarpgroups + 1) * 128;  // + one producer warpgroup
+  static constexpr int kBlockM = 64 * kConsumerWarpgroups;
+  static constexpr int kBlockN = kQKDim <= 64 ? 128 : kQKDim <= 80 ? 112 : kQKDim <= 96 ? 96 : kQKDim <= 128 ? 128
+                                 : kQKDim <= 192 ? 112 : 80;
+  static constexpr int kStages = kQKDim <= 96 ? 3 : 2;
+  static constexpr bool kStageO = kVDim <= 128;
+  static constexpr int kSwizzleQK = sm90_swizzle_bytes(kQKDim);  // of the Q and K tiles
+  static constexpr int kSwizzleV = sm90_swizzle_bytes(kVDim);    // of the V tiles and the O staging tile
+  // Registers per thread after setmaxnreg: the producer warpgroup gives its share to the
+  // consumers (128 x 24 + 256 x 240 <= 65536; 128 x 24 + 384 x 160 with three consumers).
+  // At entry every thread is capped at 65536 / kThreads (168, or 128 with three consumers).
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs = kConsumerWarpgroups == 2 ? 240 : 160;
+
+  // Shared-memory byte offsets from the 1024-aligned base (every tile a whole number of 1024-byte
+  // swizzle atoms): Q, K and V stages, the O staging tile, 16 mbarriers.
+  // kKBytes / kVBytes: what one stage's TMA boxes bring (the mbarrier's transaction count);
+  // kKStage / kVStage: the stage stride, rounded up to 1024 bytes so that every box starts on a
+  // whole swizzle pattern (a 112 x 80 K tile is 17.5 KB).
+  static constexpr int kQBytes = kBlockM * kQKDim * 2;
+  static constexpr int kKBytes = kBlockN * kQKDim * 2;
+  static constexpr int kVBytes = kBlockN * kVDim * 2;
+  static constexpr int kKStage = (kKBytes + 1023) / 1024 * 1024;
+  static constexpr int kVStage = (kVBytes + 1023) / 1024 * 1024;
+  static constexpr int kOBytes = kStageO ? kBlockM * kVDim * 2 : 0;
+  static constexpr int kKOffset = kQBytes;
+  static constexpr int kVOffset = kKOffset + kStages * kKStage;
+  static constexpr int kOOffset = kVOffset + kStages * kVStage;
+  static constexpr int kBarOffset = kOOffset + kOBytes;
+  static constexpr int kSmemBytes = kBarOffset + 16 * 8 + 1024;  // + slack to align the base
+  static_assert(kQBytes % 1024 == 0 && kOBytes % 1024 == 0, "tiles of whole swizzle patterns");
+  static_assert(kSmemBytes <= 227 * 1024, "over the sm90 shared-memory limit per CTA");
+};
 
 // Where a 4-D tensor map puts the row, head and batch dims (1..3; dim 0 is head_dim): the
 // host orders them by stride, smallest first, as TMA expects of a tensor's dims.
@@ -20,21 +81,21 @@ struct TmaDimOrder {
   int row = 2, head = 1, batch = 3;
 };
 
-// The tensor maps of one call (TMA loads of q, k and v tiles, 128-byte swizzled).
+// The tensor maps of one call (TMA loads of q, k and v tiles, swizzled per Sm90TileConfig).
 struct FwdTensorMaps {
   CUtensorMap q, k, v;
   TmaDimOrder q_order, k_order, v_order;
 };
 
-// Launches on `stream`. cudaErrorNotSupported: this call cannot take the sm90a path (head
-// dim, or tensor maps the driver refused): run the sm80 kernel instead.
+// Launches on `stream`. cudaErrorNotSupported: this call cannot take the sm90a path (tensor
+// maps the driver refused): run the sm80 kernel instead.
 cudaError_t run_attention_fwd_sm90(const FwdLaunchParams& p, cudaStream_t stream);
 
 // The current device's SM count (a persistent grid's size), cached per device.
 int sm90_sm_count();
 
 // One per translation unit; causal is chosen inside.
-template <int kHeadDim, ElementType kType>
+template <int kQKDim, int kVDim, ElementType kType>
 cudaError_t run_attention_fwd_sm90_instance(const FwdLaunchParams& p, const FwdTensorMaps& maps,
                                             cudaStream_t stream);
 

@@ -1,12 +1,15 @@
 // attention_fwd_gfx942_kernel.hpp: FlashAttention-2 style forward kernel for AMD CDNA3
-// (gfx942, MI300) on MFMA matrix cores.
+// (gfx942, MI300) on MFMA matrix cores, the kernel of attention_fwd and attention_varlen_fwd on
+// the rocm-gfx942 build.
 //
-// Computes out = softmax(scale * q k^T [+ causal mask]) v per (batch, head) and, when asked,
-// lse = log(sum(exp(scale * q k^T))) per query row, in one pass over K/V. The algorithm is
-// the verified CUDA sm80 kernel's (../cuda/attention_fwd_sm80.cuh); what differs is how the
-// work maps onto a 64-lane wavefront and v_mfma_f32_16x16x16{bf16_1k,f16}:
-//  - one workgroup (4 wavefronts) per (q tile of kBlockM = 128 rows, head, batch); each
-//    wavefront owns 32 whole query rows (two 16-row tiles); Q stays in registers;
+// Computes out = softmax(s) v per (sequence, head), s = scale q k^T (then softcap tanh(s /
+// softcap)) over the keys each row sees (../src/attention_visibility.hpp: bottom-right aligned
+// causal, a window to the left), and when asked lse = log(sum(exp(s))) per query row, in one
+// pass over K/V. The algorithm is the CUDA sm80 kernel's (../cuda/attention_fwd_sm80.cuh);
+// what differs is how the work maps onto a 64-lane wavefront and v_mfma_f32_16x16x16{bf16_1k,f16}:
+//  - one workgroup (4 wavefronts) per (q tile of kBlockM rows, head, sequence); each wavefront
+//    owns kBlockM / 4 whole query rows (one or two 16-row tiles); Q stays in registers;
+//    varlen: a sequence's rows start at its cu_seqlens offset, tiles past its length exit;
 //  - everything is computed transposed: S^T = K Q^T and O^T += V^T P^T. In an MFMA result a
 //    lane holds one column (lane % 16) and four rows, so with queries as the columns a lane
 //    holds one query's scores, and those are exactly the B operand (P^T) the P V MFMA wants:
@@ -20,48 +23,65 @@
 //  - K and V tiles of kBlockN keys are loaded from global memory into registers half a tile
 //    ahead (V while S = K Q^T and the softmax run, the next K while O += V^T P^T runs), then
 //    written to LDS: K as [key][dim], V transposed as [dim][key] (the P V contraction runs
-//    over keys), two workgroup barriers per tile; 16-byte
-//    chunks are XOR-swizzled by row so the 8 rows a ds_read_b128 phase touches hit 8
-//    different bank groups;
+//    over keys), two workgroup barriers per tile; whole rows of the bucket's width are loaded,
+//    zeros past the call's head dim and past the sequence; 16-byte chunks are XOR-swizzled by
+//    row so the 8 rows a ds_read_b128 phase touches hit 8 different bank groups;
 //  - online softmax in fp32 with exp2 (v_exp_f32) and the log2(e)-folded scale; O stays in
 //    registers (MFMA accumulators);
-//  - causal is aligned bottom-right (query i sees keys j <= i + seqlen_k - seqlen_q); a row
-//    that sees no key writes out = 0 and lse = -inf.
+//  - only the key blocks some row of the tile sees are visited; a row that sees no key writes
+//    out = 0 and lse = -inf.
 // Not run on a GPU yet (no AMD GPU is reachable from the build machines): see hip/NOTES.md.
-// Included by the attention_fwd_gfx942_hd<D>_<dtype>.hip translation units only.
+// Included by the generated attention_fwd_gfx942_qk<Q>_v<V>_<dtype>.hip translation units only.
 #pragma once
 
 #include <hip/hip_runtime.h>
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
+#include "../src/attention_visibility.hpp"
 #include "attention_fwd_gfx942.hpp"
 
 namespace kh_attention::gfx942 {
 
-// Tile shapes per head dim: 128 query rows (4 wavefronts x 32) by 64 keys. Chosen so that a
-// wavefront's state fits 256 VGPRs+AGPRs without spilling (clang-19 -O3: d=128 228-256,
-// d=64 150-173), which lets
-// two workgroups share a CU (two wavefronts per SIMD, one hiding the other's barriers):
-//   d=128: O 64 + S 32 fp32, P 16, Q 32; the next K or V tile 16 VGPRs;
-//   d=64:  O 32 + S 32 fp32, P 16, Q 16; the next K (8) or V (8) tile.
-// (d=64 with 128 keys per tile, FlashAttention-2's sm80 choice, spilled 9-12 VGPRs at that
-// cap.) LDS: K + V^T = 16 KB (d=128: 32 KB) per workgroup, of 64 KB per CU.
+// Tile shapes per bucket (kQKDim, kVDim: the head dims S^T = K Q^T and O^T = V^T P^T run over,
+// multiples of 32: two 16-deep MFMA k-steps per 32-dim group). Chosen so that a wavefront's
+// state fits 256 VGPRs+AGPRs without spilling, which lets two workgroups share a CU (two
+// wavefronts per SIMD, one hiding the other's barriers):
+//   d <= 128: 128 query rows (4 wavefronts x 32) by 64 keys; d=128: O 64 + S 32 fp32, P 16,
+//             Q 32, the next K or V tile 16 VGPRs (clang-19 -O3: 228-256); d=64 half the O/Q.
+//             (d=64 with 128 keys per tile, FlashAttention-2's sm80 choice, spilled 9-12 VGPRs.)
+//   d 192, 256, 192/128: 64 rows (4 x 16) by 32 keys: O <= 64, Q <= 32, S 8, P 4 (a second
+//             q tile would double O and Q past the budget, 64 keys would double the LDS).
+// LDS rows are 64, 128 or 256 elements (K, V^T of kBlockN keys), per workgroup: d <= 64 16 KB,
+// d 96/128 32 KB, the wide buckets 32 KB (192/128: 24 KB), of 64 KB per CU.
 // Untuned: no measurement on an MI300 yet.
-template <int kHeadDim>
-struct TileConfig;
-template <>
-struct TileConfig<64> {
-  static constexpr int kBlockM = 128, kBlockN = 64, kWaves = 4;
-};
-template <>
-struct TileConfig<128> {
-  static constexpr int kBlockM = 128, kBlockN = 64, kWaves = 4;
+template <int kQKDim, int kVDim>
+struct TileConfig {
+  static_assert(kQKDim % 32 == 0 && kVDim % 32 == 0 && kVDim <= kQKDim, "bad bucket");
+  static constexpr bool kWide = kQKDim > 128;
+  static constexpr int kBlockM = kWide ? 64 : 128;
+  static constexpr int kBlockN = kWide ? 32 : 64;
+  static constexpr int kWaves = 4;
+  static constexpr int kQKWidth = kQKDim <= 64 ? 64 : kQKDim <= 128 ? 128 : 256;  // LDS row of K
+  static constexpr int kVWidth = kVDim <= 64 ? 64 : kVDim <= 128 ? 128 : 256;     // LDS rows of V^T
 };
 // Wavefronts per SIMD the register allocation must allow (HIP's second __launch_bounds__
 // argument, amdgpu_waves_per_eu; not CUDA's blocks per SM): 2 caps a lane at 256 VGPRs+AGPRs.
 constexpr int kMinWavesPerSimd = 2;
+
+// Which code a call needs beyond the bucket's own head dims at full attention (the CUDA
+// kernels' modes, for the same reason: registers): kFixed attention_fwd; kVarlen
+// attention_varlen_fwd (cu_seqlens); kGeneral head dims below the bucket's, a window, a
+// soft-cap, either op.
+enum class Gfx942Mode { kFixed, kVarlen, kGeneral };
+
+// The mode a call runs in bucket (qk, v) (the launcher's rule; the host emulator's too).
+inline Gfx942Mode gfx942_mode(const FwdParams& p, int qk, int v) {
+  if (p.head_dim != qk || p.head_dim_v != v || p.window_left >= 0 || p.softcap > 0.f) return Gfx942Mode::kGeneral;
+  return p.cu_seqlens_q != nullptr ? Gfx942Mode::kVarlen : Gfx942Mode::kFixed;
+}
 
 namespace detail {
 
@@ -117,63 +137,78 @@ __device__ __forceinline__ float fast_exp2(float x) {
 #endif
 }
 
+// tanh(x) = 1 - 2 / (1 + e^(2x)) from v_exp_f32 and a division: absolute error ~1e-7, what
+// the softmax of a soft-capped score (a logit) cares about; saturates to +-1.
+__device__ __forceinline__ float fast_tanh(float x) {
+  constexpr float kTwoLog2e = 2.8853900817779268f;
+  return 1.f - __fdividef(2.f, 1.f + fast_exp2(x * kTwoLog2e));
+}
+
 __device__ __forceinline__ float wave_xor(float v, int mask) { return __shfl_xor(v, mask, kWave); }
 
 // LDS tiles are rows of 16-byte chunks (8 elements); chunk `chunk` of row `row` sits at chunk
 // position chunk ^ swizzle(row). The rows the MFMA operand reads of 8 consecutive lanes touch
-// are {0, 1, 2, 3, 8, 9, 10, 11} (+4, +16, ...), which this maps to 8 different positions.
+// are {0, 1, 2, 3, 8, 9, 10, 11} (+4, +16, ...), which this maps to 8 different positions
+// (rows of 4 chunks, the wide buckets' V^T: 4 positions).
 __device__ __forceinline__ int swizzle(int row) { return (row & 3) | ((row >> 1) & 4); }
 template <int kRowElems>
 __device__ __forceinline__ int lds_offset(int row, int chunk) {
-  static_assert(kRowElems >= 64, "the swizzle needs 8 chunks per row");
-  return row * kRowElems + ((chunk ^ swizzle(row)) << 3);
+  static_assert(kRowElems % 64 == 0 || kRowElems == 32, "the swizzle needs 8 (or 4) chunks per row");
+  constexpr int kMask = kRowElems >= 64 ? 7 : 3;
+  return row * kRowElems + ((chunk ^ (swizzle(row) & kMask)) << 3);
 }
 
 __device__ __forceinline__ U32x4 load16(const uint16_t* p) { return *reinterpret_cast<const U32x4*>(p); }
 __device__ __forceinline__ void store16(uint16_t* p, U32x4 v) { *reinterpret_cast<U32x4*>(p) = v; }
 
-// The next K tile in registers: thread t holds chunk t % (D / 8) of rows t / (D / 8) + i *
-// kRowsPerPass; rows at or past seqlen_k are zeros.
-template <int kHeadDim, int kBlockN, int kThreads>
+// The next K tile in registers: thread t holds chunk t % (W / 8) of rows t / (W / 8) + i *
+// kRowsPerPass; rows at or past key_end and chunks at or past valid_chunks are zeros.
+template <int kWidth, int kBlockN, int kThreads>
 struct KTileRegs {
-  static constexpr int kChunksPerRow = kHeadDim / 8;
+  static constexpr int kChunksPerRow = kWidth / 8;
   static constexpr int kRowsPerPass = kThreads / kChunksPerRow;
   static constexpr int kPasses = kBlockN / kRowsPerPass;
   static_assert(kThreads % kChunksPerRow == 0 && kBlockN % kRowsPerPass == 0, "K tile must divide among threads");
   U32x4 r[kPasses];
 
-  __device__ __forceinline__ void load(const uint16_t* k, int64_t row_stride, int key0, int seqlen_k, int tid) {
+  __device__ __forceinline__ void load(const uint16_t* k, int64_t row_stride, int key0, int key_end, int valid_chunks,
+                                       int tid) {
     const int c = tid % kChunksPerRow;
+    const bool chunk_in = c < valid_chunks;
 #pragma unroll
     for (int i = 0; i < kPasses; ++i) {
       const int key = key0 + tid / kChunksPerRow + i * kRowsPerPass;
-      r[i] = key < seqlen_k ? load16(k + static_cast<int64_t>(key) * row_stride + c * 8) : U32x4{0, 0, 0, 0};
+      r[i] = chunk_in && key < key_end ? load16(k + static_cast<int64_t>(key) * row_stride + c * 8)
+                                       : U32x4{0, 0, 0, 0};
     }
   }
   __device__ __forceinline__ void store(uint16_t* sK, int tid) const {
     const int c = tid % kChunksPerRow;
 #pragma unroll
-    for (int i = 0; i < kPasses; ++i) store16(sK + lds_offset<kHeadDim>(tid / kChunksPerRow + i * kRowsPerPass, c), r[i]);
+    for (int i = 0; i < kPasses; ++i) store16(sK + lds_offset<kWidth>(tid / kChunksPerRow + i * kRowsPerPass, c), r[i]);
   }
 };
 
 // The next V tile in registers: thread t holds kKeys (2 or 4) consecutive keys
 // (kKeys * (t % kKeyGroups) + 0..kKeys-1) of 8 consecutive dims (chunk t / kKeyGroups), and
 // stores them transposed: 8 rows of V^T, kKeys keys (2 kKeys bytes) each.
-template <int kHeadDim, int kBlockN, int kThreads>
+template <int kWidth, int kBlockN, int kThreads>
 struct VTileRegs {
-  static constexpr int kKeys = kBlockN * (kHeadDim / 8) / kThreads;
+  static constexpr int kKeys = kBlockN * (kWidth / 8) / kThreads;
   static constexpr int kKeyGroups = kBlockN / kKeys;
-  static_assert((kKeys == 2 || kKeys == 4) && kKeyGroups * (kHeadDim / 8) == kThreads,
+  static_assert((kKeys == 2 || kKeys == 4) && kKeyGroups * (kWidth / 8) == kThreads,
                 "one 2- or 4-key x 8-dim block of V per thread");
   U32x4 r[kKeys];
 
-  __device__ __forceinline__ void load(const uint16_t* v, int64_t row_stride, int key0, int seqlen_k, int tid) {
+  __device__ __forceinline__ void load(const uint16_t* v, int64_t row_stride, int key0, int key_end, int valid_chunks,
+                                       int tid) {
     const int group = tid % kKeyGroups, chunk = tid / kKeyGroups;
+    const bool chunk_in = chunk < valid_chunks;
 #pragma unroll
     for (int j = 0; j < kKeys; ++j) {
       const int key = key0 + kKeys * group + j;
-      r[j] = key < seqlen_k ? load16(v + static_cast<int64_t>(key) * row_stride + chunk * 8) : U32x4{0, 0, 0, 0};
+      r[j] = chunk_in && key < key_end ? load16(v + static_cast<int64_t>(key) * row_stride + chunk * 8)
+                                       : U32x4{0, 0, 0, 0};
     }
   }
   // Dim e (0..7) of keys j0 and j1 as one register: the low (even e) or high (odd e) half of
@@ -199,24 +234,26 @@ struct VTileRegs {
 
 }  // namespace detail
 
-template <int kHeadDim, ElementType kType, bool kCausal>
-__global__ void __launch_bounds__(TileConfig<kHeadDim>::kWaves * 64, kMinWavesPerSimd)
+template <int kQKDim, int kVDim, ElementType kType, bool kCausal, Gfx942Mode kMode>
+__global__ void __launch_bounds__((TileConfig<kQKDim, kVDim>::kWaves * 64), kMinWavesPerSimd)
     attention_fwd_gfx942_kernel(const FwdParams p) {
   using namespace detail;
-  using Cfg = TileConfig<kHeadDim>;
+  using Cfg = TileConfig<kQKDim, kVDim>;
   constexpr int kBlockM = Cfg::kBlockM;
   constexpr int kBlockN = Cfg::kBlockN;
   constexpr int kThreads = Cfg::kWaves * kWave;
   constexpr int kQTiles = kBlockM / (16 * Cfg::kWaves);  // 16-query tiles per wavefront
-  constexpr int kDimGroups = kHeadDim / 32;              // 32-dim groups: two MFMA k-steps each
+  constexpr int kQKGroups = kQKDim / 32;                 // 32-dim groups of S^T: two MFMA k-steps each
+  constexpr int kVGroups = kVDim / 32;                   // 32-dim groups of O^T
   constexpr int kKeyPairs = kBlockN / 32;                // 32-key groups: two 16-key MFMA tiles each
+  constexpr bool kGeneral = kMode == Gfx942Mode::kGeneral;
   constexpr float kLog2e = 1.4426950408889634f;
   constexpr float kLn2 = 0.6931471805599453f;
   static_assert(kQTiles >= 1 && kBlockM == kQTiles * 16 * Cfg::kWaves, "bad tile config");
-  static_assert(kHeadDim % 32 == 0 && kBlockN % 32 == 0, "bad tile config");
+  static_assert(kBlockN % 32 == 0, "bad tile config");
 
-  __shared__ __attribute__((aligned(16))) uint16_t sK[kBlockN * kHeadDim];   // [key][dim]
-  __shared__ __attribute__((aligned(16))) uint16_t sVt[kHeadDim * kBlockN];  // [dim][key]
+  __shared__ __attribute__((aligned(16))) uint16_t sK[kBlockN * Cfg::kQKWidth];  // [key][dim]
+  __shared__ __attribute__((aligned(16))) uint16_t sVt[Cfg::kVWidth * kBlockN];  // [dim][key]
 
   const int tid = threadIdx.x;
   const int lane = tid % kWave;
@@ -228,49 +265,54 @@ __global__ void __launch_bounds__(TileConfig<kHeadDim>::kWaves * 64, kMinWavesPe
   const int m_block = gridDim.x - 1 - blockIdx.x;
   const int head = blockIdx.y;
   const int batch = blockIdx.z;
-  const int kv_head = head / (p.heads_q / p.heads_kv);
+  const SeqBounds seq = launch_seq_bounds<kMode != Gfx942Mode::kFixed>(p, batch);
+  const int seqlen_q = static_cast<int>(seq.len_q);
+  const int seqlen_k = static_cast<int>(seq.len_k);
   const int m0 = m_block * kBlockM;
+  if (m0 >= seqlen_q) return;  // varlen: a sequence shorter than max_seqlen_q
+  const int kv_head = head / (p.heads_q / p.heads_kv);
   const int wave_q0 = m0 + wave * 16 * kQTiles;
-  const int seqlen_q = p.seqlen_q;
-  const int seqlen_k = p.seqlen_k;
-  const int causal_shift = seqlen_k - seqlen_q;  // query i sees keys j <= i + causal_shift
+  const int window_left = kGeneral ? p.window_left : -1;
+  const int qk_chunks = kGeneral ? p.head_dim / 8 : kQKDim / 8;
+  const int v_chunks = kGeneral ? p.head_dim_v / 8 : kVDim / 8;
 
-  const uint16_t* q = static_cast<const uint16_t*>(p.q) + batch * p.q_batch_stride + head * p.q_head_stride;
-  const uint16_t* k = static_cast<const uint16_t*>(p.k) + batch * p.k_batch_stride + kv_head * p.k_head_stride;
-  const uint16_t* v = static_cast<const uint16_t*>(p.v) + batch * p.v_batch_stride + kv_head * p.v_head_stride;
-  uint16_t* out = static_cast<uint16_t*>(p.out) + batch * p.o_batch_stride + head * p.o_head_stride;
+  const uint16_t* q = static_cast<const uint16_t*>(p.q) + batch * p.q_batch_stride + seq.q_start * p.q_row_stride +
+                      head * p.q_head_stride;
+  const uint16_t* k = static_cast<const uint16_t*>(p.k) + batch * p.k_batch_stride + seq.k_start * p.k_row_stride +
+                      kv_head * p.k_head_stride;
+  const uint16_t* v = static_cast<const uint16_t*>(p.v) + batch * p.v_batch_stride + seq.k_start * p.v_row_stride +
+                      kv_head * p.v_head_stride;
+  uint16_t* out = static_cast<uint16_t*>(p.out) + batch * p.o_batch_stride + seq.q_start * p.o_row_stride +
+                  head * p.o_head_stride;
 
-  int n_blocks = (seqlen_k + kBlockN - 1) / kBlockN;
-  if constexpr (kCausal) {
-    const int last_key = m0 + kBlockM - 1 + causal_shift;  // last key any row of the tile sees
-    n_blocks = last_key < 0 ? 0 : min(n_blocks, last_key / kBlockN + 1);
-  }
+  const TileVisibility<int> vis = tile_visibility<int>(m0, kBlockM, seqlen_q, seqlen_k, kCausal, window_left, kBlockN);
 
   // O^T accumulators: acc_o[qt][m][h][r] = O[query wave_q0 + 16 qt + c][dim 32 m + 8 g + 4 h + r].
-  F32x4 acc_o[kQTiles][kDimGroups][2];
-  float row_max[kQTiles];  // running max of scale*log2(e)*s of this lane's query
+  F32x4 acc_o[kQTiles][kVGroups][2];
+  float row_max[kQTiles];  // running max of the log2-domain scores of this lane's query
   float row_sum[kQTiles];  // this lane's partial running sum (reduced over g at the end)
 #pragma unroll
   for (int qt = 0; qt < kQTiles; ++qt) {
 #pragma unroll
-    for (int m = 0; m < kDimGroups; ++m) acc_o[qt][m][0] = acc_o[qt][m][1] = F32x4{0.f, 0.f, 0.f, 0.f};
+    for (int m = 0; m < kVGroups; ++m) acc_o[qt][m][0] = acc_o[qt][m][1] = F32x4{0.f, 0.f, 0.f, 0.f};
     row_max[qt] = -INFINITY;
     row_sum[qt] = 0.f;
   }
 
-  if (n_blocks > 0) {
+  if (vis.blocks() > 0) {
     const float scale_log2 = p.scale * kLog2e;
 
     // Q as the B operand of S^T = K Q^T, for the whole kernel: q_frag[qt][s] holds dims
-    // 32 s + 8 g + 0..7 of query wave_q0 + 16 qt + c (zeros past seqlen_q).
-    U32x4 q_frag[kQTiles][kDimGroups];
+    // 32 s + 8 g + 0..7 of query wave_q0 + 16 qt + c (zeros past seqlen_q and the head dim).
+    U32x4 q_frag[kQTiles][kQKGroups];
 #pragma unroll
     for (int qt = 0; qt < kQTiles; ++qt) {
       const int row = wave_q0 + qt * 16 + c;
 #pragma unroll
-      for (int s = 0; s < kDimGroups; ++s)
-        q_frag[qt][s] = row < seqlen_q ? load16(q + static_cast<int64_t>(row) * p.q_row_stride + s * 32 + g * 8)
-                                       : U32x4{0, 0, 0, 0};
+      for (int s = 0; s < kQKGroups; ++s)
+        q_frag[qt][s] = row < seqlen_q && 4 * s + g < qk_chunks
+                            ? load16(q + static_cast<int64_t>(row) * p.q_row_stride + s * 32 + g * 8)
+                            : U32x4{0, 0, 0, 0};
     }
 
     // Key tiles from last to first: the tiles that need masking come first. Per tile, two
@@ -280,15 +322,15 @@ __global__ void __launch_bounds__(TileConfig<kHeadDim>::kWaves * 64, kMinWavesPe
     // Storing K needs no barrier before it: every wavefront has passed the previous tile's
     // second barrier, so it is done reading sK; likewise all have passed this tile's first
     // barrier, so they are done reading sVt, before anyone stores V^T.
-    int n_block = n_blocks - 1;
-    KTileRegs<kHeadDim, kBlockN, kThreads> k_next;
-    VTileRegs<kHeadDim, kBlockN, kThreads> v_next;
-    k_next.load(k, p.k_row_stride, n_block * kBlockN, seqlen_k, tid);
+    int n_block = vis.n_hi - 1;
+    KTileRegs<Cfg::kQKWidth, kBlockN, kThreads> k_next;
+    VTileRegs<Cfg::kVWidth, kBlockN, kThreads> v_next;
+    k_next.load(k, p.k_row_stride, n_block * kBlockN, seqlen_k, qk_chunks, tid);
 
-    for (; n_block >= 0; --n_block) {
+    for (; n_block >= vis.n_lo; --n_block) {
       k_next.store(sK, tid);
       __syncthreads();
-      v_next.load(v, p.v_row_stride, n_block * kBlockN, seqlen_k, tid);  // lands during S and softmax
+      v_next.load(v, p.v_row_stride, n_block * kBlockN, seqlen_k, v_chunks, tid);  // lands during S and softmax
 
       // S^T = K Q^T: acc_s[qt][kp][h][r] = S[query wave_q0 + 16 qt + c][key 32 kp + 8 g + 4 h + r]
       // (relative to the tile). MFMA row i of half h is key 32 kp + 8 (i / 4) + 4 h + i % 4,
@@ -300,13 +342,13 @@ __global__ void __launch_bounds__(TileConfig<kHeadDim>::kWaves * 64, kMinWavesPe
 #pragma unroll
         for (int kp = 0; kp < kKeyPairs; ++kp) acc_s[qt][kp][0] = acc_s[qt][kp][1] = F32x4{0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-      for (int s = 0; s < kDimGroups; ++s) {
+      for (int s = 0; s < kQKGroups; ++s) {
 #pragma unroll
         for (int kp = 0; kp < kKeyPairs; ++kp) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int key_row = 32 * kp + 8 * (c >> 2) + 4 * h + (c & 3);
-            const U32x4 a = load16(sK + lds_offset<kHeadDim>(key_row, 4 * s + g));
+            const U32x4 a = load16(sK + lds_offset<Cfg::kQKWidth>(key_row, 4 * s + g));
 #pragma unroll
             for (int qt = 0; qt < kQTiles; ++qt) {
               acc_s[qt][kp][h] = mfma_16x16x16<kType>(a.xy, q_frag[qt][s].xy, acc_s[qt][kp][h]);
@@ -316,30 +358,38 @@ __global__ void __launch_bounds__(TileConfig<kHeadDim>::kWaves * 64, kMinWavesPe
         }
       }
 
-      // Online softmax. Masking is needed only where the tile crosses seqlen_k or the causal
-      // diagonal of the workgroup's first row.
+      // Online softmax. Masking is needed only where some row of the tile sees the block in
+      // part (its end, the causal diagonal, the window's left edge).
       const int key0 = n_block * kBlockN;
-      bool need_mask = key0 + kBlockN > seqlen_k;
-      if constexpr (kCausal) need_mask = need_mask || key0 + kBlockN - 1 > m0 + causal_shift;
+      const bool need_mask = vis.needs_mask(n_block, kBlockN);
       U32x2 p_frag[kQTiles][kKeyPairs][2];  // P^T as the B operand of O^T += V^T P^T
 #pragma unroll
       for (int qt = 0; qt < kQTiles; ++qt) {
 #pragma unroll
-        for (int kp = 0; kp < kKeyPairs; ++kp) {
-          acc_s[qt][kp][0] *= scale_log2;
-          acc_s[qt][kp][1] *= scale_log2;
-        }
+        for (int kp = 0; kp < kKeyPairs; ++kp)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            if (kGeneral && p.softcap > 0.f) {
+#pragma unroll
+              for (int r = 0; r < 4; ++r)
+                acc_s[qt][kp][h][r] = p.softcap_log2 * fast_tanh(acc_s[qt][kp][h][r] * p.scale_over_softcap);
+            } else {
+              acc_s[qt][kp][h] *= scale_log2;
+            }
+          }
         if (need_mask) {
           const int row = wave_q0 + qt * 16 + c;
-          int key_end = seqlen_k;  // first key this row may not see
-          if constexpr (kCausal) key_end = min(key_end, row + causal_shift + 1);
+          const KeyRange<int> seen = visible_keys<int>(row, seqlen_q, seqlen_k, kCausal, window_left);
 #pragma unroll
           for (int kp = 0; kp < kKeyPairs; ++kp)
 #pragma unroll
             for (int h = 0; h < 2; ++h)
 #pragma unroll
-              for (int r = 0; r < 4; ++r)
-                if (key0 + 32 * kp + 8 * g + 4 * h + r >= key_end) acc_s[qt][kp][h][r] = -INFINITY;
+              for (int r = 0; r < 4; ++r) {
+                const int key = key0 + 32 * kp + 8 * g + 4 * h + r;
+                // Without a window no key falls off the left end of a row's range.
+                if ((kGeneral && key < seen.lo) || key >= seen.end) acc_s[qt][kp][h][r] = -INFINITY;
+              }
         }
         float mx = row_max[qt];
 #pragma unroll
@@ -371,7 +421,7 @@ __global__ void __launch_bounds__(TileConfig<kHeadDim>::kWaves * 64, kMinWavesPe
         }
         row_sum[qt] = row_sum[qt] * correction + sum;
 #pragma unroll
-        for (int m = 0; m < kDimGroups; ++m) {
+        for (int m = 0; m < kVGroups; ++m) {
           acc_o[qt][m][0] *= correction;
           acc_o[qt][m][1] *= correction;
         }
@@ -379,13 +429,14 @@ __global__ void __launch_bounds__(TileConfig<kHeadDim>::kWaves * 64, kMinWavesPe
 
       v_next.store_transposed(sVt, tid);
       __syncthreads();
-      if (n_block > 0) k_next.load(k, p.k_row_stride, (n_block - 1) * kBlockN, seqlen_k, tid);  // lands during P V
+      if (n_block > vis.n_lo)
+        k_next.load(k, p.k_row_stride, (n_block - 1) * kBlockN, seqlen_k, qk_chunks, tid);  // lands during P V
 
       // O^T += V^T P^T. MFMA row i of half h is dim 32 m + 8 (i / 4) + 4 h + i % 4, read by
       // lane c = i; its 16 bytes are keys 32 kp + 8 g + 0..7: the first 4 pair with
       // p_frag[..][kp][0], the last 4 with p_frag[..][kp][1].
 #pragma unroll
-      for (int m = 0; m < kDimGroups; ++m) {
+      for (int m = 0; m < kVGroups; ++m) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int dim_row = 32 * m + 8 * (c >> 2) + 4 * h + (c & 3);
@@ -404,7 +455,7 @@ __global__ void __launch_bounds__(TileConfig<kHeadDim>::kWaves * 64, kMinWavesPe
   }
 
   // Epilogue: normalize, write lse, store O: each lane writes dims 32 m + 8 g + 0..7 of its
-  // query as one 16-byte store per m.
+  // query as one 16-byte store per m (those within the call's v head dim).
 #pragma unroll
   for (int qt = 0; qt < kQTiles; ++qt) {
     float sum = row_sum[qt];
@@ -415,12 +466,12 @@ __global__ void __launch_bounds__(TileConfig<kHeadDim>::kWaves * 64, kMinWavesPe
     if (row >= seqlen_q) continue;
     if (p.lse != nullptr && g == 0) {
       const float lse = sum > 0.f ? (row_max[qt] + log2f(sum)) * kLn2 : -INFINITY;
-      p.lse[batch * p.lse_batch_stride + head * p.lse_head_stride + static_cast<int64_t>(row) * p.lse_row_stride] =
-          lse;
+      p.lse[batch * p.lse_batch_stride + head * p.lse_head_stride + (seq.q_start + row) * p.lse_row_stride] = lse;
     }
     uint16_t* orow = out + static_cast<int64_t>(row) * p.o_row_stride;
 #pragma unroll
-    for (int m = 0; m < kDimGroups; ++m) {
+    for (int m = 0; m < kVGroups; ++m) {
+      if (4 * m + g >= v_chunks) continue;
       const F32x4 lo = acc_o[qt][m][0] * inv, hi = acc_o[qt][m][1] * inv;
       store16(orow + 32 * m + 8 * g, U32x4{pack2<kType>(lo[0], lo[1]), pack2<kType>(lo[2], lo[3]),
                                            pack2<kType>(hi[0], hi[1]), pack2<kType>(hi[2], hi[3])});
@@ -432,18 +483,26 @@ __global__ void __launch_bounds__(TileConfig<kHeadDim>::kWaves * 64, kMinWavesPe
 // emulator in place of the HIP headers (KH_GFX942_EMULATION), and checks it against a float64
 // reference: there is no AMD GPU to run it on.
 #if !defined(KH_GFX942_EMULATION)
-template <int kHeadDim, ElementType kType, bool kCausal>
+template <int kQKDim, int kVDim, ElementType kType, bool kCausal, Gfx942Mode kMode>
 hipError_t launch_attention_fwd_gfx942(const FwdParams& p, hipStream_t stream) {
-  using Cfg = TileConfig<kHeadDim>;
+  using Cfg = TileConfig<kQKDim, kVDim>;
   const dim3 grid((p.seqlen_q + Cfg::kBlockM - 1) / Cfg::kBlockM, p.heads_q, p.batch);
-  attention_fwd_gfx942_kernel<kHeadDim, kType, kCausal><<<grid, Cfg::kWaves * 64, 0, stream>>>(p);
+  attention_fwd_gfx942_kernel<kQKDim, kVDim, kType, kCausal, kMode><<<grid, Cfg::kWaves * 64, 0, stream>>>(p);
   return hipGetLastError();
 }
 
-template <int kHeadDim, ElementType kType>
+template <int kQKDim, int kVDim, ElementType kType>
 hipError_t run_attention_fwd_gfx942_instance(const FwdParams& p, hipStream_t stream) {
-  return p.causal ? launch_attention_fwd_gfx942<kHeadDim, kType, true>(p, stream)
-                  : launch_attention_fwd_gfx942<kHeadDim, kType, false>(p, stream);
+  auto run = [&](auto mode) {
+    constexpr Gfx942Mode kMode = decltype(mode)::value;
+    return p.causal ? launch_attention_fwd_gfx942<kQKDim, kVDim, kType, true, kMode>(p, stream)
+                    : launch_attention_fwd_gfx942<kQKDim, kVDim, kType, false, kMode>(p, stream);
+  };
+  switch (gfx942_mode(p, kQKDim, kVDim)) {
+    case Gfx942Mode::kGeneral: return run(std::integral_constant<Gfx942Mode, Gfx942Mode::kGeneral>{});
+    case Gfx942Mode::kVarlen: return run(std::integral_constant<Gfx942Mode, Gfx942Mode::kVarlen>{});
+    default: return run(std::integral_constant<Gfx942Mode, Gfx942Mode::kFixed>{});
+  }
 }
 #endif  // !KH_GFX942_EMULATION
 

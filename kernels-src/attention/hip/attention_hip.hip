@@ -1,8 +1,9 @@
-// attention_hip.hip: the HIP backend's attention_fwd entry (rocm-gfx942): validates the call
-// with the shared rules (parse_attention_fwd_args), checks what the gfx942 kernel needs beyond
-// them (head dim 64 or 128, 16-byte aligned rows, grid limits), and launches the MFMA kernel
-// (attention_fwd_gfx942_kernel.hpp) on the caller's stream (kh_call_ctx::stream, a
-// hipStream_t; NULL: the default stream). A HIP error becomes KH_ERROR_DEVICE.
+// attention_hip.hip: the HIP backend's op entries (rocm-gfx942). attention_fwd and
+// attention_varlen_fwd validate the call with the shared rules (attention_args.hpp), check what
+// the gfx942 kernel needs beyond them (16-byte aligned rows, grid and length limits), and
+// launch the MFMA kernel (attention_fwd_gfx942_kernel.hpp) on the caller's stream
+// (kh_call_ctx::stream, a hipStream_t; NULL: the default stream). A HIP error becomes
+// KH_ERROR_DEVICE. attention_decode_paged has its own kernels (attention_decode_gfx942.hpp).
 #include <hip/hip_runtime_api.h>
 
 #include <climits>
@@ -32,17 +33,11 @@ bool fwd_params_aligned(const FwdParams& p) {
 }
 
 hipError_t run_attention_fwd_gfx942(const FwdParams& p, hipStream_t stream) {
-  const bool bf16 = p.dtype == ElementType::kBF16;
-  switch (p.head_dim) {
-    case 64:
-      return bf16 ? run_attention_fwd_gfx942_instance<64, ElementType::kBF16>(p, stream)
-                  : run_attention_fwd_gfx942_instance<64, ElementType::kF16>(p, stream);
-    case 128:
-      return bf16 ? run_attention_fwd_gfx942_instance<128, ElementType::kBF16>(p, stream)
-                  : run_attention_fwd_gfx942_instance<128, ElementType::kF16>(p, stream);
-    default:
-      return hipErrorInvalidValue;
-  }
+  return dispatch_fwd_bucket(Gfx942FwdDims{}, gfx942_fwd_bucket(p.head_dim, p.head_dim_v), p.dtype,
+                             hipErrorInvalidValue, [&](auto qk, auto v, auto type) {
+                               return run_attention_fwd_gfx942_instance<decltype(qk)::value, decltype(v)::value,
+                                                                        decltype(type)::value>(p, stream);
+                             });
 }
 
 }  // namespace gfx942
@@ -71,48 +66,24 @@ class ScopedDevice {
   hipError_t status_ = hipSuccess;
 };
 
-gfx942::FwdParams to_fwd_params(const AttentionParams& a) {
-  gfx942::FwdParams p;
-  p.q = a.q;
-  p.k = a.k;
-  p.v = a.v;
-  p.out = a.out;
-  p.lse = a.lse;
-  p.q_batch_stride = a.q_batch_stride, p.q_row_stride = a.q_row_stride, p.q_head_stride = a.q_head_stride;
-  p.k_batch_stride = a.k_batch_stride, p.k_row_stride = a.k_row_stride, p.k_head_stride = a.k_head_stride;
-  p.v_batch_stride = a.v_batch_stride, p.v_row_stride = a.v_row_stride, p.v_head_stride = a.v_head_stride;
-  p.o_batch_stride = a.o_batch_stride, p.o_row_stride = a.o_row_stride, p.o_head_stride = a.o_head_stride;
-  p.lse_batch_stride = a.lse_batch_stride, p.lse_head_stride = a.lse_head_stride;
-  p.lse_row_stride = a.lse_row_stride;
-  p.batch = static_cast<int>(a.batch);
-  p.seqlen_q = static_cast<int>(a.seqlen_q);
-  p.seqlen_k = static_cast<int>(a.seqlen_k);
-  p.heads_q = static_cast<int>(a.heads_q);
-  p.heads_kv = static_cast<int>(a.heads_kv);
-  p.head_dim = static_cast<int>(a.head_dim);
-  p.scale = static_cast<float>(a.scale);
-  p.causal = a.causal;
-  p.dtype = a.dtype == kh_kernels::DType::kBF16 ? gfx942::ElementType::kBF16 : gfx942::ElementType::kF16;
-  return p;
-}
-
 kh_status launch(const OpContext& c, const AttentionParams& a) {
-  if (!gfx942::gfx942_supports_head_dim(static_cast<int>(a.head_dim)))
+  if (gfx942_fwd_bucket(static_cast<int>(a.head_dim), static_cast<int>(a.head_dim_v)).qk == 0)
+    return op_error(c, KH_ERROR_UNSUPPORTED, "argument 'q': head dims %lld/%lld have no gfx942 kernel",
+                    (long long)a.head_dim, (long long)a.head_dim_v);
+  // Grid: (q tiles, heads_q, sequences); y and z kept to 65535 as on CUDA, lengths to int
+  // (varlen: a quarter of it, so that a window's bound stays inside int).
+  const int64_t max_len = a.varlen() ? INT_MAX / 4 : INT_MAX / 2;
+  if (a.heads_q > 65535 || a.batch > 65535 || a.seqlen_q > max_len || a.seqlen_k > max_len || a.total_q > INT_MAX ||
+      a.total_k > INT_MAX)
     return op_error(c, KH_ERROR_UNSUPPORTED,
-                    "argument 'q': head_dim %lld is not supported on ROCm gfx942 (64, 128); the CUDA and CPU "
-                    "builds also take 256",
-                    (long long)a.head_dim);
-  // Grid: (q tiles, heads_q, batch); y and z kept to 65535 as on CUDA, lengths to int.
-  if (a.heads_q > 65535 || a.batch > 65535 || a.seqlen_q > INT_MAX / 2 || a.seqlen_k > INT_MAX / 2)
-    return op_error(c, KH_ERROR_UNSUPPORTED,
-                    "shape too large for the gfx942 kernel: heads_q %lld and batch %lld must be <= 65535, "
-                    "sequence lengths (%lld, %lld) <= %d",
+                    "shape too large for the gfx942 kernel: heads_q %lld and the batch (sequences) %lld must be <= "
+                    "65535, sequence lengths (%lld, %lld) <= %lld, packed rows (%lld, %lld) < 2^31",
                     (long long)a.heads_q, (long long)a.batch, (long long)a.seqlen_q, (long long)a.seqlen_k,
-                    INT_MAX / 2);
-  const gfx942::FwdParams p = to_fwd_params(a);
+                    (long long)max_len, (long long)a.total_q, (long long)a.total_k);
+  const gfx942::FwdParams p = launch_params(a);
   if (!gfx942::fwd_params_aligned(p))
     return op_error(c, KH_ERROR_UNSUPPORTED,
-                    "q, k, v and out need 16-byte aligned data pointers and batch/row/head strides that are "
+                    "q, k, v and out need 16-byte aligned data pointers and row/head (and batch) strides that are "
                     "multiples of 8 elements (the kernel moves 16-byte chunks); copy the tensors to "
                     "contiguous memory first");
 
@@ -130,6 +101,18 @@ kh_status launch(const OpContext& c, const AttentionParams& a) {
   return KH_OK;
 }
 
+// attention_fwd and attention_varlen_fwd: parse with the op's rules, then the same launch.
+template <typename Parse>
+kh_status run_prefill(const char* op, const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx, Parse parse) {
+  const OpContext c{op, ctx, KH_DEVICE_TYPE};
+  return kh_kernels::guarded(c, [&] {
+    AttentionParams p;
+    KH_KERNEL_TRY(parse(args, nargs, ctx, &p));
+    if (p.empty()) return KH_OK;
+    return launch(c, p);
+  });
+}
+
 bool decode_params_aligned(const DecodeParams& p) {
   auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
   auto rows_aligned = [](int64_t a, int64_t b, int64_t c) { return a % 8 == 0 && b % 8 == 0 && c % 8 == 0; };
@@ -143,13 +126,11 @@ bool decode_params_aligned(const DecodeParams& p) {
 }  // namespace
 
 kh_status attention_fwd_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
-  const OpContext c{"attention_fwd", ctx, KH_DEVICE_TYPE};
-  return kh_kernels::guarded(c, [&] {
-    AttentionParams p;
-    KH_KERNEL_TRY(parse_attention_fwd_args(args, nargs, ctx, &p));
-    if (p.empty()) return KH_OK;
-    return launch(c, p);
-  });
+  return run_prefill("attention_fwd", args, nargs, ctx, parse_attention_fwd_args);
+}
+
+kh_status attention_varlen_fwd_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
+  return run_prefill("attention_varlen_fwd", args, nargs, ctx, parse_attention_varlen_fwd_args);
 }
 
 }  // namespace kh_attention

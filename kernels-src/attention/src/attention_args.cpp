@@ -1,6 +1,11 @@
-// attention_args.cpp: the rules of attention_fwd's arguments (shapes, dtypes, strides, head
-// dims, memory overlap). KH_DEVICE_TYPE comes from the library's variant.
+// attention_args.cpp: the rules of the prefill ops' arguments (shapes, dtypes, strides, head
+// dims, cu_seqlens, lengths, window, soft-cap, memory overlap), shared by attention_fwd and
+// attention_varlen_fwd. KH_DEVICE_TYPE comes from the library's variant. Nothing here reads
+// tensor data: cu_seqlens stay on the device, so a call needs no host synchronisation.
 #include "attention_args.hpp"
+
+#include <climits>
+#include <string>
 
 #include "kh_kernel/args.hpp"
 
@@ -8,93 +13,283 @@ namespace kh_attention {
 
 using kh_kernels::Alias;
 using kh_kernels::arg_error;
+using kh_kernels::OpContext;
 using kh_kernels::Presence;
 using kh_kernels::TensorView;
+
+namespace {
+
+struct Named {
+  const char* name;
+  const TensorView* view;
+};
+
+// q, k, v, out and lse of either op: rank 4 (batch, seqlen, heads, dim) for attention_fwd,
+// rank 3 (total, heads, dim) for attention_varlen_fwd. lse is read and its kind checked here;
+// its shape differs per op.
+struct PrefillTensors {
+  TensorView out, lse, q, k, v;
+  int64_t heads_q = 0, heads_kv = 0, head_dim = 0, head_dim_v = 0;
+};
+
+kh_status check_prefill_tensors(const OpContext& c, const kh_value* args, uint32_t nargs, uint32_t expected_nargs,
+                                int32_t rank, PrefillTensors* t) {
+  KH_KERNEL_TRY(kh_kernels::check_nargs(c, args, nargs, expected_nargs));
+  TensorView& q = t->q;
+  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kQ, "q", Presence::kRequired, &q));
+  KH_KERNEL_TRY(kh_kernels::check_dtype(c, "q", q, kAttentionDtypes));
+  KH_KERNEL_TRY(kh_kernels::check_ndim(c, "q", q, rank, rank));
+  KH_KERNEL_TRY(kh_kernels::check_last_dim_contiguous(c, "q", q));
+  t->heads_q = q.size(rank - 2);
+  t->head_dim = q.size(rank - 1);
+  if (t->heads_q < 1)
+    return arg_error(c, "q", "heads_q (dim %d) must be >= 1, got %lld", rank - 2, (long long)t->heads_q);
+  if (!attention_supports_head_dim(t->head_dim))
+    return kh_kernels::op_error(c, KH_ERROR_UNSUPPORTED,
+                                "argument 'q': head_dim %lld is not supported (supported: multiples of 8 from 32 "
+                                "to 256)",
+                                (long long)t->head_dim);
+
+  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kK, "k", Presence::kRequired, &t->k));
+  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kV, "v", Presence::kRequired, &t->v));
+  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kOut, "out", Presence::kRequired, &t->out));
+  const LikeQ others[] = {{"k", &t->k}, {"v", &t->v}, {"out", &t->out}};
+  KH_KERNEL_TRY(check_like_q(c, q, others));
+  const TensorView &k = t->k, &v = t->v, &out = t->out;
+  if ((rank == 4 && k.size(0) != q.size(0)) || k.size(rank - 1) != t->head_dim)
+    return arg_error(c, "k", "shape %s does not fit q's shape %s: %shead_dim (last dim) must match",
+                     kh_kernels::shape_string(k).c_str(), kh_kernels::shape_string(q).c_str(),
+                     rank == 4 ? "batch (dim 0) and " : "");
+  t->heads_kv = k.size(rank - 2);
+  if (t->heads_kv < 1)
+    return arg_error(c, "k", "heads_kv (dim %d) must be >= 1, got %lld", rank - 2, (long long)t->heads_kv);
+  if (t->heads_q % t->heads_kv != 0)
+    return arg_error(c, "k", "heads_kv %lld does not divide q's heads_q %lld (GQA needs a whole group per kv head)",
+                     (long long)t->heads_kv, (long long)t->heads_q);
+  for (int32_t d = 0; d + 1 < rank; ++d)
+    if (v.size(d) != k.size(d))
+      return arg_error(c, "v", "shape %s does not fit k's shape %s: every dim but the last (head_dim_v) must match",
+                       kh_kernels::shape_string(v).c_str(), kh_kernels::shape_string(k).c_str());
+  t->head_dim_v = v.size(rank - 1);
+  if (!attention_supports_head_dims(t->head_dim, t->head_dim_v))
+    return kh_kernels::op_error(c, KH_ERROR_UNSUPPORTED,
+                                "argument 'v': head_dim_v (last dim) %lld with head_dim %lld is not supported "
+                                "(supported: head_dim_v equal to head_dim, or 128 with head_dim 192)",
+                                (long long)t->head_dim_v, (long long)t->head_dim);
+  bool out_fits = out.size(rank - 1) == t->head_dim_v;
+  for (int32_t d = 0; d + 1 < rank; ++d) out_fits = out_fits && out.size(d) == q.size(d);
+  if (!out_fits)
+    return arg_error(c, "out", "shape %s does not fit q's shape %s with v's last dim %lld",
+                     kh_kernels::shape_string(out).c_str(), kh_kernels::shape_string(q).c_str(),
+                     (long long)t->head_dim_v);
+
+  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kLse, "lse", Presence::kOptional, &t->lse));
+  if (t->lse.present()) {
+    KH_KERNEL_TRY(kh_kernels::check_same_device(c, "lse", t->lse, "q", q));
+    KH_KERNEL_TRY(kh_kernels::check_dtype(c, "lse", t->lse, KH_DTYPE_F32));
+  }
+  return KH_OK;
+}
+
+// lse has exactly `shape` (named in `what` for the message) and is contiguous.
+template <size_t N>
+kh_status check_lse_shape(const OpContext& c, const TensorView& lse, const int64_t (&shape)[N], const char* what) {
+  if (!lse.present()) return KH_OK;
+  bool same = lse.ndim == static_cast<int32_t>(N);
+  for (size_t d = 0; same && d < N; ++d) same = lse.shape[d] == shape[d];
+  if (!same) {
+    std::string want = "[";
+    for (size_t d = 0; d < N; ++d) want += (d ? ", " : "") + std::to_string(shape[d]);
+    return arg_error(c, "lse", "shape %s does not match %s = %s]", kh_kernels::shape_string(lse).c_str(), what,
+                     want.c_str());
+  }
+  return kh_kernels::check_contiguous(c, "lse", lse);
+}
+
+// Outputs share no memory with any input or with each other: blocks of a GPU kernel read the
+// inputs while others already write.
+template <size_t NO, size_t NI>
+kh_status check_outputs_apart(const OpContext& c, const Named (&outputs)[NO], const Named (&inputs)[NI]) {
+  for (size_t i = 0; i < NO; ++i) {
+    for (const Named& in : inputs)
+      KH_KERNEL_TRY(kh_kernels::check_no_overlap(c, outputs[i].name, *outputs[i].view, in.name, *in.view,
+                                                 Alias::kForbidden));
+    for (size_t j = i + 1; j < NO; ++j)
+      KH_KERNEL_TRY(kh_kernels::check_no_overlap(c, outputs[i].name, *outputs[i].view, outputs[j].name,
+                                                 *outputs[j].view, Alias::kForbidden));
+  }
+  return KH_OK;
+}
+
+kh_status scale_and_causal(const OpContext& c, const kh_value* args, uint32_t scale_at, uint32_t causal_at,
+                           AttentionParams* p) {
+  KH_KERNEL_TRY(kh_kernels::double_arg(c, args, scale_at, "scale", &p->scale));
+  KH_KERNEL_TRY(kh_kernels::check_finite(c, "scale", p->scale));
+  return kh_kernels::bool_arg(c, args, causal_at, "causal", &p->causal);
+}
+
+// An int argument in [lo, hi]; `rule` says what is allowed, for the message.
+kh_status bounded_int_arg(const OpContext& c, const kh_value* args, uint32_t index, const char* name, int64_t lo,
+                          int64_t hi, const char* rule, int64_t* out) {
+  const kh_value& v = args[index];
+  if (v.kind != KH_VALUE_INT) return arg_error(c, name, "expected an int, got value kind %u", v.kind);
+  if (v.u.i < lo || v.u.i > hi) return arg_error(c, name, "must be %s, got %lld", rule, (long long)v.u.i);
+  *out = v.u.i;
+  return KH_OK;
+}
+
+// A cu_seqlens tensor: int32, one dim, on q's device; its length is checked by the caller.
+kh_status cu_seqlens_arg(const OpContext& c, const kh_value* args, uint32_t index, const char* name,
+                         const TensorView& q, TensorView* t) {
+  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, index, name, Presence::kRequired, t));
+  KH_KERNEL_TRY(kh_kernels::check_same_device(c, name, *t, "q", q));
+  KH_KERNEL_TRY(kh_kernels::check_dtype(c, name, *t, KH_DTYPE_I32));
+  return kh_kernels::check_ndim(c, name, *t, 1, 1);
+}
+
+// The tensors' pointers, strides and head counts: rank 4 (batch, row, head, dim), rank 3
+// (row, head, dim) with batch strides 0.
+void fill_tensors(const PrefillTensors& t, AttentionParams* p) {
+  const int b = t.q.ndim == 4 ? 1 : 0;  // where the row dim is
+  const struct {
+    const TensorView& view;
+    int64_t *batch, *row, *head;
+  } strided[] = {{t.q, &p->q_batch_stride, &p->q_row_stride, &p->q_head_stride},
+                 {t.k, &p->k_batch_stride, &p->k_row_stride, &p->k_head_stride},
+                 {t.v, &p->v_batch_stride, &p->v_row_stride, &p->v_head_stride},
+                 {t.out, &p->o_batch_stride, &p->o_row_stride, &p->o_head_stride}};
+  for (const auto& x : strided) {
+    *x.batch = b ? x.view.strides[0] : 0;
+    *x.row = x.view.strides[b];
+    *x.head = x.view.strides[b + 1];
+  }
+  p->out = t.out.data;
+  p->lse = t.lse.present() ? t.lse.ptr<float>() : nullptr;
+  p->q = t.q.data;
+  p->k = t.k.data;
+  p->v = t.v.data;
+  p->heads_q = t.heads_q;
+  p->heads_kv = t.heads_kv;
+  p->head_dim = t.head_dim;
+  p->head_dim_v = t.head_dim_v;
+  p->dtype = t.q.dtype;
+  p->device = t.q.device;
+}
+
+}  // namespace
 
 kh_status parse_attention_fwd_args(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,
                                    AttentionParams* p) {
   *p = AttentionParams{};
-  const kh_kernels::OpContext c{"attention_fwd", ctx, KH_DEVICE_TYPE};
-  KH_KERNEL_TRY(kh_kernels::check_nargs(c, args, nargs, kAttentionFwdNumArgs));
+  const OpContext c{"attention_fwd", ctx, KH_DEVICE_TYPE};
+  PrefillTensors t;
+  KH_KERNEL_TRY(check_prefill_tensors(c, args, nargs, kAttentionFwdNumArgs, 4, &t));
+  const TensorView &q = t.q, &k = t.k, &v = t.v, &out = t.out;
+  const int64_t batch = q.size(0), seqlen_q = q.size(1);
+  const int64_t lse_shape[] = {batch, t.heads_q, seqlen_q};
+  KH_KERNEL_TRY(check_lse_shape(c, t.lse, lse_shape, "(batch, heads_q, seqlen_q)"));
+  KH_KERNEL_TRY(scale_and_causal(c, args, kScale, kCausal, p));
+  const Named outputs[] = {{"out", &out}, {"lse", &t.lse}};
+  const Named inputs[] = {{"q", &q}, {"k", &k}, {"v", &v}};
+  KH_KERNEL_TRY(check_outputs_apart(c, outputs, inputs));
 
-  TensorView out, lse, q, k, v;
-  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kQ, "q", Presence::kRequired, &q));
-  KH_KERNEL_TRY(kh_kernels::check_dtype(c, "q", q, kAttentionDtypes));
-  KH_KERNEL_TRY(kh_kernels::check_ndim(c, "q", q, 4, 4));
-  KH_KERNEL_TRY(kh_kernels::check_last_dim_contiguous(c, "q", q));
-  const int64_t batch = q.size(0), seqlen_q = q.size(1), heads_q = q.size(2), head_dim = q.size(3);
-  if (heads_q < 1) return arg_error(c, "q", "heads_q (dim 2) must be >= 1, got %lld", (long long)heads_q);
-  if (!attention_supports_head_dim(head_dim))
-    return kh_kernels::op_error(c, KH_ERROR_UNSUPPORTED,
-                               "argument 'q': head_dim %lld is not supported (supported: 64, 128, 256)",
-                               (long long)head_dim);
-
-  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kK, "k", Presence::kRequired, &k));
-  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kV, "v", Presence::kRequired, &v));
-  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kOut, "out", Presence::kRequired, &out));
-  const LikeQ others[] = {{"k", &k}, {"v", &v}, {"out", &out}};
-  KH_KERNEL_TRY(check_like_q(c, q, others));
-  KH_KERNEL_TRY(kh_kernels::check_same_shape(c, "out", out, "q", q));
-  const int64_t seqlen_k = k.size(1), heads_kv = k.size(2);
-  if (k.size(0) != batch || k.size(3) != head_dim)
-    return arg_error(c, "k", "shape %s does not fit q's shape %s: batch (dim 0) and head_dim (dim 3) must match",
-                     kh_kernels::shape_string(k).c_str(), kh_kernels::shape_string(q).c_str());
-  KH_KERNEL_TRY(kh_kernels::check_same_shape(c, "v", v, "k", k));
-  if (heads_kv < 1) return arg_error(c, "k", "heads_kv (dim 2) must be >= 1, got %lld", (long long)heads_kv);
-  if (heads_q % heads_kv != 0)
-    return arg_error(c, "k", "heads_kv %lld does not divide q's heads_q %lld (GQA needs a whole group per kv head)",
-                     (long long)heads_kv, (long long)heads_q);
-
-  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kLse, "lse", Presence::kOptional, &lse));
-  if (lse.present()) {
-    KH_KERNEL_TRY(kh_kernels::check_same_device(c, "lse", lse, "q", q));
-    KH_KERNEL_TRY(kh_kernels::check_dtype(c, "lse", lse, KH_DTYPE_F32));
-    if (lse.ndim != 3 || lse.shape[0] != batch || lse.shape[1] != heads_q || lse.shape[2] != seqlen_q)
-      return arg_error(c, "lse", "shape %s does not match (batch, heads_q, seqlen_q) = [%lld, %lld, %lld]",
-                       kh_kernels::shape_string(lse).c_str(), (long long)batch, (long long)heads_q,
-                       (long long)seqlen_q);
-    KH_KERNEL_TRY(kh_kernels::check_contiguous(c, "lse", lse));
-  }
-
-  double scale = 0;
-  KH_KERNEL_TRY(kh_kernels::double_arg(c, args, kScale, "scale", &scale));
-  KH_KERNEL_TRY(kh_kernels::check_finite(c, "scale", scale));
-  bool causal = false;
-  KH_KERNEL_TRY(kh_kernels::bool_arg(c, args, kCausal, "causal", &causal));
-
-  // Outputs share no memory with anything: blocks of a GPU kernel read q, k and v while
-  // others already write out.
-  KH_KERNEL_TRY(kh_kernels::check_no_overlap(c, "out", out, "lse", lse, Alias::kForbidden));
-  const struct {
-    const char* name;
-    const TensorView* view;
-  } inputs[] = {{"q", &q}, {"k", &k}, {"v", &v}};
-  for (const auto& in : inputs) {
-    KH_KERNEL_TRY(kh_kernels::check_no_overlap(c, "out", out, in.name, *in.view, Alias::kForbidden));
-    KH_KERNEL_TRY(kh_kernels::check_no_overlap(c, "lse", lse, in.name, *in.view, Alias::kForbidden));
-  }
-
-  p->out = out.data;
-  p->lse = lse.present() ? lse.ptr<float>() : nullptr;
-  p->q = q.data;
-  p->k = k.data;
-  p->v = v.data;
-  p->q_batch_stride = q.strides[0], p->q_row_stride = q.strides[1], p->q_head_stride = q.strides[2];
-  p->k_batch_stride = k.strides[0], p->k_row_stride = k.strides[1], p->k_head_stride = k.strides[2];
-  p->v_batch_stride = v.strides[0], p->v_row_stride = v.strides[1], p->v_head_stride = v.strides[2];
-  p->o_batch_stride = out.strides[0], p->o_row_stride = out.strides[1], p->o_head_stride = out.strides[2];
-  p->lse_batch_stride = heads_q * seqlen_q, p->lse_head_stride = seqlen_q, p->lse_row_stride = 1;
+  fill_tensors(t, p);
+  p->lse_batch_stride = t.heads_q * seqlen_q, p->lse_head_stride = seqlen_q, p->lse_row_stride = 1;
   p->batch = batch;
   p->seqlen_q = seqlen_q;
-  p->seqlen_k = seqlen_k;
-  p->heads_q = heads_q;
-  p->heads_kv = heads_kv;
-  p->head_dim = head_dim;
-  p->scale = scale;
-  p->causal = causal;
-  p->dtype = q.dtype;
-  p->device = q.device;
+  p->seqlen_k = k.size(1);
   return KH_OK;
+}
+
+kh_status parse_attention_varlen_fwd_args(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,
+                                          AttentionParams* p) {
+  *p = AttentionParams{};
+  const OpContext c{"attention_varlen_fwd", ctx, KH_DEVICE_TYPE};
+  PrefillTensors t;
+  KH_KERNEL_TRY(check_prefill_tensors(c, args, nargs, kAttentionVarlenNumArgs, 3, &t));
+  const TensorView &q = t.q, &k = t.k, &v = t.v, &out = t.out;
+  const int64_t total_q = q.size(0), total_k = k.size(0);
+
+  TensorView cu_q, cu_k;
+  KH_KERNEL_TRY(cu_seqlens_arg(c, args, kVarCuSeqlensQ, "cu_seqlens_q", q, &cu_q));
+  if (cu_q.size(0) < 1)
+    return arg_error(c, "cu_seqlens_q", "needs batch + 1 >= 1 entries (the first is 0), got shape %s",
+                     kh_kernels::shape_string(cu_q).c_str());
+  KH_KERNEL_TRY(cu_seqlens_arg(c, args, kVarCuSeqlensK, "cu_seqlens_k", q, &cu_k));
+  if (cu_k.size(0) != cu_q.size(0))
+    return arg_error(c, "cu_seqlens_k", "shape %s does not match cu_seqlens_q's %s: both hold batch + 1 offsets",
+                     kh_kernels::shape_string(cu_k).c_str(), kh_kernels::shape_string(cu_q).c_str());
+  const int64_t batch = cu_q.size(0) - 1;
+
+  int64_t max_q = 0, max_k = 0;
+  KH_KERNEL_TRY(bounded_int_arg(c, args, kVarMaxSeqlenQ, "max_seqlen_q", 0, INT_MAX,
+                                "a length in [0, 2^31) (the longest sequence of q)", &max_q));
+  KH_KERNEL_TRY(bounded_int_arg(c, args, kVarMaxSeqlenK, "max_seqlen_k", 0, INT_MAX,
+                                "a length in [0, 2^31) (the longest sequence of k)", &max_k));
+  const int64_t lse_shape[] = {t.heads_q, total_q};
+  KH_KERNEL_TRY(check_lse_shape(c, t.lse, lse_shape, "(heads_q, total_q)"));
+  KH_KERNEL_TRY(scale_and_causal(c, args, kVarScale, kVarCausal, p));
+  KH_KERNEL_TRY(bounded_int_arg(c, args, kVarWindowLeft, "window_left", -1, INT_MAX,
+                                "-1 (no window) or a key count in [0, 2^31)", &p->window_left));
+  KH_KERNEL_TRY(kh_kernels::double_arg(c, args, kVarSoftcap, "softcap", &p->softcap));
+  KH_KERNEL_TRY(kh_kernels::check_finite(c, "softcap", p->softcap));
+  if (p->softcap < 0) return arg_error(c, "softcap", "must be 0 (none) or > 0, got %g", p->softcap);
+  const Named outputs[] = {{"out", &out}, {"lse", &t.lse}};
+  const Named inputs[] = {{"q", &q}, {"k", &k}, {"v", &v}, {"cu_seqlens_q", &cu_q}, {"cu_seqlens_k", &cu_k}};
+  KH_KERNEL_TRY(check_outputs_apart(c, outputs, inputs));
+
+  fill_tensors(t, p);
+  p->cu_seqlens_q = cu_q.ptr<const int32_t>();
+  p->cu_seqlens_k = cu_k.ptr<const int32_t>();
+  p->cu_seqlens_q_stride = cu_q.strides[0];
+  p->cu_seqlens_k_stride = cu_k.strides[0];
+  p->lse_head_stride = total_q, p->lse_row_stride = 1;
+  p->batch = batch;
+  p->seqlen_q = max_q;
+  p->seqlen_k = max_k;
+  p->total_q = total_q;
+  p->total_k = total_k;
+  return KH_OK;
+}
+
+FwdLaunchParams launch_params(const AttentionParams& a) {
+  FwdLaunchParams p;
+  p.q = a.q;
+  p.k = a.k;
+  p.v = a.v;
+  p.out = a.out;
+  p.lse = a.lse;
+  p.q_batch_stride = a.q_batch_stride, p.q_row_stride = a.q_row_stride, p.q_head_stride = a.q_head_stride;
+  p.k_batch_stride = a.k_batch_stride, p.k_row_stride = a.k_row_stride, p.k_head_stride = a.k_head_stride;
+  p.v_batch_stride = a.v_batch_stride, p.v_row_stride = a.v_row_stride, p.v_head_stride = a.v_head_stride;
+  p.o_batch_stride = a.o_batch_stride, p.o_row_stride = a.o_row_stride, p.o_head_stride = a.o_head_stride;
+  p.lse_batch_stride = a.lse_batch_stride, p.lse_head_stride = a.lse_head_stride;
+  p.lse_row_stride = a.lse_row_stride;
+  p.cu_seqlens_q = a.cu_seqlens_q;
+  p.cu_seqlens_k = a.cu_seqlens_k;
+  p.cu_seqlens_q_stride = a.cu_seqlens_q_stride;
+  p.cu_seqlens_k_stride = a.cu_seqlens_k_stride;
+  p.total_q = a.total_q;
+  p.total_k = a.total_k;
+  p.batch = static_cast<int>(a.batch);
+  p.seqlen_q = static_cast<int>(a.seqlen_q);
+  p.seqlen_k = static_cast<int>(a.seqlen_k);
+  p.heads_q = static_cast<int>(a.heads_q);
+  p.heads_kv = static_cast<int>(a.heads_kv);
+  p.head_dim = static_cast<int>(a.head_dim);
+  p.head_dim_v = static_cast<int>(a.head_dim_v);
+  // A window at least as wide as both lengths sees every key: the same as none, and it keeps
+  // pos - window_left inside int in the kernels (the GPU entries bound the lengths).
+  p.window_left = a.window_left >= a.seqlen_q + a.seqlen_k ? -1 : static_cast<int>(a.window_left);
+  p.scale = static_cast<float>(a.scale);
+  p.softcap = static_cast<float>(a.softcap);
+  if (a.softcap > 0) {
+    p.softcap_log2 = static_cast<float>(a.softcap * 1.4426950408889634);
+    p.scale_over_softcap = static_cast<float>(a.scale / a.softcap);
+  }
+  p.causal = a.causal;
+  p.dtype = a.dtype == kh_kernels::DType::kBF16 ? ElementType::kBF16 : ElementType::kF16;
+  return p;
 }
 
 }  // namespace kh_attention

@@ -1,10 +1,11 @@
-// attention_args.hpp: the backend-independent argument rules of attention_fwd. Every
-// backend's entry function calls parse_attention_fwd_args() first and computes from the
-// params only.
+// attention_args.hpp: the backend-independent argument rules of the prefill ops attention_fwd
+// and attention_varlen_fwd. Every backend's entry function calls parse_attention_fwd_args() or
+// parse_attention_varlen_fwd_args() first and computes from the params only.
 #pragma once
 
 #include <cstdint>
 
+#include "attention_fwd_params.hpp"
 #include "kh/kernel_abi.h"
 #include "kh_kernel/args.hpp"
 #include "kh_kernel/tensor.hpp"
@@ -15,54 +16,93 @@ namespace kh_attention {
 // attention_fwd(Tensor(a!) out, Tensor(b!)? lse, Tensor q, Tensor k, Tensor v, float scale,
 //               bool causal) -> ()
 enum AttentionFwdArg : uint32_t { kOut = 0, kLse, kQ, kK, kV, kScale, kCausal, kAttentionFwdNumArgs };
+// attention_varlen_fwd(Tensor(a!) out, Tensor(b!)? lse, Tensor q, Tensor k, Tensor v,
+//     Tensor cu_seqlens_q, Tensor cu_seqlens_k, int max_seqlen_q, int max_seqlen_k, float scale,
+//     bool causal, int window_left, float softcap) -> ()
+// (out, lse, q, k, v sit where attention_fwd has them.)
+enum AttentionVarlenArg : uint32_t {
+  kVarCuSeqlensQ = kV + 1,
+  kVarCuSeqlensK,
+  kVarMaxSeqlenQ,
+  kVarMaxSeqlenK,
+  kVarScale,
+  kVarCausal,
+  kVarWindowLeft,
+  kVarSoftcap,
+  kAttentionVarlenNumArgs
+};
 
 constexpr uint32_t kAttentionDtypes = KH_DTYPE_F16 | KH_DTYPE_BF16;
 
-// Head dims every backend implements; others are refused with KH_ERROR_UNSUPPORTED.
+// Head dims every backend implements (others are refused with KH_ERROR_UNSUPPORTED): q and k
+// any multiple of 8 from 32 to 256, v and out the same, or 128 with q and k at 192 (the
+// "192/128" of multi-head latent attention prefill).
 constexpr bool attention_supports_head_dim(int64_t head_dim) {
-  return head_dim == 64 || head_dim == 128 || head_dim == 256;
+  return head_dim >= 32 && head_dim <= 256 && head_dim % 8 == 0;
+}
+constexpr bool attention_supports_head_dims(int64_t head_dim, int64_t head_dim_v) {
+  return attention_supports_head_dim(head_dim) && (head_dim_v == head_dim || (head_dim == 192 && head_dim_v == 128));
 }
 
-// A validated attention_fwd call:
-//   out[b, i, h, :] = softmax_j(scale * q[b, i, h, :] . k[b, j, h / group, :]) @ v[b, j, h / group, :]
-// with group = heads_q / heads_kv. causal: query i sees keys j <= i + seqlen_k - seqlen_q
-// (bottom-right aligned, as FlashAttention-2); a row that sees no key gets out = 0 and
-// lse = -inf. lse[b, h, i] = log(sum_j exp(s_ij)) in natural log of the scaled scores.
-// Strides are in elements; each tensor's last dim is contiguous. out never overlaps q, k, v
-// or lse.
+// A validated prefill call, of either op:
+//   out[b, i, h, :] = sum_j softmax_j(s_ij) v[b, j, h / group, :]  over the keys j row i sees,
+//   s_ij = scale * q[b, i, h, :] . k[b, j, h / group, :], then softcap * tanh(s_ij / softcap)
+//   when softcap > 0,
+// with group = heads_q / heads_kv; row i sees the keys visible_keys() names
+// (attention_visibility.hpp: causal bottom-right aligned, window to the left). A row that sees
+// no key gets out = 0 and lse = -inf; lse = log(sum_j exp(s_ij)) (natural log of the scores as
+// the softmax takes them). Strides are in elements; each tensor's last dim is contiguous. out
+// and lse never overlap q, k, v, cu_seqlens or each other.
+// attention_varlen_fwd: sequence b's rows come from cu_seqlens (seq_bounds), the batch
+// strides are 0, seqlen_q / seqlen_k are max_seqlen_q / max_seqlen_k.
 struct AttentionParams {
-  void* out = nullptr;      // (batch, seqlen_q, heads_q, head_dim), dtype
-  float* lse = nullptr;     // (batch, heads_q, seqlen_q) fp32 contiguous, or NULL: not wanted
-  const void* q = nullptr;  // (batch, seqlen_q, heads_q, head_dim), dtype
-  const void* k = nullptr;  // (batch, seqlen_k, heads_kv, head_dim), dtype
-  const void* v = nullptr;  // (batch, seqlen_k, heads_kv, head_dim), dtype
+  void* out = nullptr;      // (batch, seqlen_q, heads_q, head_dim_v) / (total_q, heads_q, head_dim_v)
+  float* lse = nullptr;     // (batch, heads_q, seqlen_q) / (heads_q, total_q) fp32 contiguous, or NULL
+  const void* q = nullptr;  // (batch, seqlen_q, heads_q, head_dim) / (total_q, heads_q, head_dim)
+  const void* k = nullptr;  // (batch, seqlen_k, heads_kv, head_dim) / (total_k, heads_kv, head_dim)
+  const void* v = nullptr;  // (batch, seqlen_k, heads_kv, head_dim_v) / (total_k, heads_kv, head_dim_v)
+  const int32_t* cu_seqlens_q = nullptr;  // varlen only: (batch + 1) int32
+  const int32_t* cu_seqlens_k = nullptr;
 
   int64_t q_batch_stride = 0, q_row_stride = 0, q_head_stride = 0;
   int64_t k_batch_stride = 0, k_row_stride = 0, k_head_stride = 0;
   int64_t v_batch_stride = 0, v_row_stride = 0, v_head_stride = 0;
   int64_t o_batch_stride = 0, o_row_stride = 0, o_head_stride = 0;
-  int64_t lse_batch_stride = 0, lse_head_stride = 0, lse_row_stride = 0;  // contiguous: hq*sq, sq, 1
+  int64_t lse_batch_stride = 0, lse_head_stride = 0, lse_row_stride = 0;
+  int64_t cu_seqlens_q_stride = 1, cu_seqlens_k_stride = 1;
 
   int64_t batch = 0;
-  int64_t seqlen_q = 0;  // may differ from seqlen_k; 0: nothing to do
-  int64_t seqlen_k = 0;  // 0: every row is fully masked
+  int64_t seqlen_q = 0;  // attention_fwd: may differ from seqlen_k; 0: nothing to do. varlen: max_seqlen_q
+  int64_t seqlen_k = 0;  // attention_fwd: 0: every row is fully masked. varlen: max_seqlen_k
+  int64_t total_q = 0;   // varlen: packed rows of q and out
+  int64_t total_k = 0;   // varlen: packed rows of k and v
   int64_t heads_q = 0;   // >= 1, a multiple of heads_kv
   int64_t heads_kv = 0;  // >= 1
-  int64_t head_dim = 0;  // 64, 128 or 256
+  int64_t head_dim = 0;    // of q and k: attention_supports_head_dims
+  int64_t head_dim_v = 0;  // of v and out
+  int64_t window_left = -1;  // -1: none; else >= 0
   double scale = 1.0;    // finite; any sign
+  double softcap = 0.0;  // 0: none; else > 0
   bool causal = false;
   kh_kernels::DType dtype = kh_kernels::DType::kUnknown;  // F16 or BF16, of q, k, v and out
   DLDevice device = {kDLCPU, 0};
 
+  bool varlen() const { return cu_seqlens_q != nullptr; }
   // Nothing to compute (empty output).
-  bool empty() const { return batch == 0 || seqlen_q == 0; }
+  bool empty() const { return batch == 0 || seqlen_q == 0 || (varlen() && total_q == 0); }
 };
 
 kh_status parse_attention_fwd_args(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,
                                    AttentionParams* p);
+kh_status parse_attention_varlen_fwd_args(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,
+                                          AttentionParams* p);
 
-// A tensor that must look like q (both attention ops check their k/v or caches and out so):
-// four dimensions, q's device and dtype, the last dimension contiguous.
+// The GPU kernels' view of a validated call (sizes narrowed to int: the GPU entries check the
+// limits first).
+FwdLaunchParams launch_params(const AttentionParams& a);
+
+// A tensor that must look like q (the attention ops check their k/v or caches and out so): q's
+// rank, device and dtype, the last dimension contiguous.
 struct LikeQ {
   const char* name;
   const kh_kernels::TensorView* view;
@@ -72,7 +112,7 @@ kh_status check_like_q(const kh_kernels::OpContext& c, const kh_kernels::TensorV
   for (const LikeQ& t : others) {
     KH_KERNEL_TRY(kh_kernels::check_same_device(c, t.name, *t.view, "q", q));
     KH_KERNEL_TRY(kh_kernels::check_same_dtype(c, t.name, *t.view, "q", q));
-    KH_KERNEL_TRY(kh_kernels::check_ndim(c, t.name, *t.view, 4, 4));
+    KH_KERNEL_TRY(kh_kernels::check_ndim(c, t.name, *t.view, q.ndim, q.ndim));
     KH_KERNEL_TRY(kh_kernels::check_last_dim_contiguous(c, t.name, *t.view));
   }
   return KH_OK;

@@ -1,6 +1,7 @@
-// attention_fwd_params.hpp: what every GPU attention kernel takes (CUDA sm80/sm90a, HIP
-// gfx942): raw pointers, element strides and sizes, filled by each backend's op entry from
-// the validated op arguments.
+// attention_fwd_params.hpp: what every prefill attention kernel takes (CUDA sm80/sm90a, HIP
+// gfx942), for attention_fwd and attention_varlen_fwd alike: raw pointers, element strides and
+// sizes, filled by each backend's op entry from the validated op arguments
+// (kh_attention::launch_params). Plain C++ (no kh headers): device code includes it too.
 #pragma once
 
 #include <cstdint>
@@ -9,13 +10,19 @@ namespace kh_attention {
 
 enum class ElementType : uint32_t { kF16 = 0, kBF16 = 1 };
 
-// Everything the kernel needs; strides are in elements, not bytes.
+// Everything the kernel needs; strides are in elements, not bytes. Sequence b's rows:
+//  - attention_fwd: q + b * q_batch_stride + i * q_row_stride (i < seqlen_q), likewise k, v, out;
+//  - attention_varlen_fwd (cu_seqlens_q != nullptr): batch strides are 0 and row i of sequence
+//    b is packed row seq_bounds(...).q_start + i (attention_visibility.hpp); seqlen_q and
+//    seqlen_k hold max_seqlen_q and max_seqlen_k (the grid is sized from them).
+// lse of row i of sequence b, head h: lse[b * lse_batch_stride + h * lse_head_stride +
+// (q_start + i) * lse_row_stride] (attention_fwd: q_start 0).
 struct FwdLaunchParams {
-  const void* q = nullptr;  // (batch, seqlen_q, heads_q, head_dim), last dim contiguous
-  const void* k = nullptr;  // (batch, seqlen_k, heads_kv, head_dim)
-  const void* v = nullptr;  // (batch, seqlen_k, heads_kv, head_dim)
-  void* out = nullptr;      // (batch, seqlen_q, heads_q, head_dim)
-  float* lse = nullptr;     // (batch, heads_q, seqlen_q) fp32, or null
+  const void* q = nullptr;  // (batch, seqlen_q, heads_q, head_dim) or (total_q, heads_q, head_dim)
+  const void* k = nullptr;  // (batch, seqlen_k, heads_kv, head_dim) or (total_k, heads_kv, head_dim)
+  const void* v = nullptr;  // (batch, seqlen_k, heads_kv, head_dim_v) or (total_k, heads_kv, head_dim_v)
+  void* out = nullptr;      // (batch, seqlen_q, heads_q, head_dim_v) or (total_q, heads_q, head_dim_v)
+  float* lse = nullptr;     // (batch, heads_q, seqlen_q) or (heads_q, total_q) fp32, or null
 
   int64_t q_batch_stride = 0, q_row_stride = 0, q_head_stride = 0;
   int64_t k_batch_stride = 0, k_row_stride = 0, k_head_stride = 0;
@@ -23,13 +30,26 @@ struct FwdLaunchParams {
   int64_t o_batch_stride = 0, o_row_stride = 0, o_head_stride = 0;
   int64_t lse_batch_stride = 0, lse_head_stride = 0, lse_row_stride = 0;
 
-  int batch = 0;
-  int seqlen_q = 0;
-  int seqlen_k = 0;
+  // attention_varlen_fwd only (null: attention_fwd): (batch + 1) int32 offsets on the device.
+  const int32_t* cu_seqlens_q = nullptr;
+  const int32_t* cu_seqlens_k = nullptr;
+  int64_t cu_seqlens_q_stride = 1, cu_seqlens_k_stride = 1;
+  int64_t total_q = 0, total_k = 0;  // packed rows of q/out and of k/v
+
+  int batch = 0;      // sequences
+  int seqlen_q = 0;   // attention_fwd: every sequence's length; varlen: max_seqlen_q
+  int seqlen_k = 0;   // attention_fwd: every sequence's length; varlen: max_seqlen_k
   int heads_q = 0;
   int heads_kv = 0;
-  int head_dim = 0;
-  float scale = 1.f;  // softmax scale applied to q.k
+  int head_dim = 0;    // of q and k
+  int head_dim_v = 0;  // of v and out (head_dim, or 128 with head_dim 192)
+  int window_left = -1;  // -1: no window; else keys j >= i + seqlen_k - seqlen_q - window_left
+  float scale = 1.f;     // softmax scale applied to q.k
+  float softcap = 0.f;   // 0: none; else s = softcap * tanh(scale * q.k / softcap)
+  // The soft-cap's constants, computed once on the host: kernels read them from the parameter
+  // bank where they use them (no register held across the key loop).
+  float softcap_log2 = 0.f;        // softcap * log2(e): the capped score in the exp2 domain
+  float scale_over_softcap = 0.f;  // scale / softcap
   bool causal = false;
   ElementType dtype = ElementType::kBF16;
 };

@@ -1,6 +1,6 @@
-// attention_ops.hpp: the op entry point of the attention package. module.cpp lists it in the
-// op table; exactly one backend file per library defines it (cpu/attention_cpu.cpp,
-// cuda/attention_cuda.cu, hip/...), starting with parse_attention_fwd_args().
+// attention_ops.hpp: the op entry points of the attention package. module.cpp lists them in the
+// op table; exactly one backend file per library defines each (cpu/, cuda/, hip/), starting
+// with the op's parse function (attention_args.hpp, attention_decode_args.hpp).
 #pragma once
 
 #include <cstdint>
@@ -12,5 +12,7 @@ namespace kh_attention {
 kh_status attention_fwd_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx);
 // attention_decode_paged (1.1.0): decode over a paged KV cache; parse_attention_decode_args() first.
 kh_status attention_decode_paged_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx);
+// attention_varlen_fwd (1.1.0): packed variable-length prefill; parse_attention_varlen_fwd_args() first.
+kh_status attention_varlen_fwd_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx);
 
 }  // namespace kh_attention

@@ -17,6 +17,14 @@ constexpr kh_arg_constraint kScalar = {sizeof(kh_arg_constraint), 0, -1, -1};
 constexpr kh_arg_constraint kAttentionFwdConstraints[kAttentionFwdNumArgs] = {
     kQkvo, kLseConstraint, kQkvo, kQkvo, kQkvo, kScalar, kScalar};
 
+// attention_varlen_fwd: packed (total, heads, dim) q/k/v/out, lse (heads_q, total_q), int32 offsets.
+constexpr kh_arg_constraint kPacked = {sizeof(kh_arg_constraint), kAttentionDtypes, 3, 3};
+constexpr kh_arg_constraint kPackedLse = {sizeof(kh_arg_constraint), KH_DTYPE_F32, 2, 2};
+constexpr kh_arg_constraint kCuSeqlens = {sizeof(kh_arg_constraint), KH_DTYPE_I32, 1, 1};
+constexpr kh_arg_constraint kAttentionVarlenConstraints[kAttentionVarlenNumArgs] = {
+    kPacked, kPackedLse, kPacked, kPacked, kPacked, kCuSeqlens, kCuSeqlens,
+    kScalar, kScalar, kScalar, kScalar, kScalar, kScalar};
+
 constexpr kh_arg_constraint kBlockTable = {sizeof(kh_arg_constraint), KH_DTYPE_I32, 2, 2};
 constexpr kh_arg_constraint kSeqLens = {sizeof(kh_arg_constraint), KH_DTYPE_I32, 1, 1};
 constexpr kh_arg_constraint kWorkspace = {sizeof(kh_arg_constraint), KH_DTYPE_F32, 1, 1};
@@ -36,6 +44,11 @@ const kh_op_desc kOps[] = {
      "Tensor block_table, Tensor seq_lens, Tensor(c!) workspace, float scale, int window_left=-1, "
      "float softcap=0.0) -> ()",
      &attention_decode_paged_invoke, kAttentionDecodeConstraints},
+    {sizeof(kh_op_desc), 0, "attention_varlen_fwd",
+     "attention_varlen_fwd(Tensor(a!) out, Tensor(b!)? lse, Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, "
+     "Tensor cu_seqlens_k, int max_seqlen_q, int max_seqlen_k, float scale, bool causal, int window_left=-1, "
+     "float softcap=0.0) -> ()",
+     &attention_varlen_fwd_invoke, kAttentionVarlenConstraints},
 };
 
 const kh_module_desc kModule = {sizeof(kh_module_desc), KH_ABI_VERSION, KH_PACKAGE_NAME, KH_PACKAGE_VERSION,

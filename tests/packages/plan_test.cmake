@@ -1,9 +1,10 @@
 # plan_test.cmake (ctest kernel_package_plan): what kh_kernel_package_plan makes of a manifest.
 #   cmake -DKH_WORK=<scratch dir> -P plan_test.cmake
 # 1. fixtures/attention-like is kernels-src/attention's build as its cuda/ and hip/ CMakeLists.txt
-#    write it today (1.1.0), as a manifest: the plan must list exactly those translation units
-#    (per (head dim, dtype) and (dtype, lane group), generated), the sm90a-only ones and
-#    KH_ATTENTION_SM90A=1 for sm90a alone, the options and include folders; generated files have
+#    write it today (1.1.0 with the prefill buckets), as a manifest: the plan must list exactly
+#    those translation units (per (kernel, head-dim bucket, dtype) from one template, and per
+#    (dtype, lane group), generated), the sm90a-only ones and KH_ATTENTION_SM90A=1 for sm90a
+#    alone, the options and include folders; generated files have
 #    the template's text with the axes' values, are not rewritten when unchanged, and a plan
 #    removes what an earlier plan generated and it does not.
 # 2. kh_manifest_ops.h: the op table and the constraints from the docs' dtypes and shapes.
@@ -55,6 +56,8 @@ function(generated_units out)
   set(${out} "${units}" PARENT_SCOPE)
 endfunction()
 
+# The lists attention's CMakeLists.txt files give (cuda/: _attention_fwd_buckets; hip/: its
+# attention_fwd_instances call; the decode units it lists by hand).
 set(shared src/module.cpp src/attention_args.cpp src/attention_decode_args.cpp)
 set(decode_units "")
 set(sm80_units "")
@@ -64,12 +67,14 @@ foreach(dt bf16 fp16)
   foreach(tpr 4 8 16 32)
     list(APPEND decode_units gen/attention_decode_${dt}_tpr${tpr}.cu)
   endforeach()
-  foreach(hd 64 128 256)
-    list(APPEND sm80_units gen/attention_fwd_sm80_hd${hd}_${dt}.cu)
+  foreach(bucket 64:64 80:80 96:96 128:128 192:192 256:256 192:128)
+    string(REPLACE ":" "_v" qkv "${bucket}")
+    list(APPEND sm80_units gen/attention_fwd_sm80_qk${qkv}_${dt}.cu)
+    list(APPEND sm90_units gen/attention_fwd_sm90_qk${qkv}_${dt}.cu)
   endforeach()
-  foreach(hd 64 128)
-    list(APPEND sm90_units gen/attention_fwd_sm90_hd${hd}_${dt}.cu)
-    list(APPEND gfx942_units gen/attention_fwd_gfx942_hd${hd}_${dt}.hip)
+  foreach(bucket 64:64 96:96 128:128 192:192 256:256 192:128)
+    string(REPLACE ":" "_v" qkv "${bucket}")
+    list(APPEND gfx942_units gen/attention_fwd_gfx942_qk${qkv}_${dt}.hip)
   endforeach()
   list(APPEND gfx942_units gen/attention_decode_gfx942_${dt}.hip)
 endforeach()
@@ -81,17 +86,23 @@ expect("cuda sm80 configures" "${plan_rc}" "0")
 set(want ${decode_units} ${sm80_units})
 list(SORT want)
 generated_units(got)
-expect("cuda sm80: the 6 forward (head dim x dtype) and 8 decode (dtype x lane group) units" "${got}" "${want}")
+expect("cuda sm80: the 14 forward (bucket x dtype) and 8 decode (dtype x lane group) units" "${got}" "${want}")
 set(want ${shared} cuda/attention_cuda.cu cuda/attention_fwd_sm80.cu cuda/attention_decode_cuda.cu)
 list(SUBLIST plan_sources 0 6 got)
 expect("cuda sm80: shared, then backend sources, in manifest order" "${got}" "${want}")
 expect("cuda sm80: no compile definition" "${plan_definitions}" "")
 expect("cuda sm80: cuda_options" "${plan_cuda_options}" "-O3;-Xptxas=-warn-spills")
 expect("cuda sm80: include folders (the ops header's last)" "${plan_include_dirs}" "src;cuda;gen/include")
-file(READ "${gen}/attention_fwd_sm80_hd128_bf16.cu" text)
+file(READ "${gen}/attention_fwd_sm80_qk192_v128_bf16.cu" text)
 expect("a generated unit is the template with its axes' values"
        "${text}"
-       "// attention_fwd_sm80_hd128_bf16.cu: the sm80 attention forward for head_dim 128, bf16 (from cuda/attention_fwd_sm80_instance.cu.in).\ntemplate cudaError_t run_attention_fwd_sm80_instance<128, ElementType::kBF16>(const FwdLaunchParams&, cudaStream_t);\n")
+       "// attention_fwd_sm80_qk192_v128_bf16.cu: the sm80 attention forward for the head-dim bucket q/k 192, v 128, bf16 (from cuda/attention_fwd_instance.cu.in).
+#include \"attention_fwd_sm80.cuh\"
+
+namespace kh_attention::sm80 {
+template cudaError_t run_attention_fwd_sm80_instance<192, 128, ElementType::kBF16>(const FwdLaunchParams&, cudaStream_t);
+}  // namespace kh_attention::sm80
+")
 file(READ "${gen}/attention_decode_fp16_tpr8.cu" text)
 expect("object values: one field per placeholder"
        "${text}"
@@ -101,20 +112,27 @@ run_plan("${fixture}" cuda sm90a "${gen}")
 set(want ${decode_units} ${sm80_units} ${sm90_units})
 list(SORT want)
 generated_units(got)
-expect("cuda sm90a: sm80's units and the 4 sm90 ones" "${got}" "${want}")
+expect("cuda sm90a: sm80's units and the 14 sm90 ones, from the same template" "${got}" "${want}")
 expect("cuda sm90a: KH_ATTENTION_SM90A=1" "${plan_definitions}" "KH_ATTENTION_SM90A=1")
 list(FIND plan_sources cuda/attention_fwd_sm90.cu found)
 expect("cuda sm90a: the sm90a-only source" "${found}" "6")
-file(TIMESTAMP "${gen}/attention_fwd_sm90_hd64_fp16.cu" before "%s.%f")
+file(READ "${gen}/attention_fwd_sm90_qk64_v64_fp16.cu" text)
+string(FIND "${text}" "run_attention_fwd_sm90_instance<64, 64, ElementType::kF16>(const FwdLaunchParams&, const FwdTensorMaps&, cudaStream_t)" at)
+if(at LESS 0)
+  message(SEND_ERROR "FAIL: the sm90 units take the sm90 kernel's arguments; attention_fwd_sm90_qk64_v64_fp16.cu is\n${text}")
+else()
+  message(STATUS "ok: the same template, the sm90 kernel's arguments")
+endif()
+file(TIMESTAMP "${gen}/attention_fwd_sm90_qk64_v64_fp16.cu" before "%s.%f")
 execute_process(COMMAND "${CMAKE_COMMAND}" -E sleep 1.1)
 run_plan("${fixture}" cuda sm90a "${gen}")
 set(first_out "${plan_out}")
-file(TIMESTAMP "${gen}/attention_fwd_sm90_hd64_fp16.cu" after "%s.%f")
+file(TIMESTAMP "${gen}/attention_fwd_sm90_qk64_v64_fp16.cu" after "%s.%f")
 expect("an unchanged generated unit is not rewritten (ccache and make see the same file)" "${after}" "${before}")
 run_plan("${fixture}" cuda sm90a "${gen}")
 expect("the same manifest gives the same plan" "${plan_out}" "${first_out}")
 run_plan("${fixture}" cuda sm80 "${gen}")
-if(EXISTS "${gen}/attention_fwd_sm90_hd64_fp16.cu")
+if(EXISTS "${gen}/attention_fwd_sm90_qk64_v64_fp16.cu")
   set(stale present)
 else()
   set(stale removed)
@@ -124,7 +142,7 @@ expect("a unit the sm80 plan does not make is removed from its folder" "${stale}
 run_plan("${fixture}" hip gfx942 "${KH_WORK}/gen-hip")
 generated_units(got)
 list(SORT gfx942_units)
-expect("hip gfx942: 4 forward units, a decode unit per dtype" "${got}" "${gfx942_units}")
+expect("hip gfx942: 12 forward units (bucket x dtype), a decode unit per dtype" "${got}" "${gfx942_units}")
 list(SUBLIST plan_sources 3 2 got)
 expect("hip gfx942: its sources" "${got}" "hip/attention_hip.hip;hip/attention_decode_hip.hip")
 
@@ -196,13 +214,13 @@ expect_error("a source that is not there" "\"cuda/attention_cuda.cu\"" "\"cuda/a
 expect_error("a CUDA source shared by every backend" "\"src/module.cpp\"" "\"cuda/attention_cuda.cu\""
              "build.sources: 'cuda/attention_cuda.cu' is not a translation unit the cpu backend compiles"
              BACKEND cpu ARCH x86_64)
-expect_error("a placeholder no axis defines" "\"attention_fwd_sm80_hd@hd@_@dtype.name@.cu\""
-             "\"attention_fwd_sm80_hd@hd@_@dtype.name@_@variant@.cu\""
-             "generate\\[0\\].output: unknown placeholder @variant@")
-expect_error("two combinations, one file name" "\"attention_fwd_sm80_hd@hd@_@dtype.name@.cu\""
-             "\"attention_fwd_sm80_@dtype.name@.cu\"" "two files would be named attention_fwd_sm80_bf16.cu")
-expect_error("an empty axis" "\"hd\": [64, 128, 256]" "\"hd\": []"
-             "generate\\[0\\].axes.hd: expected a non-empty array of values")
+expect_error("a placeholder no axis defines" "\"output\": \"attention_decode_@dtype.name@_tpr@tpr.threads@.cu\""
+             "\"output\": \"attention_decode_@dtype.name@_tpr@tpr.threads@_@variant@.cu\""
+             "generate\\[1\\].output: unknown placeholder @variant@")
+expect_error("two combinations, one file name" "\"output\": \"attention_decode_@dtype.name@_tpr@tpr.threads@.cu\""
+             "\"output\": \"attention_decode_@dtype.name@.cu\"" "two files would be named attention_decode_bf16.cu")
+expect_error("an empty axis" "\"kernel\": [" "\"kernel\": [], \"unused\": ["
+             "generate\\[0\\].axes.kernel: expected a non-empty array of values")
 expect_error("a misspelt arch" "\"sm90a\": {" "\"sm90\": {"
              "archs: no target of build-matrix/matrix.json builds arch 'sm90' for cuda")
 expect_error("a template that is not there" "\"cuda/attention_decode_instance.cu.in\"" "\"cuda/decode.cu.in\""

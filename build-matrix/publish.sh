@@ -26,10 +26,10 @@ out="${2:-$root/dist}"
 jobs="${KH_MATRIX_JOBS:-$(nproc)}"
 step() { printf '\n== publish: %s\n' "$*"; }
 
-# 1. The host tools: kernels, and the CPU kernel tests that take their libraries at run time.
+# 1. The host tools: kernels, and the CPU kernel tests that take their libraries at run time
+#    (test_matrix_cpu_<pkg>: one per package, tests/build_matrix/CMakeLists.txt; the target
+#    matrix_cpu_tests builds them all and matrix_cpu_tests.txt lists them).
 build="${KH_BUILD_DIR:-}"
-tests=(test_matrix_cpu_rms_norm test_matrix_cpu_layer_norm test_matrix_cpu_attention test_matrix_cpu_activation
-       test_matrix_cpu_rotary)
 if [ -z "$build" ]; then
   build="$root/host"
   step "building kernels and the CPU kernel tests (Release) in $build"
@@ -37,9 +37,12 @@ if [ -z "$build" ]; then
   command -v ninja >/dev/null && generator=(-G Ninja)
   cmake -S "$repo" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DKH_BUILD_TESTS=ON \
     -DKH_BUILD_KERNELS=OFF >/dev/null
-  cmake --build "$build" -j "$jobs" --target kernels "${tests[@]}" >/dev/null
+  cmake --build "$build" -j "$jobs" --target kernels matrix_cpu_tests >/dev/null
 fi
 export KH_KERNELS="${KH_KERNELS:-$build/cli/kernels}"
+tests_list="$build/tests/build_matrix/matrix_cpu_tests.txt"
+[ -f "$tests_list" ] || { echo "publish: $tests_list is missing: build the target matrix_cpu_tests in $build" >&2; exit 1; }
+mapfile -t tests <"$tests_list"
 
 # 2. Build, check and pack every target (a fresh dist: no archive from an earlier run slips in).
 rm -rf "$out"
@@ -67,10 +70,10 @@ while read -r kind target backend arch _; do
     echo "publish: this CPU cannot run $arch: the $target libraries are packed but not tested here"
     continue
   fi
-  variant="$(basename "$(dirname "$(ls "$install"/rms-norm/*/lib*.so)")")"
+  variant="$(basename "$(dirname "$(ls "$install"/*/*/lib*.so | head -n 1)")")"
   step "CPU kernel tests on $target ($variant)"
   for t in "${tests[@]}"; do
-    KH_MATRIX_CPU_DIR="$install" KH_MATRIX_CPU_VARIANT="$variant" "$build/tests/build_matrix/$t"
+    KH_MATRIX_CPU_DIR="$install" KH_MATRIX_CPU_VARIANT="$variant" "$t"
   done
 done < <(cmake -DKH_MATRIX="$here/matrix.json" -P "$here/matrix.cmake")
 

@@ -1,4 +1,5 @@
-// `kernels info <org>/<name>[@<version>]`: versions, builds and ops a hub offers.
+// `kernels info <org>/<name>[@<version>] [--op NAME]`: versions, builds and ops a hub offers,
+// each op with its summary; with --op, the whole reference of one op (op_reference.hpp).
 #include <cstdio>
 #include <memory>
 
@@ -8,13 +9,37 @@
 #include "common_options.hpp"
 #include "coverage_report.hpp"
 #include "kh/registry/package_spec.hpp"
+#include "kh/registry/status_error.hpp"
+#include "op_reference.hpp"
 #include "session.hpp"
 
 namespace kh::cli {
+namespace {
+
+// --op: one op's reference, from the first build of the release (every build of a release
+// exports the same ops).
+void print_op_info(const registry::RepoIndex& index, const registry::Release& release, const std::string& name,
+                   bool json) {
+  const std::string version = registry::to_string(release.version);
+  const std::string where = index.repo + " " + version;
+  if (release.variants.empty()) fail(KH_ERROR_NOT_FOUND, where + " has no builds");
+  const registry::VariantEntry& build = release.variants.front();
+  const registry::OpInfo& op = find_op(build.ops, name, where);
+  if (json) {
+    const nlohmann::json out = {
+        {"repo", index.repo}, {"version", version}, {"variant", build.key}, {"op", op_json(op, false)}};
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    print_op_reference(index.repo, version, op);
+  }
+}
+
+}  // namespace
 
 void add_info_command(CLI::App& app) {
   struct Args {
     std::string spec;
+    std::string op;
     install::Options options;
     bool json = false;
     bool coverage = false;
@@ -27,10 +52,17 @@ void add_info_command(CLI::App& app) {
   cmd->add_flag("--coverage", args->coverage,
                 "For each GPU arch (sm75 .. sm121, gfx90a, gfx942, gfx950, gfx1100): whether the release runs "
                 "there natively, through PTX, or not at all");
+  cmd->add_option("--op", args->op,
+                  "Show the reference of this op (schema, arguments with shapes and dtypes, semantics, notes, "
+                  "errors) from the newest release, or the one @version names");
   cmd->callback([args]() {
     auto session = open_session(args->options);
     const registry::PackageSpec spec = registry::parse_package_spec(args->spec);
     const registry::RepoIndex& index = session->index(spec.repo(), session->require_hub(spec.repo()));
+    if (!args->op.empty()) {
+      print_op_info(index, registry::resolve_release(index, spec.request), args->op, args->json);
+      return;
+    }
     std::vector<const registry::Release*> shown;
     if (args->spec.find('@') == std::string::npos) {
       for (const auto& r : index.releases) shown.push_back(&r);
@@ -43,9 +75,10 @@ void add_info_command(CLI::App& app) {
         nlohmann::json variants = nlohmann::json::array();
         for (const auto& v : r->variants) {
           nlohmann::json ops = nlohmann::json::array();
-          for (const auto& op : v.ops) ops.push_back({{"name", op.name}, {"schema", op.schema}});
+          for (const auto& op : v.ops) ops.push_back(op_json(op, true));
           nlohmann::json entry = {{"variant", v.key}, {"sha256", v.sha256}, {"size", v.size}, {"abi", v.abi}, {"ops", ops}};
           if (!v.glibc.empty()) entry["glibc"] = v.glibc;
+          if (!v.description.empty()) entry["description"] = v.description;
           variants.push_back(std::move(entry));
         }
         nlohmann::json release = {{"version", registry::to_string(r->version)}, {"yanked", r->yanked}, {"variants", variants}};
@@ -67,7 +100,7 @@ void add_info_command(CLI::App& app) {
       // Every build of a release exports the same ops; show them once, from the first.
       if (!r->variants.empty()) {
         std::printf("  ops:\n");
-        for (const auto& op : r->variants.front().ops) std::printf("    %s\n", op.schema.c_str());
+        print_op_list(r->variants.front().ops, "    ");
       }
       if (args->coverage) print_coverage(index.repo, *r);
     }

@@ -8,6 +8,7 @@ namespace kh::cli {
 
 void add_get_command(CLI::App& app);
 void add_info_command(CLI::App& app);
+void add_docs_command(CLI::App& app);
 void add_list_command(CLI::App& app);
 void add_search_command(CLI::App& app);
 void add_pack_command(CLI::App& app);

@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
       "Run `kernels <command> --help` for a command's options.");
   kh::cli::add_get_command(app);
   kh::cli::add_info_command(app);
+  kh::cli::add_docs_command(app);
   kh::cli::add_search_command(app);
   kh::cli::add_list_command(app);
   kh::cli::add_pack_command(app);

@@ -56,6 +56,9 @@ step "Pinning the hub's root of trust (as a user does once per hub)"
 step "kernels info kernels-community/rms-norm"
 "$kernels" info kernels-community/rms-norm
 
+step "kernels info kernels-community/rms-norm --op rms_norm (an op's reference, from the package's manifest)"
+"$kernels" info kernels-community/rms-norm --op rms_norm
+
 step "kernels doctor kernels-community/rms-norm (which build fits this machine, and why)"
 "$kernels" doctor kernels-community/rms-norm
 

@@ -32,9 +32,7 @@ export KH_CACHE="$work/cache"
 # The test hub is unsigned (no KH_SIGNING_KEY here): reading it needs the development opt-in.
 export KH_ALLOW_UNSIGNED=1
 status=0
-for pkg_dir in "$src"/kernels-src/*/; do
-  [ -f "$pkg_dir/kernel.json" ] || continue
-  repo="kernels-community/$(basename "$pkg_dir")"
+for repo in $("$src/kernels-src/list-packages.sh" --field name); do
   "$KH_KERNELS" info "$repo" --hub "file://$work/hub" --json >"$work/info.json"
   have="$(grep -o '"variant": "[^"]*"' "$work/info.json" | sed 's/.*": "//; s/"$//' | sort -u)"
   for want in "${expected[@]}"; do

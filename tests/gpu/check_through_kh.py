@@ -50,6 +50,7 @@ KH_GPU_CHECK_ONLY=<section>[,<section>...] runs only the sections whose names st
 of the given words (e.g. "attention decode,binding"); the loads always run.
 
   python3 tests/gpu/check_through_kh.py --hub file:///path/hub --cache /path/cache [--out DIR] [--quick]
+      [--packages "rms-norm attention ..."]   (default: every package with a cpu and a cuda backend)
 (KH_LIBRARY names libkh.so; tests/gpu/run.sh sets everything up.)
 """
 import argparse
@@ -57,6 +58,7 @@ import json
 import math
 import os
 import re
+import subprocess
 import sys
 import time
 import traceback
@@ -83,7 +85,9 @@ from check_activation import check_activation  # noqa: E402
 from check_rotary import check_rotary  # noqa: E402
 
 ORG = "kernels-community"
-PACKAGES = ("rms-norm", "layer-norm", "attention", "activation", "rotary")
+# Every package with a CPU and a CUDA backend, from their manifests (packages_from_manifests);
+# run.sh passes the staged list with --packages.
+PACKAGES = ()
 GPU_TARGETS = ("sm90a", "sm80")
 DT_NAMES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 
@@ -145,6 +149,14 @@ def nan_like_untouched(t):
 
 
 # --- variants and loading -------------------------------------------------------------
+
+def packages_from_manifests():
+    """The folders kernels-src/list-packages.sh lists with a cpu and a cuda backend."""
+    out = subprocess.run([os.path.join(HERE, "..", "..", "kernels-src", "list-packages.sh")], check=True,
+                         capture_output=True, text=True).stdout
+    return tuple(line.split()[0] for line in out.splitlines()
+                 if {"cpu", "cuda"} <= set(line.split()[3].split(",")))
+
 
 # A host loads several packages one after another; each library must stay itself (the
 # loader keeps every loaded library's /proc/self/fd name distinct).
@@ -697,7 +709,11 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT"), help="folder for summary.txt and summary.json")
     ap.add_argument("--quick", action="store_true", help="one shape per class, head dims 64/128")
     ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--packages", help="the package folders to load, space-separated (default: kernels-src's "
+                    "packages with a cpu and a cuda backend, from kernels-src/list-packages.sh)")
     args = ap.parse_args()
+    global PACKAGES
+    PACKAGES = tuple(args.packages.split()) if args.packages else packages_from_manifests()
     if not torch.cuda.is_available():
         print("SKIP: no CUDA device")
         return 0

@@ -48,7 +48,6 @@ root="$(cd "$here/../.." && pwd)"
 cd "$root"
 
 ORG=kernels-community
-PKGS=(rms-norm layer-norm attention activation rotary)
 # The cuda targets of build-matrix/matrix.json ("key arch" pairs), through CMake's JSON reader
 # where cmake is, else python3's (the GPU machine may lack cmake).
 declare -A GPU_ARCH
@@ -90,6 +89,17 @@ builds="${from_build:-$root/build}"  # where missing pieces get built
 jobs="$(nproc 2>/dev/null || echo 2)"
 step() { printf '\n== %s\n' "$*"; }
 die() { echo "run.sh: $*" >&2; exit 1; }
+
+# The packages: those kernels-src/list-packages.sh lists with a CPU and a CUDA backend (their
+# manifests say so). The stage records the list (packages.txt), so that a GPU machine without
+# cmake, which list-packages.sh needs, runs what was staged.
+if [[ $mode != stage && -z "$from_build" && -s "$stage/packages.txt" ]]; then
+  mapfile -t PKGS <"$stage/packages.txt"
+else
+  mapfile -t PKGS < <("$root/kernels-src/list-packages.sh" | awk '$4 ~ /(^|,)cpu(,|$)/ && $4 ~ /(^|,)cuda(,|$)/ {print $1}') ||
+    true
+fi
+[[ ${#PKGS[@]} -gt 0 ]] || die "no packages: kernels-src/list-packages.sh failed (it needs cmake) and $stage/packages.txt is missing"
 
 cpu_target() {  # the baseline CPU target kh's own build makes (cpu-x86_64 on x86-64)
   case "$(uname -m)" in x86_64) echo cpu-x86_64 ;; aarch64) echo cpu-aarch64 ;; *) echo "cpu-$(uname -m)" ;; esac
@@ -147,7 +157,7 @@ build_gpu_target() {  # $1: a cuda target of the matrix (cuda-sm90a) -> $stage/k
     cmake --build "$b-norms" -j "$jobs" || return 1
   cmake -S tests/gpu/attention/standalone -B "$b-attention" "${gen[@]}" -DKH_BUILD_TARGET="$target" >/dev/null &&
     cmake --build "$b-attention" -j "$jobs" || return 1
-  cp "$b-norms/$(lib_name rms-norm cuda)" "$b-norms/$(lib_name layer-norm cuda)" \
+  cp "$b-norms/rms-norm/$(lib_name rms-norm cuda)" "$b-norms/layer-norm/$(lib_name layer-norm cuda)" \
      "$b-attention/attention-cuda/$(lib_name attention cuda)" "$dst/"
 }
 
@@ -208,6 +218,7 @@ ensure_built() {  # builds whatever the stage lacks
 }
 
 if [[ $mode == stage ]]; then
+  printf '%s\n' "${PKGS[@]}" >"$stage/packages.txt"
   stage_headers || die "dlpack.h missing"
   ensure_built || die "build failed"
   build_call_overhead_bench || die "bench_call_overhead build failed"
@@ -331,7 +342,8 @@ done
 
 step "check_through_kh.py"
 [[ ${KH_GPU_CHECK:-1} == 0 ]] && echo "(skipped: KH_GPU_CHECK=0)" ||
-timeout "${KH_GPU_CHECK_TIMEOUT:-480}" python3 "$here/check_through_kh.py" --hub "$KH_HUB" --cache "$KH_CACHE" --out "$logs" || fail "check_through_kh.py"
+timeout "${KH_GPU_CHECK_TIMEOUT:-480}" python3 "$here/check_through_kh.py" --hub "$KH_HUB" --cache "$KH_CACHE" --out "$logs" \
+  --packages "${PKGS[*]}" || fail "check_through_kh.py"
 
 step "check_two_gpus.py (one package for each of two GPUs; skipped with fewer)"
 python3 "$here/check_two_gpus.py" --hub "$KH_HUB" --cache "$KH_CACHE" | tee "$logs/two_gpus.txt"

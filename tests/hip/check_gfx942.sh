@@ -5,10 +5,11 @@
 #
 #   tests/hip/check_gfx942.sh [--build] <dir>
 #
-# <dir> holds the built libraries (libkh_{attention,rms_norm,layer_norm,activation,rotary}_hip.so,
-# found under it). --build first configures kernels-src standalone into <dir> for the gfx942
-# target of build-matrix/matrix.json (-DKH_BUILD_TARGET=rocm-gfx942; if not configured yet) and
-# builds the five libraries (-j${KH_HIP_JOBS:-2}); the ctest hip_gfx942_mfma runs it that way.
+# <dir> holds the built libraries (libkh_<pkg>_hip.so of every package with a HIP backend:
+# kernels-src/list-packages.sh --backend hip; found under it). --build first configures
+# kernels-src standalone into <dir> for the gfx942 target of build-matrix/matrix.json
+# (-DKH_BUILD_TARGET=rocm-gfx942; if not configured yet) and builds those libraries
+# (-j${KH_HIP_JOBS:-2}); the ctest hip_gfx942_mfma runs it that way.
 #
 # For each library: `nm -D --defined-only` must list kh_kernel_negotiate alone, nothing of ROCm
 # may be DT_NEEDED (the library's HIP shim opens the runtime at run time: it loads under any
@@ -68,6 +69,18 @@ fi
 # llvm-19 installs only llvm-objcopy-19 on PATH; a plain llvm-objcopy may be another LLVM's or none).
 PATH="$(dirname "$(readlink -f "$bundler")"):$PATH"
 
+# The packages with a HIP backend, by library name: rms-norm -> rms_norm (libkh_rms_norm_hip.so).
+mapfile -t hip_packages < <("$root/kernels-src/list-packages.sh" --backend hip --field dir)
+libs=()
+for p in "${hip_packages[@]}"; do
+  p="${p//-/_}"
+  libs+=("${p//./_}")
+done
+if [[ ${#libs[@]} -eq 0 ]]; then
+  echo "FAIL: kernels-src/list-packages.sh lists no package with a HIP backend"
+  exit 1
+fi
+
 failures=0
 fail() {
   echo "FAIL: $*"
@@ -88,8 +101,7 @@ if [[ $build -eq 1 ]]; then
       { cat "$dir.configure.log"; echo "FAIL: configuring kernels-src for $target"; exit 1; }
   fi
   start=$(date +%s)
-  cmake --build "$dir" -j "${KH_HIP_JOBS:-2}" --target kh_attention_hip kh_rms_norm_hip kh_layer_norm_hip \
-    kh_activation_hip kh_rotary_hip ||
+  cmake --build "$dir" -j "${KH_HIP_JOBS:-2}" --target $(printf 'kh_%s_hip ' "${libs[@]}") ||
     { echo "FAIL: building the rocm-gfx942 libraries"; exit 1; }
   echo "build: $(( $(date +%s) - start )) s"
 fi
@@ -138,7 +150,6 @@ kernel_table() {
     /^ *\.vgpr_spill_count:/ { vspill = $NF; print "M", name, vgpr, agpr, vspill, sspill, scratch, lds }'
 }
 
-libs=(attention rms_norm layer_norm activation rotary)
 declare -A expected_kernels=([activation]=24 [rotary]=12)  # every instantiation of the element-wise packages
 total_mfma=0
 decode_kernels=0

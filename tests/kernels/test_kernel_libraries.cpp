@@ -1,7 +1,8 @@
 // test_kernel_libraries.cpp: what every built kernel library promises the loader, checked on
 // the files: the one export, no STB_GNU_UNIQUE symbols, only libc-family dependencies, the
-// negotiation rule through the real entry point; and that each fixture misbehaves exactly as
-// its name says.
+// negotiation rule through the real entry point, an op table that is its kernel.json's; and
+// that each fixture misbehaves exactly as its name says. The libraries are every package's
+// (kernel_packages.hpp, generated from kernels-src's manifests).
 #include <doctest/doctest.h>
 #include <dlfcn.h>
 
@@ -11,12 +12,18 @@
 #include <string>
 #include <vector>
 
+#include "kernel_packages.hpp"
 #include "kh/kernel_abi.h"
+#include "kh/registry/fs.hpp"
+#include "kh/registry/op_docs.hpp"
 
 namespace {
 
-const char* const kKernelLibs[] = {KH_RMS_NORM_CPU_LIB, KH_LAYER_NORM_CPU_LIB, KH_ATTENTION_CPU_LIB,
-                                   KH_ACTIVATION_CPU_LIB, KH_ROTARY_CPU_LIB};
+const std::vector<const char*> kKernelLibs = [] {
+  std::vector<const char*> libs;
+  for (const KernelPackage& p : kKernelPackages) libs.push_back(p.library);
+  return libs;
+}();
 
 // stdout of a command, or nullopt-like empty + ok=false when it cannot run.
 std::string run(const std::string& cmd, bool* ok) {
@@ -139,6 +146,30 @@ TEST_CASE("kernel libraries negotiate ABI 1.x only") {
     n.struct_size = 8;  // a loader whose struct ends before the out fields
     n.loader_min_abi = n.loader_max_abi = KH_ABI_VERSION;
     CHECK(lib.negotiate(&n) == KH_ERROR_ABI_MISMATCH);
+  }
+}
+
+// The schema strings of kernel.json and of the op table must not drift (kernels pack refuses a
+// library whose table differs; a package built by kh_add_kernel_package takes its table from
+// the manifest): checked here on every package, converted or not.
+TEST_CASE("each library's op table is its kernel.json's ops") {
+  for (const KernelPackage& p : kKernelPackages) {
+    CAPTURE(p.dir);
+    const kh::registry::PackageSource src =
+        kh::registry::parse_package_source(kh::registry::read_file(p.manifest, 1u << 20), p.manifest);
+    if (!src.declares_ops) {
+      MESSAGE(p.manifest << " declares no ops yet; its op table is not compared");
+      continue;
+    }
+    Library lib(p.library);
+    kh_negotiation n;
+    REQUIRE(lib.call(KH_ABI_VERSION, KH_ABI_VERSION, &n) == KH_OK);
+    REQUIRE(n.module->num_ops == src.ops.size());
+    for (uint32_t i = 0; i < n.module->num_ops; ++i) {
+      CAPTURE(i);
+      CHECK(std::string(n.module->ops[i].name) == src.ops[i].name);
+      CHECK(std::string(n.module->ops[i].schema) == src.ops[i].schema);
+    }
   }
 }
 

@@ -3,7 +3,7 @@
 //   layer_norm:            out = (x - mean) / sqrt(var + eps) * weight + bias  (biased var)
 //   fused_add_layer_norm:  residual_out = round(x + residual); out = layer_norm(residual_out)
 // weight and bias are optional (1 and 0). The kernels are in row_norm_engine.cuh;
-// cuda/CMakeLists.txt says how this is built.
+// kernel.json (build.backends.cuda) says how this is built.
 #include "kh_kernel/args.hpp"
 #include "layer_norm_args.hpp"
 #include "layer_norm_cuda.hpp"

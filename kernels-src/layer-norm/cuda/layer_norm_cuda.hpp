@@ -1,6 +1,7 @@
-// layer_norm_cuda.hpp: the per-dtype launchers of the layer-norm CUDA backend. Each lives in
-// its own translation unit (layer_norm_cuda_<dtype>.cu) so the kernel instantiations build
-// in parallel; layer_norm_cuda.cu (the op entries) picks one by dtype.
+// layer_norm_cuda.hpp: the per-dtype launchers of the layer-norm CUDA backend. Each lives in its
+// own translation unit, layer_norm_cuda_<dtype>.cu, generated from layer_norm_cuda_dtype.cu.in
+// (kernel.json, build.backends.cuda.generate), so the kernel instantiations build in parallel;
+// layer_norm_cuda.cu (the op entries) picks one by dtype.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -1,6 +1,7 @@
-// layer_norm_hip.hpp: the per-dtype launchers of the layer-norm HIP backend (gfx942). Each
-// lives in its own translation unit (layer_norm_hip_<dtype>.hip) so the kernel instantiations
-// build in parallel; layer_norm_hip.hip (the op entries) picks one by dtype.
+// layer_norm_hip.hpp: the per-dtype launchers of the layer-norm HIP backend (gfx942). Each lives
+// in its own translation unit, layer_norm_hip_<dtype>.hip, generated from
+// layer_norm_hip_dtype.hip.in (kernel.json, build.backends.hip.generate), so the kernel
+// instantiations build in parallel; layer_norm_hip.hip (the op entries) picks one by dtype.
 #pragma once
 
 #include <hip/hip_runtime_api.h>

@@ -1,6 +1,7 @@
-// rms_norm_cuda.hpp: the per-dtype launchers of the rms-norm CUDA backend. Each lives in its
-// own translation unit (rms_norm_cuda_<dtype>.cu) so the kernel instantiations build in
-// parallel; rms_norm_cuda.cu (the op entries) picks one by dtype.
+// rms_norm_cuda.hpp: the per-dtype launchers of the rms-norm CUDA backend. Each lives in its own
+// translation unit, rms_norm_cuda_<dtype>.cu, generated from rms_norm_cuda_dtype.cu.in
+// (kernel.json, build.backends.cuda.generate), so the kernel instantiations build in parallel;
+// rms_norm_cuda.cu (the op entries) picks one by dtype.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -2,7 +2,7 @@
 // shared rules, then launch the dtype's kernels on the caller's stream (a hipStream_t).
 //   rms_norm:            out = x / sqrt(mean(x^2) + eps) * weight
 //   fused_add_rms_norm:  residual_out = round(x + residual); out = rms_norm(residual_out)
-// The kernels are in row_norm_engine_hip.hpp; hip/CMakeLists.txt says how this is built.
+// The kernels are in row_norm_engine_hip.hpp; kernel.json (build.backends.hip) says how this is built.
 #include "kh_kernel/args.hpp"
 #include "rms_norm_args.hpp"
 #include "rms_norm_hip.hpp"

@@ -1,38 +1,26 @@
-// module.cpp: the rms-norm module descriptor (op table, schemas, argument constraints) and
-// the library's one export, kh_kernel_negotiate. Shared by every backend; the name,
-// version, variant and device type come from the build (kh_add_kernel_library).
+// module.cpp: the rms-norm op table, and from it the module descriptor and the library's one
+// export, kh_kernel_negotiate (KH_KERNEL_MODULE). Shared by every backend. The table is
+// kernel.json's: kh_manifest_ops.h, generated from the manifest at configure time, gives each
+// op's name, schema and argument constraints (the loader's dtype and ndim checks) in the
+// manifest's order, so none of them can drift from it; the name, version, variant and device
+// type come from the build (kh_add_kernel_library).
 #include "kh/kernel_abi.h"
-#include "kh_kernel/negotiate.hpp"
-#include "kh_kernel/norm_args.hpp"
+#include "kh_kernel/module_desc.hpp"
+#include "kh_manifest_ops.h"
 #include "rms_norm_args.hpp"
 #include "rms_norm_ops.hpp"
 
 namespace kh_rms_norm {
 namespace {
 
-constexpr kh_arg_constraint kRows = {sizeof(kh_arg_constraint), kh_kernels::kNormDtypes, 1, -1};
-constexpr kh_arg_constraint kVector = {sizeof(kh_arg_constraint), kh_kernels::kNormDtypes, 1, 1};
-constexpr kh_arg_constraint kScalar = {sizeof(kh_arg_constraint), 0, -1, -1};
+static_assert(kh_manifest::rms_norm_num_args == kRmsNormNumArgs,
+              "kernel.json's rms_norm arguments are not rms_norm_args.hpp's");
+static_assert(kh_manifest::fused_add_rms_norm_num_args == kFusedAddRmsNormNumArgs,
+              "kernel.json's fused_add_rms_norm arguments are not rms_norm_args.hpp's");
 
-constexpr kh_arg_constraint kRmsNormConstraints[kRmsNormNumArgs] = {kRows, kRows, kVector, kScalar};
-constexpr kh_arg_constraint kFusedConstraints[kFusedAddRmsNormNumArgs] = {kRows, kRows, kRows,
-                                                                          kRows, kVector, kScalar};
-
-const kh_op_desc kOps[] = {
-    {sizeof(kh_op_desc), 0, "rms_norm", "rms_norm(Tensor(a!) out, Tensor x, Tensor weight, float eps) -> ()",
-     &rms_norm_invoke, kRmsNormConstraints},
-    {sizeof(kh_op_desc), 0, "fused_add_rms_norm",
-     "fused_add_rms_norm(Tensor(a!) out, Tensor(b!) residual_out, Tensor x, Tensor residual, Tensor weight, "
-     "float eps) -> ()",
-     &fused_add_rms_norm_invoke, kFusedConstraints},
-};
-
-const kh_module_desc kModule = {sizeof(kh_module_desc), KH_ABI_VERSION, KH_PACKAGE_NAME, KH_PACKAGE_VERSION,
-                                KH_VARIANT_KEY, KH_DEVICE_TYPE, sizeof(kOps) / sizeof(kOps[0]), kOps};
+const kh_op_desc kOps[] = {KH_MANIFEST_OPS(KH_MANIFEST_OP_DESC)};
 
 }  // namespace
 }  // namespace kh_rms_norm
 
-extern "C" KH_KERNEL_EXPORT kh_status kh_kernel_negotiate(kh_negotiation* negotiation) {
-  return kh_kernels::negotiate(negotiation, &kh_rms_norm::kModule);
-}
+KH_KERNEL_MODULE(kh_rms_norm::kOps)

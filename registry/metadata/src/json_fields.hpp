@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kh/registry/json_limits.hpp"
+#include "kh/registry/op_docs.hpp"
 #include "kh/registry/printable.hpp"
 #include "kh/registry/repo_index.hpp"
 #include "kh/registry/status_error.hpp"
@@ -20,14 +21,17 @@ inline std::string key_in_path(const std::string& key) { return "\"" + key + "\"
 
 using json = nlohmann::json;
 
+inline constexpr std::string_view kHubMetadataFix = "the hub's metadata is malformed: ask its publisher to republish it";
+
 class FieldReader {
  public:
-  explicit FieldReader(std::string_view source) : source_(source) {}
+  // fix: what the reader of an error should do, e.g. kHubMetadataFix.
+  explicit FieldReader(std::string_view source, std::string_view fix = kHubMetadataFix) : source_(source), fix_(fix) {}
 
   // path and what may quote the metadata (keys, names): escaped here, once for all.
   [[noreturn]] void bad(const std::string& path, const std::string& what) const {
     fail(KH_ERROR_BAD_METADATA, std::string(source_) + ": field '" + printable(path) + "': " + printable(what, 4096) +
-                                    "; the hub's metadata is malformed: ask its publisher to republish it");
+                                    "; " + std::string(fix_));
   }
 
   const json& member(const json& obj, const std::string& parent, const std::string& key) const {
@@ -65,6 +69,7 @@ class FieldReader {
 
  private:
   std::string_view source_;
+  std::string_view fix_;
 };
 
 
@@ -74,11 +79,20 @@ bool is_variant_key(std::string_view s);
 bool is_abi_text(std::string_view s);
 // The optional "glibc" member of obj: "" when absent, else a valid glibc version, or bad().
 std::string optional_glibc_at(const FieldReader& r, const nlohmann::json& obj, const std::string& parent);
-// An "ops" array: [{"name": ..., "schema": ...}].
 // The optional "runtime" ("major.minor") and "code_object" (1-99) members of obj, or bad().
 void optional_runtime_floor_at(const FieldReader& r, const nlohmann::json& obj, const std::string& parent,
                                std::string* runtime, uint32_t* code_object);
 void write_runtime_floor(nlohmann::ordered_json& obj, const std::string& runtime, uint32_t code_object);
-std::vector<OpInfo> parse_ops(const FieldReader& r, const nlohmann::json& ops, const std::string& path);
+// An "ops" array: [{"name": ..., "schema": ..., and the optional docs of op_docs.hpp}]. With
+// strict_keys (an author's kernel.json) unknown fields of an op or argument are refused; hub
+// metadata may carry fields a newer kh writes, which are ignored.
+std::vector<OpInfo> parse_ops(const FieldReader& r, const nlohmann::json& ops, const std::string& path,
+                              bool strict_keys = false);
+// The same array written back: what parse_ops reads, every empty doc field left out.
+nlohmann::ordered_json ops_json(const std::vector<OpInfo>& ops);
+// The optional multi-line text member `key` of obj: "" when absent; else a string of at most
+// max_bytes, printable but for '\n' between lines, or bad().
+std::string optional_text_at(const FieldReader& r, const nlohmann::json& obj, const std::string& parent,
+                             const std::string& key, size_t max_bytes);
 
 }  // namespace kh::registry::detail

@@ -53,6 +53,7 @@ PackageManifest parse_package_manifest(std::string_view json_text, std::string_v
   detail::optional_runtime_floor_at(r, doc, "", &m.runtime, &m.code_object);
   m.library = r.string_at(doc, "", "library");
   if (!detail::is_safe_relative_path(m.library)) r.bad("library", "'" + m.library + "' is not a safe relative path");
+  m.description = detail::optional_text_at(r, doc, "", "description", kMaxPackageDescriptionBytes);
   m.ops = detail::parse_ops(r, r.array_at(doc, "", "ops"), "ops");
 
   const json& files = r.array_at(doc, "", "files");
@@ -87,9 +88,8 @@ std::string serialize_package_manifest(const PackageManifest& manifest) {
   if (!manifest.glibc.empty()) doc["glibc"] = manifest.glibc;
   detail::write_runtime_floor(doc, manifest.runtime, manifest.code_object);
   doc["library"] = manifest.library;
-  ojson ops = ojson::array();
-  for (const OpInfo& op : manifest.ops) ops.push_back(ojson{{"name", op.name}, {"schema", op.schema}});
-  doc["ops"] = std::move(ops);
+  if (!manifest.description.empty()) doc["description"] = manifest.description;
+  doc["ops"] = detail::ops_json(manifest.ops);
   std::vector<ManifestFile> files = manifest.files;
   std::sort(files.begin(), files.end(), [](const ManifestFile& a, const ManifestFile& b) { return a.path < b.path; });
   ojson fs = ojson::array();

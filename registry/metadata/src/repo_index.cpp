@@ -76,20 +76,6 @@ void write_runtime_floor(nlohmann::ordered_json& obj, const std::string& runtime
   if (code_object != 0) obj["code_object"] = code_object;
 }
 
-std::vector<OpInfo> parse_ops(const FieldReader& r, const nlohmann::json& ops, const std::string& path) {
-  std::vector<OpInfo> out;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    std::string p = path + "[" + std::to_string(i) + "]";
-    if (!ops[i].is_object()) r.bad(p, "expected an object");
-    OpInfo op;
-    op.name = r.string_at(ops[i], p, "name");
-    op.schema = r.string_at(ops[i], p, "schema");
-    if (op.name.empty()) r.bad(p + ".name", "empty");
-    out.push_back(std::move(op));
-  }
-  return out;
-}
-
 }  // namespace detail
 
 namespace {
@@ -218,6 +204,7 @@ RepoIndex parse_repo_index(std::string_view json_text, std::string_view source) 
       if (!is_abi_text(ve.abi)) r.bad(vpath + ".abi", "expected '<major>.<minor>', e.g. '1.0'");
       ve.glibc = detail::optional_glibc_at(r, vit.value(), vpath);  // optional: older entries lack it
       detail::optional_runtime_floor_at(r, vit.value(), vpath, &ve.runtime, &ve.code_object);
+      ve.description = detail::optional_text_at(r, vit.value(), vpath, "description", kMaxPackageDescriptionBytes);
       ve.ops = parse_ops(r, r.array_at(vit.value(), vpath, "ops"), vpath + ".ops");
       rel.variants.push_back(std::move(ve));
     }
@@ -250,12 +237,11 @@ std::string serialize_repo_index(const RepoIndex& index) {
     for (const VariantEntry& v : rel.variants) sorted.push_back(&v);
     std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->key < b->key; });
     for (const VariantEntry* v : sorted) {
-      ojson ops = ojson::array();
-      for (const OpInfo& op : v->ops) ops.push_back(ojson{{"name", op.name}, {"schema", op.schema}});
       ojson entry{{"sha256", v->sha256}, {"size", v->size}, {"abi", v->abi}};
       if (!v->glibc.empty()) entry["glibc"] = v->glibc;
       detail::write_runtime_floor(entry, v->runtime, v->code_object);
-      entry["ops"] = std::move(ops);
+      if (!v->description.empty()) entry["description"] = v->description;
+      entry["ops"] = detail::ops_json(v->ops);
       variants[v->key] = std::move(entry);
     }
     r["variants"] = std::move(variants);

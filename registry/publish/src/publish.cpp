@@ -220,7 +220,8 @@ void merge(std::map<std::string, RepoState>& repos, std::vector<Incoming>& incom
     ve.glibc = in.manifest.glibc;  // the glibc floor travels to the index, where selection reads it
     ve.runtime = in.manifest.runtime;  // so does what the build needs of its GPU runtime
     ve.code_object = in.manifest.code_object;
-    ve.ops = in.manifest.ops;
+    ve.description = in.manifest.description;
+    ve.ops = in.manifest.ops;  // with their docs: `kernels info --op` and `kernels docs` read them there
     rel->variants.push_back(std::move(ve));
     std::sort(rel->variants.begin(), rel->variants.end(),
               [](const VariantEntry& a, const VariantEntry& b) { return a.key < b.key; });

@@ -15,7 +15,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noh
 if [[ ! -f "$lib" ]]; then
   start=$SECONDS
   gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
-  cmake -S tests/gpu/attention/standalone -B "$build" "${gen[@]}" -DKH_TARGET=cuda-sm90a ${KH_DLPACK_INCLUDE_DIR:+-DKH_DLPACK_INCLUDE_DIR=$KH_DLPACK_INCLUDE_DIR} >"$LOG/probe_cmake.log" 2>&1 &&
+  cmake -S tests/gpu/attention/standalone -B "$build" "${gen[@]}" -DKH_BUILD_TARGET=cuda-sm90a ${KH_DLPACK_INCLUDE_DIR:+-DKH_DLPACK_INCLUDE_DIR=$KH_DLPACK_INCLUDE_DIR} >"$LOG/probe_cmake.log" 2>&1 &&
     cmake --build "$build" -j "$(nproc)" >>"$LOG/probe_cmake.log" 2>&1 || { tail -30 "$LOG/probe_cmake.log"; exit 1; }
   echo "built $lib in $((SECONDS - start)) s"
 fi

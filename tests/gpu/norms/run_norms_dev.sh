@@ -4,8 +4,8 @@
 #   tests/gpu/norms/run_norms_dev.sh build          # here: both arches, into build-norms/
 #   tests/gpu/norms/run_norms_dev.sh [check] [check80]   # on the GPU machine (KH_LIBRARY: libkh.so)
 #
-# build    configures tests/gpu/norms/standalone (the packages' cuda/CMakeLists.txt through
-#          kh_add_kernel_library) for sm90a and sm80, builds, and copies the libraries to
+# build    configures tests/gpu/norms/standalone (the packages' manifests through
+#          kh_add_kernel_package) for sm90a and sm80, builds, and copies the libraries to
 #          build-norms/lib/<arch>/. Other steps build first only when those are missing, so a
 #          GPU run can carry build-norms/lib from a build made elsewhere.
 # check    check_norms.py on the sm90a libraries (full sweep).
@@ -28,7 +28,7 @@ build_arch() {
         -DCMAKE_CUDA_COMPILER="${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}" >/dev/null || return 1
   cmake --build "$dir" -j "$(nproc)" || return 1
   mkdir -p "$out/lib/$arch"
-  cp "$dir"/libkh_rms_norm_cuda.so "$dir"/libkh_layer_norm_cuda.so "$out/lib/$arch/"
+  cp "$dir"/rms-norm/libkh_rms_norm_cuda.so "$dir"/layer-norm/libkh_layer_norm_cuda.so "$out/lib/$arch/"
 }
 
 have_libs() { [[ -f "$out/lib/$1/libkh_rms_norm_cuda.so" && -f "$out/lib/$1/libkh_layer_norm_cuda.so" ]]; }

@@ -13,7 +13,7 @@
 // and versions (v5 and v6 were measured and dropped): kernels-src/rms-norm/cuda/NOTES.md and
 // kernels-src/layer-norm/cuda/NOTES.md.
 //
-// Build: included by one .cu per (package, dtype); see the package's cuda/CMakeLists.txt.
+// Build: included by one .cu per (package, dtype); see the package's kernel.json (build.backends.cuda).
 #pragma once
 
 #include <cuda_bf16.h>

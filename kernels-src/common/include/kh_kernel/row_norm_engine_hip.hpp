@@ -17,7 +17,7 @@
 // Shared by the rms-norm and layer-norm packages (kernels-src/common/include), as the CUDA
 // engine is.
 //
-// Build: included by one .hip per (package, dtype); see the package's hip/CMakeLists.txt
+// Build: included by one .hip per (package, dtype); see the package's kernel.json (build.backends.hip)
 // (cmake/KhHipGfx942.cmake compiles it with clang -x hip --offload-arch=gfx942).
 #pragma once
 

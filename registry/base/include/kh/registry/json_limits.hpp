@@ -5,7 +5,7 @@
 // depth 1). check_json_depth() proves it with one iterative pass over the bytes, before
 // any parser builds a tree, so no recursive step (parse, copy, dump() for the canonical
 // bytes a signature covers, destruction) ever meets a deeper tree. kh's own metadata nests
-// 6 deep at most; 64 leaves room for extensions and keeps every recursion a few dozen
+// 10 deep at most (an op doc's dtypes in an index); 64 leaves room for extensions and keeps every recursion a few dozen
 // frames, safe on a host thread with a small stack. See docs/trust.md ("Limits").
 #pragma once
 

@@ -6,7 +6,8 @@
 //   "glibc": "2.36",        // the glibc floor: newest GLIBC_ symbol version the library needs
 //   "runtime": "5.0", "code_object": 4,   // ROCm builds: oldest HIP runtime, code-object version
 //   "library": "lib/libkh_rms_norm.so",
-//   "ops": [ { "name": "...", "schema": "..." } ],
+//   "description": "...",   // optional: the package's, from kernel.json
+//   "ops": [ { "name": "...", "schema": "...", "summary": "...", ... } ],   // docs: op_docs.hpp
 //   "files": [ { "path": "lib/libkh_rms_norm.so", "sha256": "...", "size": 123 } ] }
 #pragma once
 
@@ -39,7 +40,8 @@ struct PackageManifest {
   // recorded by `kernels pack` from the ABI check, copied into the index at publish.
   std::string runtime;
   uint32_t code_object = 0;
-  std::vector<OpInfo> ops;
+  std::string description;  // the package's (kernel.json), optional
+  std::vector<OpInfo> ops;  // with their docs (op_docs.hpp) where kernel.json has them
   std::vector<ManifestFile> files;  // every file but the manifest itself, sorted by path
 };
 

@@ -15,7 +15,9 @@
 //           "sha256": "<64 hex>", "size": 12345, "abi": "1.0",
 //           "glibc": "2.36",                // newest GLIBC_ symbol version the library needs
 //           "runtime": "5.0", "code_object": 4,   // ROCm builds: oldest HIP runtime, AMDGPU code-object version
-//           "ops": [ { "name": "rms_norm", "schema": "rms_norm(...) -> ()" } ]
+//           "description": "...",           // optional: the package's
+//           "ops": [ { "name": "rms_norm", "schema": "rms_norm(...) -> ()", "summary": ...,
+//                      "args": [...], ... } ]      // the docs are optional: op_docs.hpp
 //         } } } } }
 #pragma once
 
@@ -24,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kh/registry/op_docs.hpp"  // OpInfo
 #include "kh/registry/semver.hpp"
 
 namespace kh::registry {
@@ -34,11 +37,6 @@ inline constexpr int kRepoIndexSchema = 1;
 // never gets near it; one signed near 2^64 (a stolen index key) would leave no room to
 // grow, so it is refused rather than allowed to pin clients forever (docs/trust.md).
 inline constexpr uint64_t kMaxMetadataVersion = (uint64_t{1} << 53) - 1;
-
-struct OpInfo {
-  std::string name;
-  std::string schema;
-};
 
 struct VariantEntry {
   std::string key;     // variant key, e.g. "cpu-x86_64-abi1-x86_64-linux"
@@ -56,7 +54,8 @@ struct VariantEntry {
   // code-object version (docs/hub.md).
   std::string runtime;
   uint32_t code_object = 0;
-  std::vector<OpInfo> ops;
+  std::string description;  // the package's, from its manifest; empty when not recorded
+  std::vector<OpInfo> ops;  // with their docs where the package carries them (op_docs.hpp)
 };
 
 struct Release {

@@ -1,8 +1,8 @@
 # plan_test.cmake (ctest kernel_package_plan): what kh_kernel_package_plan makes of a manifest.
 #   cmake -DKH_WORK=<scratch dir> -P plan_test.cmake
-# 1. fixtures/attention-like is kernels-src/attention's build as its cuda/ and hip/ CMakeLists.txt
-#    write it today (1.1.0 with the prefill buckets), as a manifest: the plan must list exactly
-#    those translation units (per (kernel, head-dim bucket, dtype) from one template, and per
+# 1. fixtures/attention-like carries kernels-src/attention's build section (checked equal below)
+#    over stub sources; the plan must list exactly the translation units attention's cuda/ and
+#    hip/ CMakeLists.txt built before it had a manifest (per (kernel, head-dim bucket, dtype) from one template, and per
 #    (dtype, lane group), generated), the sm90a-only ones and KH_ATTENTION_SM90A=1 for sm90a
 #    alone, the options and include folders; generated files have
 #    the template's text with the axes' values, are not rewritten when unchanged, and a plan
@@ -17,6 +17,19 @@ set(here "${CMAKE_CURRENT_LIST_DIR}")
 set(fixture "${here}/fixtures/attention-like")
 file(REMOVE_RECURSE "${KH_WORK}")
 file(MAKE_DIRECTORY "${KH_WORK}")
+
+# The fixture's build section is the real package's, so what holds for it holds for attention.
+file(READ "${here}/../../kernels-src/attention/kernel.json" _real_manifest)
+file(READ "${fixture}/kernel.json" _fixture_manifest)
+string(JSON _real_build GET "${_real_manifest}" build)
+string(JSON _fixture_build GET "${_fixture_manifest}" build)
+string(JSON _same_build EQUAL "${_real_build}" "${_fixture_build}")
+if(NOT _same_build)
+  message(SEND_ERROR "FAIL: tests/packages/fixtures/attention-like/kernel.json's build section is not "
+                     "kernels-src/attention/kernel.json's: copy it over")
+else()
+  message(STATUS "ok: the fixture's build section is attention's")
+endif()
 
 function(expect what got want)
   if(got STREQUAL want)
@@ -56,8 +69,9 @@ function(generated_units out)
   set(${out} "${units}" PARENT_SCOPE)
 endfunction()
 
-# The lists attention's CMakeLists.txt files give (cuda/: _attention_fwd_buckets; hip/: its
-# attention_fwd_instances call; the decode units it lists by hand).
+# The lists attention's CMakeLists.txt files gave before attention had a manifest (cuda/:
+# _attention_fwd_buckets; hip/: its attention_fwd_instances call; the decode units listed by
+# hand): the fixture, a copy of attention's build section, must plan exactly these.
 set(shared src/module.cpp src/attention_args.cpp src/attention_decode_args.cpp)
 set(decode_units "")
 set(sm80_units "")

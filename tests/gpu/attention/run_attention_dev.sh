@@ -24,7 +24,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu 
 rc=0
 for variant in "${VARIANTS[@]}"; do
   build=build-attn-cuda; [[ $variant == sm90a ]] && build=build-attn-cuda90
-  lib=$build/attention-cuda/libkh_attention_cuda.so
+  lib=$build/attention/libkh_attention_cuda.so
   if [[ ! -f "$lib" ]]; then
     echo "== building $lib"
     cmake -S tests/gpu/attention/standalone -B "$build" -G Ninja -DKH_BUILD_TARGET=cuda-$variant > "$LOG/cmake_$variant.log" 2>&1 &&

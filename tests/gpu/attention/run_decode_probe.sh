@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../../.."
 LOG=${OUT:-/tmp}
 export PYTHONUNBUFFERED=1
 build=build-attn-cuda90
-lib=$build/attention-cuda/libkh_attention_cuda.so
+lib=$build/attention/libkh_attention_cuda.so
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 if [[ ! -f "$lib" ]]; then
   start=$SECONDS

@@ -1,5 +1,0 @@
-// activation_hip_f32.hip: the f32 instantiations of the gfx942 activation kernels (silu, gelu,
-// gelu_tanh, fatrelu x 16-byte and element accesses).
-#include "activation_hip.hpp"
-
-KH_ACTIVATION_LAUNCHER(launch_f32, float)

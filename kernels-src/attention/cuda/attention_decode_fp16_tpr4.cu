@@ -1,9 +1,0 @@
-// attention_decode_fp16_tpr4.cu: the decode split kernel for fp16, lane groups of 4
-// threads (head dims 32-32). One translation unit per (dtype, TPR) so the builds run in parallel.
-#include "attention_decode.cuh"
-
-namespace kh_attention {
-namespace decode {
-KH_DECODE_INSTANTIATE(F16Tag, 4)
-}  // namespace decode
-}  // namespace kh_attention

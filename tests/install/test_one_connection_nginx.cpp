@@ -58,7 +58,9 @@ TEST_CASE("a get over https opens one connection for index, signature and blob")
   const install::InstalledPackage p = install::get(session, "test-org/one-connection@1");
   CHECK(p.downloaded);
 
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // nginx logs just after answering
+  // nginx logs a request just after answering it: wait (up to 10 s) for the last one, the blob.
+  for (int i = 0; i < 200 && nginx.access_log().find("GET /hub/blobs/sha256/") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   std::istringstream log(nginx.access_log());
   std::set<std::string> connections;
   int requests = 0;

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <ctime>
 #include <sstream>
 #include <thread>
@@ -114,6 +115,20 @@ size_t count_lines(const std::string& log, const std::string& a, const std::stri
   return n;
 }
 
+// A server writes a request's access-log line after it has sent the response, so a client can
+// be done before the line is there (seen on a loaded machine): wait up to 10 s for `want`
+// matching lines of server.log() / access_log(), then return how many there are.
+template <typename ReadLog>
+size_t await_lines(const ReadLog& read_log, const std::string& a, const std::string& b, size_t want) {
+  size_t n = 0;
+  for (int i = 0; i < 200 && (n = count_lines(read_log(), a, b)) < want; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  return n;
+}
+size_t await_lines(const RegistryServer& registry, const std::string& a, const std::string& b, size_t want) {
+  return await_lines([&] { return registry.log(); }, a, b, want);
+}
+
 }  // namespace
 
 TEST_CASE("oci over TLS with htpasswd: publish, then a client verifies the index and gets the build") {
@@ -133,9 +148,8 @@ TEST_CASE("oci over TLS with htpasswd: publish, then a client verifies the index
   CHECK(fetch_blob(*hub, published[0], pkg.d / "blob") == kh_test::read_text(pkg.d / ("dist-1.0.0/" +
         std::string("test-org__oci-kernel-1.0.0-cpu-x86_64-abi1-x86_64-linux.tar.zst"))));
 
-  const std::string log = registry.log();
-  CHECK(count_lines(log, "PATCH /v2/kh/hub/blobs/uploads/", "202") >= 2);  // the build went up in chunks
-  CHECK(count_lines(log, "PUT /v2/kh/hub/manifests/index-test-org.oci-kernel-", "201") == 1);
+  CHECK(await_lines(registry, "PATCH /v2/kh/hub/blobs/uploads/", "202", 2) >= 2);  // the build went up in chunks
+  CHECK(await_lines(registry, "PUT /v2/kh/hub/manifests/index-test-org.oci-kernel-", "201", 1) == 1);
 
   SUBCASE("the same archive again: HEAD finds it, nothing is uploaded") {
     const size_t posts = count_lines(registry.log(), "POST /v2/kh/hub/blobs/uploads/");
@@ -163,14 +177,14 @@ TEST_CASE("oci over TLS with htpasswd: publish, then a client verifies the index
     Cache cache(pkg.d / "client-cache");
     const size_t gets = count_lines(registry.log(), "GET /v2/kh/hub/manifests/index-");
     fetch_verified_index(*hub, cache, kRepo);
-    CHECK(count_lines(registry.log(), "GET /v2/kh/hub/manifests/index-", " 304 ") >= 1);
+    CHECK(await_lines(registry, "GET /v2/kh/hub/manifests/index-", " 304 ", 1) >= 1);
     CHECK(count_lines(registry.log(), "GET /v2/kh/hub/manifests/index-") == gets + 1);
   }
   SUBCASE("an interrupted download resumes with Range") {
     const std::string whole = fetch_blob(*hub, published[0], pkg.d / "whole");
     kh_test::write_text(pkg.d / "part", whole.substr(0, whole.size() / 2));
     CHECK(fetch_blob(*hub, published[0], pkg.d / "part", whole.size() / 2) == whole);
-    CHECK(count_lines(registry.log(), "GET /v2/kh/hub/blobs/sha256:" + published[0].sha256, " 206 ") == 1);
+    CHECK(await_lines(registry, "GET /v2/kh/hub/blobs/sha256:" + published[0].sha256, " 206 ", 1) == 1);
   }
   SUBCASE("without credentials: refused, saying how to give them") {
     auto anon = open_hub(url, access(registry.ca_file()));
@@ -262,7 +276,7 @@ TEST_CASE("a blob the registry redirects to another host: followed, without the 
   auto hub = open_hub("oci://127.0.0.1:" + std::to_string(nginx.https_port()) + "/kh/hub", front);
   hub->fetch_metadata("kh-hub.json", 1 << 16);  // through nginx to the registry: its Basic challenge answered
   CHECK(fetch_blob(*hub, published[0], pkg.d / "via-cdn") == kh_test::read_text(pkg.d / "b"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  await_lines([&] { return nginx.access_log(); }, "127.0.0.2 ", "GET /cdn/" + published[0].sha256, 1);
   const std::string log = nginx.access_log();
   CAPTURE(log);
   CHECK(count_lines(log, "127.0.0.1 ", "/blobs/sha256:" + published[0].sha256) == 1);

@@ -207,8 +207,6 @@ const char* file_type_name(mode_t mode) {
   return "not a regular file";
 }
 
-std::string read_all(int fd, const std::string& path, uint64_t max_bytes);
-
 }  // namespace
 
 int open_regular_file(const std::string& path, const std::string& what) {
@@ -240,19 +238,16 @@ int open_regular_file(const std::string& path, const std::string& what) {
 std::string read_regular_file(const std::string& path, uint64_t max_bytes) {
   const int fd = open_regular_file(path, "'" + path + "'");
   if (fd < 0) detail::fail_errno("cannot open '" + path + "'", errno);
-  return read_all(fd, path, max_bytes);
+  return read_descriptor(fd, "'" + path + "'", max_bytes, KH_ERROR_IO);
 }
 
 std::string read_file(const std::string& path, uint64_t max_bytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) detail::fail_errno("cannot open '" + path + "'", errno);
-  return read_all(fd, path, max_bytes);
+  return read_descriptor(fd, "'" + path + "'", max_bytes, KH_ERROR_IO);
 }
 
-namespace {
-
-// Reads fd to its end and closes it.
-std::string read_all(int fd, const std::string& path, uint64_t max_bytes) {
+std::string read_descriptor(int fd, const std::string& what, uint64_t max_bytes, kh_status too_large) {
   std::string out;
   char buf[1 << 16];
   for (;;) {
@@ -261,20 +256,18 @@ std::string read_all(int fd, const std::string& path, uint64_t max_bytes) {
       if (errno == EINTR) continue;
       int err = errno;
       ::close(fd);
-      detail::fail_errno("cannot read '" + path + "'", err);
+      detail::fail_errno("cannot read " + what, err);
     }
     if (n == 0) break;
     if (out.size() + static_cast<uint64_t>(n) > max_bytes) {
       ::close(fd);
-      fail(KH_ERROR_IO, "'" + path + "' is larger than the " + std::to_string(max_bytes) + " bytes allowed for it");
+      fail(too_large, what + " is larger than the " + std::to_string(max_bytes) + " bytes allowed for it");
     }
     out.append(buf, static_cast<size_t>(n));
   }
   ::close(fd);
   return out;
 }
-
-}  // namespace
 
 void make_directories(const std::string& path) {
   if (path.empty()) return;

@@ -28,26 +28,7 @@ class FileHub final : public Hub {
       fail(KH_ERROR_INVALID_ARGUMENT, "hub " + url_ + ": '" + relative_path + "' is not a safe relative path");
     std::string path = root_ + "/" + relative_path;
     int fd = open_or_not_found(path, relative_path);
-    std::string out;
-    char buf[1 << 16];
-    for (;;) {
-      ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        int err = errno;
-        ::close(fd);
-        detail::fail_errno("hub " + url_ + ": cannot read '" + relative_path + "'", err);
-      }
-      if (n == 0) break;
-      if (out.size() + static_cast<uint64_t>(n) > max_bytes) {
-        ::close(fd);
-        fail(KH_ERROR_BAD_METADATA, "hub " + url_ + ": '" + relative_path + "' is larger than the " +
-                                        std::to_string(max_bytes) + " bytes allowed for it");
-      }
-      out.append(buf, static_cast<size_t>(n));
-    }
-    ::close(fd);
-    return out;
+    return read_descriptor(fd, "hub " + url_ + ": '" + relative_path + "'", max_bytes, KH_ERROR_BAD_METADATA);
   }
 
   void fetch_blob(const std::string& sha256, uint64_t expected_size, int out_fd) override {

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "kh/status.h"
+
 namespace kh::registry {
 
 // Writes bytes to path through "<path>.tmp-<pid>-<random>", fsync, rename. Creates
@@ -13,6 +15,9 @@ namespace kh::registry {
 void write_file_atomic(const std::string& path, std::string_view bytes);
 // Reads a whole file, refusing more than max_bytes (KH_ERROR_IO).
 std::string read_file(const std::string& path, uint64_t max_bytes);
+// Reads an open descriptor to its end and closes it (whatever happens); more than max_bytes is
+// the error `too_large`. `what` names the source in errors ("'path'", "hub URL: 'file'").
+std::string read_descriptor(int fd, const std::string& what, uint64_t max_bytes, kh_status too_large);
 
 // Opens a file read-only that must be a regular file, without ever blocking in open():
 // O_NONBLOCK (a FIFO or device opens at once), fstat, anything but a regular file

@@ -27,6 +27,35 @@
 namespace kh_attention {
 namespace decode {
 
+// The end of a tensor-core split kernel, after its key loop: each row's sum over the 8 lanes of
+// its column (lane (g, c) holds rows 2c, 2c + 1), then this lane's row statistics into the merge
+// buffer (the partial outputs are already there), and the merge of the CTA's warps.
+KH_DEC_DEV void sum_rows_over_column(float (&l)[2]) {
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    l[k] += __shfl_xor_sync(0xffffffffu, l[k], 4);
+    l[k] += __shfl_xor_sync(0xffffffffu, l[k], 8);
+    l[k] += __shfl_xor_sync(0xffffffffu, l[k], 16);
+  }
+}
+
+template <typename Tag, int ROWS>
+KH_DEC_DEV void finish_split_tile(const DecodeParams& p, const Tile& t, MergeSmem<32, ROWS>& sm, int warp, int g,
+                                  int c, const float (&m)[2], const float (&l)[2], int num_splits) {
+  if (g == 0) {
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const int r = 2 * c + k;
+      if (r < ROWS) {
+        sm.m[warp][r] = m[k];
+        sm.l[warp][r] = l[k];
+      }
+    }
+  }
+  __syncthreads();
+  decode_epilogue<Tag, 32, ROWS>(p, t, sm, num_splits);
+}
+
 template <typename Tag>
 __device__ __forceinline__ void mma_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                           uint32_t b0, uint32_t b1) {
@@ -297,12 +326,7 @@ __global__ void __launch_bounds__(kThreads, TPR >= 32 ? 2 : 3) decode_mma_kernel
 
   // Row sums over the 8 lanes of each column, then one state a warp to shared memory: this
   // lane's rows 2c, 2c + 1 (those below ROWS) of its dims.
-#pragma unroll
-  for (int k = 0; k < 2; ++k) {
-    l[k] += __shfl_xor_sync(0xffffffffu, l[k], 4);
-    l[k] += __shfl_xor_sync(0xffffffffu, l[k], 8);
-    l[k] += __shfl_xor_sync(0xffffffffu, l[k], 16);
-  }
+  sum_rows_over_column(l);
 #pragma unroll
   for (int j = 0; j < kChunksPerLane; ++j) {
     if (j < jmax) {
@@ -315,18 +339,7 @@ __global__ void __launch_bounds__(kThreads, TPR >= 32 ? 2 : 3) decode_mma_kernel
         }
     }
   }
-  if (g == 0) {
-#pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const int r = 2 * c + k;
-      if (r < ROWS) {
-        sm.m[warp][r] = m[k];
-        sm.l[warp][r] = l[k];
-      }
-    }
-  }
-  __syncthreads();
-  decode_epilogue<Tag, 32, ROWS>(p, t, sm, num_splits);
+  finish_split_tile<Tag, ROWS>(p, t, sm, warp, g, c, m, l, num_splits);
 }
 
 }  // namespace decode

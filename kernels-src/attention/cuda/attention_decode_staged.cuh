@@ -197,12 +197,7 @@ __global__ void __launch_bounds__(kThreads, 3) decode_staged_kernel(const Decode
   cp_async_wait<0>();
   __syncthreads();  // the merge buffer below reuses the ring
 
-#pragma unroll
-  for (int k = 0; k < 2; ++k) {
-    l[k] += __shfl_xor_sync(0xffffffffu, l[k], 4);
-    l[k] += __shfl_xor_sync(0xffffffffu, l[k], 8);
-    l[k] += __shfl_xor_sync(0xffffffffu, l[k], 16);
-  }
+  sum_rows_over_column(l);
   MergeSmem<32, ROWS>& sm = *reinterpret_cast<MergeSmem<32, ROWS>*>(dec_smem);
 #pragma unroll
   for (int mb = 0; mb < kBlocks; ++mb) {
@@ -214,18 +209,7 @@ __global__ void __launch_bounds__(kThreads, 3) decode_staged_kernel(const Decode
       }
     }
   }
-  if (g == 0) {
-#pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const int r = 2 * c + k;
-      if (r < ROWS) {
-        sm.m[warp][r] = m[k];
-        sm.l[warp][r] = l[k];
-      }
-    }
-  }
-  __syncthreads();
-  decode_epilogue<Tag, 32, ROWS>(p, t, sm, num_splits);
+  finish_split_tile<Tag, ROWS>(p, t, sm, warp, g, c, m, l, num_splits);
 }
 
 }  // namespace decode

@@ -27,6 +27,15 @@
 namespace kh_attention {
 namespace decode {
 
+// The q row that lane row g of the tile reads (a row past the tile's rows reads its first one,
+// so every lane loads valid memory; its scores are never used).
+KH_DEC_DEV const uint16_t* tile_q_row(const DecodeParams& p, const Tile& t, int g) {
+  const int idx = t.r0 + (g < t.nrows ? g : 0);
+  const int i = idx / t.group, h = t.kv_head * t.group + (idx - i * t.group);
+  return static_cast<const uint16_t*>(p.q) + static_cast<int64_t>(t.b) * p.q_batch_stride +
+         static_cast<int64_t>(i) * p.q_row_stride + static_cast<int64_t>(h) * p.q_head_stride;
+}
+
 // The end of a tensor-core split kernel, after its key loop: each row's sum over the 8 lanes of
 // its column (lane (g, c) holds rows 2c, 2c + 1), then this lane's row statistics into the merge
 // buffer (the partial outputs are already there), and the merge of the CTA's warps.
@@ -207,10 +216,7 @@ __global__ void __launch_bounds__(kThreads, TPR >= 32 ? 2 : 3) decode_mma_kernel
   uint32_t qf[kChunksPerLane][4];
   {
     const bool row_on = g < t.nrows;
-    const int idx = t.r0 + (row_on ? g : 0);
-    const int i = idx / t.group, h = t.kv_head * t.group + (idx - i * t.group);
-    const uint16_t* qrow = static_cast<const uint16_t*>(p.q) + static_cast<int64_t>(t.b) * p.q_batch_stride +
-                           static_cast<int64_t>(i) * p.q_row_stride + static_cast<int64_t>(h) * p.q_head_stride;
+    const uint16_t* qrow = tile_q_row(p, t, g);
 #pragma unroll
     for (int j = 0; j < kChunksPerLane; ++j) {
       const int ch = c + 4 * j;

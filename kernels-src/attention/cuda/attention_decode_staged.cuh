@@ -75,10 +75,7 @@ __global__ void __launch_bounds__(kThreads, 3) decode_staged_kernel(const Decode
   uint32_t qf[kBlocks][2];
   {
     const bool row_on = g < t.nrows;
-    const int idx = t.r0 + (row_on ? g : 0);
-    const int i = idx / t.group, h = t.kv_head * t.group + (idx - i * t.group);
-    const uint16_t* qrow = static_cast<const uint16_t*>(p.q) + static_cast<int64_t>(t.b) * p.q_batch_stride +
-                           static_cast<int64_t>(i) * p.q_row_stride + static_cast<int64_t>(h) * p.q_head_stride;
+    const uint16_t* qrow = tile_q_row(p, t, g);
 #pragma unroll
     for (int kb = 0; kb < kBlocks; ++kb)
 #pragma unroll

@@ -20,10 +20,9 @@ KH_DECODE_EXTERN_ALL(F16Tag)
 // dependent: launched as a programmatic dependent of the split kernel just queued (sm90): the
 // combine grid is scheduled while the split kernel's last CTAs finish, instead of after.
 cudaError_t run_decode_combine(const DecodeParams& p, int num_splits, bool dependent, cudaStream_t stream) {
-  const int64_t rows = static_cast<int64_t>(p.batch) * p.q_len * p.heads_q;
-  const int64_t blocks = (rows + kCombineRows - 1) / kCombineRows;
+  const CombineShape shape = decode_combine_shape(p, num_splits);
   cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(blocks));
+  config.gridDim = dim3(static_cast<unsigned>(shape.blocks));
   config.blockDim = dim3(kCombineThreads);
   config.dynamicSmemBytes = 0;
   config.stream = stream;
@@ -32,8 +31,9 @@ cudaError_t run_decode_combine(const DecodeParams& p, int num_splits, bool depen
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attr;
   config.numAttrs = dependent ? 1 : 0;
-  if (p.dtype == ElementType::kBF16) return cudaLaunchKernelEx(&config, decode_combine_kernel<Bf16Tag>, p, num_splits);
-  return cudaLaunchKernelEx(&config, decode_combine_kernel<F16Tag>, p, num_splits);
+  const int wpr = shape.warps_per_row;
+  if (p.dtype == ElementType::kBF16) return cudaLaunchKernelEx(&config, decode_combine_kernel<Bf16Tag>, p, num_splits, wpr);
+  return cudaLaunchKernelEx(&config, decode_combine_kernel<F16Tag>, p, num_splits, wpr);
 }
 
 namespace {

@@ -115,14 +115,17 @@ __global__ void __launch_bounds__(kThreads, 3) decode_staged_kernel(const Decode
 
   uint4* ring = reinterpret_cast<uint4*>(dec_smem) + static_cast<size_t>(warp) * kStages * 2 * Ring::kTileChunks;
   const uint32_t ring_addr = static_cast<uint32_t>(__cvta_generic_to_shared(ring));
+  // The cache block of tile tl when tiles are whole blocks or parts of one (block size >= 16):
+  // read one iteration before the tile's copies are issued, so that the table's load latency
+  // (an L2 round trip on the busy fabric) is not on each iteration's path.
+  auto block_of = [&](int tl) -> int32_t { return whole_tiles && tl < key_end ? table[tl >> shift] : 0; };
   // Tile tl's K and V rows into stage st: consecutive lanes copy consecutive 16-byte chunks of
   // a row (whole lines), zero past the head dim or outside the split's keys.
-  auto issue = [&](int tl, int st) {
+  auto issue = [&](int tl, int st, int32_t blk) {
     uint4* kdst = ring + static_cast<size_t>(st) * 2 * Ring::kTileChunks;
     uint4* vdst = kdst + Ring::kTileChunks;
     int64_t tk = 0, tv = 0;
     if (whole_tiles) {
-      const int64_t blk = table[tl >> shift];
       tk = blk * p.k_block_stride + static_cast<int64_t>(tl & bmask) * p.k_row_stride;
       tv = blk * p.v_block_stride + static_cast<int64_t>(tl & bmask) * p.v_row_stride;
     }
@@ -154,12 +157,15 @@ __global__ void __launch_bounds__(kThreads, 3) decode_staged_kernel(const Decode
   const int v_key = mr + 8 * (mq >> 1), v_half = mq & 1;
 
   const int first = t.tile_beg + warp * 16;
-  if (first < key_end) issue(first, 0);
+  if (first < key_end) issue(first, 0, block_of(first));
   cp_async_commit();
+  int32_t next_blk = block_of(first + kTileStride);
   int it = 0;
   for (int tile = first; tile < key_end; tile += kTileStride, ++it) {
     __syncwarp();  // every lane is done with the stage refilled now (read in iteration it - 1)
-    if (tile + kTileStride < key_end) issue(tile + kTileStride, (it + 1) % kStages);
+    const int next = tile + kTileStride;
+    if (next < key_end) issue(next, (it + 1) % kStages, next_blk);
+    next_blk = block_of(next + kTileStride);
     cp_async_commit();
     cp_async_wait<kStages - 1>();  // this lane's copies of tile `it` have landed
     __syncwarp();                  // ... and every lane's

@@ -15,12 +15,12 @@ KH_DECODE_EXTERN_ALL(Bf16Tag)
 KH_DECODE_EXTERN_ALL(F16Tag)
 
 hipError_t run_decode_combine(const DecodeParams& p, int num_splits, hipStream_t stream) {
-  const int64_t rows = static_cast<int64_t>(p.batch) * p.q_len * p.heads_q;
-  const int64_t blocks = (rows + kCombineRows - 1) / kCombineRows;
+  const CombineShape shape = decode_combine_shape(p, num_splits);
+  const unsigned blocks = static_cast<unsigned>(shape.blocks);
   if (p.dtype == ElementType::kBF16)
-    decode_combine_kernel<Bf16Tag><<<static_cast<unsigned>(blocks), kCombineThreads, 0, stream>>>(p, num_splits);
+    decode_combine_kernel<Bf16Tag><<<blocks, kCombineThreads, 0, stream>>>(p, num_splits, shape.warps_per_row);
   else
-    decode_combine_kernel<F16Tag><<<static_cast<unsigned>(blocks), kCombineThreads, 0, stream>>>(p, num_splits);
+    decode_combine_kernel<F16Tag><<<blocks, kCombineThreads, 0, stream>>>(p, num_splits, shape.warps_per_row);
   return hipGetLastError();
 }
 

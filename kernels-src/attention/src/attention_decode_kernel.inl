@@ -366,82 +366,112 @@ __global__ void KH_DEC_SPLIT_BOUNDS(ROWS) decode_split_kernel(const DecodeParams
   decode_epilogue<Tag, TPR, ROWS>(p, t, sm, num_splits);
 }
 
-// Merges num_splits partials per row: one warp (32 lanes; on a 64-wide wavefront, half) per
-// query row, kCombineRows rows per CTA.
-constexpr int kCombineRows = 4;
-constexpr int kCombineThreads = 32 * kCombineRows;
+// Merges the num_splits partials of each query row. A row takes 1, 2 or 4 warps (32 lanes; on a
+// 64-wide wavefront, half of one) of a 4-warp CTA, as many as its splits fill in batches of
+// kCombineBatch; warp k of a row's W takes splits k, k + W, ..., a lane 4 dims of them, and the
+// warps' sums meet in shared memory. Each batch (partial O and lse of up to 8 splits) is loaded
+// before anything waits on a load, so up to 32 splits cost one L2 trip: at batch 1 the merge is
+// latency-bound, and a warp a row walking its splits 8 at a time after a separate trip for the
+// lse took five (cuda/NOTES.md "Decode", run 10).
+constexpr int kCombineWarps = 4;
+constexpr int kCombineThreads = 32 * kCombineWarps;
+constexpr int kCombineBatch = 8;
+constexpr int kCombineMaxDim = 256;
+
+struct CombineShape {
+  int warps_per_row = 1;
+  int64_t blocks = 0;
+};
+
+// The combine grid of a call with num_splits > 1. Its CTAs fit the grid's x limit: a call splits
+// only when batch x heads_kv < 4096 (decode_max_splits), so rows < 4096 x q_len x group.
+inline CombineShape decode_combine_shape(const DecodeParams& p, int num_splits) {
+  CombineShape c;
+  c.warps_per_row = num_splits <= kCombineBatch ? 1 : num_splits <= 2 * kCombineBatch ? 2 : 4;
+  const int64_t rows = static_cast<int64_t>(p.batch) * p.q_len * p.heads_q, per_cta = kCombineWarps / c.warps_per_row;
+  c.blocks = (rows + per_cta - 1) / per_cta;
+  return c;
+}
 
 template <typename Tag>
-__global__ void __launch_bounds__(kCombineThreads) decode_combine_kernel(const DecodeParams p, const int num_splits) {
-  __shared__ float weight[kCombineRows][kDecodeMaxSplits];
-  __shared__ float lse2[kCombineRows];
+__global__ void __launch_bounds__(kCombineThreads) decode_combine_kernel(const DecodeParams p, const int num_splits,
+                                                                         const int warps_per_row) {
+  __shared__ float sums[kCombineWarps][kCombineMaxDim];
   // Launched as a programmatic dependent of the split kernel (sm90), this grid may start
   // before the split kernel ends: nothing of the workspace is read before it has.
   KH_DEC_WAIT_PRIOR_GRID();
   const int w = threadIdx.x / 32, lane = threadIdx.x - w * 32;
+  const int wpr = warps_per_row, rw = w / wpr, sw = w - rw * wpr;  // the CTA's row, the row's warp
+  const int d = p.head_dim;
   const int64_t total_rows = static_cast<int64_t>(p.batch) * p.q_len * p.heads_q;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kCombineRows + w;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (kCombineWarps / wpr) + rw;
+  // A row past the end (the last CTA's) loads nothing; its warps still reach the barrier.
   const bool on = row < total_rows;
-  const float* part_lse = p.workspace + total_rows * num_splits * p.head_dim;
-  // Every lane takes part in the shuffles (a row past the end reduces -inf): on a 64-lane
-  // wavefront the two rows of a wavefront may differ in `on`.
-  {
-    float a = on && lane < num_splits ? part_lse[row * num_splits + lane] : -INFINITY;
-    float b = on && lane + 32 < num_splits ? part_lse[row * num_splits + lane + 32] : -INFINITY;
-    float mx = fmaxf(a, b);
-    // Max and sum over the 32 lanes of this row (xor offsets < 32 stay inside the half
-    // wavefront on a 64-wide machine too).
+  const float* part = p.workspace + row * num_splits * d;
+  const float* part_lse = p.workspace + total_rows * num_splits * d + row * num_splits;
+
+  // Splits s0, s0 + wpr, ... (kCombineBatch of them) at dims e..e+3; a split past the end loads
+  // nothing and weighs 0.
+  float4 v[kCombineBatch];
+  float ls[kCombineBatch];
+  auto load = [&](int e, int s0) {
 #pragma unroll
-    for (int off = 16; off >= 1; off /= 2) mx = fmaxf(mx, kh_dec_shfl_xor(mx, off));
-    const float wa = mx == -INFINITY ? 0.f : kh_dec_exp2(a - mx), wb = mx == -INFINITY ? 0.f : kh_dec_exp2(b - mx);
-    float sum = wa + wb;
+    for (int k = 0; k < kCombineBatch; ++k) {
+      const int s = s0 + k * wpr;
+      const bool in = on && s < num_splits && e < d;
+      v[k] = in ? *reinterpret_cast<const float4*>(part + static_cast<int64_t>(s) * d + e) : make_float4(0.f, 0.f, 0.f, 0.f);
+      ls[k] = in ? part_lse[s] : -INFINITY;
+    }
+  };
+  const int e0 = lane * 4;
+  load(e0, sw);  // in flight while the row's max and sum below wait for theirs
+
+  // The row's max and sum of 2^lse over its splits, in each of its warps (xor offsets < 32 stay
+  // inside the half wavefront on a 64-wide machine too).
+  const float a = on && lane < num_splits ? part_lse[lane] : -INFINITY;
+  const float b = on && lane + 32 < num_splits ? part_lse[lane + 32] : -INFINITY;
+  float mx = fmaxf(a, b);
 #pragma unroll
-    for (int off = 16; off >= 1; off /= 2) sum += kh_dec_shfl_xor(sum, off);
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    weight[w][lane] = wa * inv;
-    weight[w][lane + 32] = wb * inv;
-    if (lane == 0) lse2[w] = sum > 0.f ? mx + log2f(sum) : -INFINITY;
-  }
-  __syncthreads();
-  if (!on) return;
-  const int64_t b = row / (static_cast<int64_t>(p.q_len) * p.heads_q);
-  const int i = static_cast<int>((row / p.heads_q) % p.q_len), h = static_cast<int>(row % p.heads_q);
-  uint16_t* orow = static_cast<uint16_t*>(p.out) + b * p.o_batch_stride + static_cast<int64_t>(i) * p.o_row_stride +
-                   static_cast<int64_t>(h) * p.o_head_stride;
-  const float* part = p.workspace + row * num_splits * p.head_dim;
-  // A lane takes 4 dims (16-byte loads) and walks the splits 8 at a time, all 8 loads in
-  // flight together: the walk is latency-bound otherwise (64 splits, one L2 trip each).
-  constexpr int kBatch = 8;
-  for (int e = lane * 4; e < p.head_dim; e += 32 * 4) {
+  for (int off = 16; off >= 1; off /= 2) mx = fmaxf(mx, kh_dec_shfl_xor(mx, off));
+  float sum = mx == -INFINITY ? 0.f : kh_dec_exp2(a - mx) + kh_dec_exp2(b - mx);
+#pragma unroll
+  for (int off = 16; off >= 1; off /= 2) sum += kh_dec_shfl_xor(sum, off);
+  const float inv = sum > 0.f ? 1.f / sum : 0.f;
+
+  for (int e = e0; e < d; e += 32 * 4) {
     float o[4] = {0.f, 0.f, 0.f, 0.f};
-    int s = 0;
-    for (; s + kBatch <= num_splits; s += kBatch) {
-      float4 v[kBatch];
+    for (int s0 = sw; s0 < num_splits; s0 += wpr * kCombineBatch) {
+      if (e != e0 || s0 != sw) load(e, s0);
 #pragma unroll
-      for (int k = 0; k < kBatch; ++k)
-        v[k] = *reinterpret_cast<const float4*>(part + static_cast<int64_t>(s + k) * p.head_dim + e);
-#pragma unroll
-      for (int k = 0; k < kBatch; ++k) {
-        const float wk = weight[w][s + k];
+      for (int k = 0; k < kCombineBatch; ++k) {
+        const float wk = ls[k] == -INFINITY ? 0.f : kh_dec_exp2(ls[k] - mx) * inv;
         o[0] = fmaf(wk, v[k].x, o[0]);
         o[1] = fmaf(wk, v[k].y, o[1]);
         o[2] = fmaf(wk, v[k].z, o[2]);
         o[3] = fmaf(wk, v[k].w, o[3]);
       }
     }
-    for (; s < num_splits; ++s) {
-      const float4 v = *reinterpret_cast<const float4*>(part + static_cast<int64_t>(s) * p.head_dim + e);
-      const float wk = weight[w][s];
-      o[0] = fmaf(wk, v.x, o[0]);
-      o[1] = fmaf(wk, v.y, o[1]);
-      o[2] = fmaf(wk, v.z, o[2]);
-      o[3] = fmaf(wk, v.w, o[3]);
-    }
-    *reinterpret_cast<uint2*>(orow + e) =
-        make_uint2(to_bits(o[0], Tag{}) | (to_bits(o[1], Tag{}) << 16), to_bits(o[2], Tag{}) | (to_bits(o[3], Tag{}) << 16));
+#pragma unroll
+    for (int k = 0; k < 4; ++k) sums[w][e + k] = o[k];
   }
-  if (lane == 0 && p.lse != nullptr)
-    p.lse[(b * p.heads_q + h) * p.q_len + i] = lse2[w] == -INFINITY ? -INFINITY : lse2[w] * kLn2;
+  __syncthreads();
+  if (!on) return;
+
+  const int64_t bi = row / (static_cast<int64_t>(p.q_len) * p.heads_q);
+  const int i = static_cast<int>((row / p.heads_q) % p.q_len), h = static_cast<int>(row % p.heads_q);
+  uint16_t* orow = static_cast<uint16_t*>(p.out) + bi * p.o_batch_stride + static_cast<int64_t>(i) * p.o_row_stride +
+                   static_cast<int64_t>(h) * p.o_head_stride;
+  // The row's warps write it together: 2 dims a lane, summed over the row's warps.
+  for (int e = 2 * (sw * 32 + lane); e < d; e += 2 * 32 * wpr) {
+    float o0 = 0.f, o1 = 0.f;
+    for (int k = 0; k < wpr; ++k) {
+      o0 += sums[rw * wpr + k][e];
+      o1 += sums[rw * wpr + k][e + 1];
+    }
+    *reinterpret_cast<uint32_t*>(orow + e) = to_bits(o0, Tag{}) | (to_bits(o1, Tag{}) << 16);
+  }
+  if (sw == 0 && lane == 0 && p.lse != nullptr)
+    p.lse[(bi * p.heads_q + h) * p.q_len + i] = sum > 0.f ? (mx + log2f(sum)) * kLn2 : -INFINITY;
 }
 
 }  // namespace decode

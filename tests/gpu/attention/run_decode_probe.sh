@@ -4,6 +4,8 @@
 # build-attn-cuda90 holds one), then times attention_decode_paged with decode_probe.py once per
 # setting of the kernel's comparison switches (one process each: the library reads them once),
 # and profiles two shapes with Nsight Compute when it is there (KH_PROBE_NCU=0 skips).
+# KH_PROBE_BASE=<dir>: a source tree to compare against (e.g. `git archive HEAD` unpacked), built
+# beside it (build-attn-cuda90-base) and timed with the same settings.
 # Output: the tables on stdout; logs under $OUT (or /tmp).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -12,40 +14,48 @@ export PYTHONUNBUFFERED=1
 build=build-attn-cuda90
 lib=$build/attention/libkh_attention_cuda.so
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
-if [[ ! -f "$lib" ]]; then
-  start=$SECONDS
-  gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
-  cmake -S tests/gpu/attention/standalone -B "$build" "${gen[@]}" -DKH_BUILD_TARGET=cuda-sm90a ${KH_DLPACK_INCLUDE_DIR:+-DKH_DLPACK_INCLUDE_DIR=$KH_DLPACK_INCLUDE_DIR} >"$LOG/probe_cmake.log" 2>&1 &&
-    cmake --build "$build" -j "$(nproc)" >>"$LOG/probe_cmake.log" 2>&1 || { tail -30 "$LOG/probe_cmake.log"; exit 1; }
-  echo "built $lib in $((SECONDS - start)) s"
-fi
-probe="python3 tests/gpu/attention/decode_probe.py --module $lib"
+build_lib() {  # source tree, build dir, extra cmake arguments...
+  [[ -f "$2/attention/libkh_attention_cuda.so" ]] && return 0
+  local gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
+  cmake -S "$1/tests/gpu/attention/standalone" -B "$2" "${gen[@]}" -DKH_BUILD_TARGET=cuda-sm90a ${KH_DLPACK_INCLUDE_DIR:+-DKH_DLPACK_INCLUDE_DIR=$KH_DLPACK_INCLUDE_DIR} "${@:3}" >"$LOG/probe_cmake_$(basename "$2").log" 2>&1 &&
+    cmake --build "$2" -j "$(nproc)" >>"$LOG/probe_cmake_$(basename "$2").log" 2>&1 || { tail -30 "$LOG/probe_cmake_$(basename "$2").log"; return 1; }
+}
+start=$SECONDS
+base=${KH_PROBE_BASE:-}
+pids=()
+build_lib . "$build" & pids+=($!)
+[[ -n "$base" ]] && { build_lib "$base" "$build-base" & pids+=($!); }
+for pid in "${pids[@]}"; do wait "$pid" || exit 1; done
+echo "built in $((SECONDS - start)) s"
 rc=0
-run() {  # label, env assignments..., -- probe arguments...
-  local label="$1"; shift
+run() {  # label, library, env assignments..., -- probe arguments...
+  local label="$1" module="$2"; shift 2
   local envs=()
   while [[ $# -gt 0 && "$1" != -- ]]; do envs+=("$1"); shift; done
   shift
-  env "${envs[@]}" timeout 240 $probe --label "$label" "$@" 2>&1 | tee -a "$LOG/decode_probe.log" | grep -E '^(##|\|)|Error|error|correctness|FAIL' || rc=1
+  env "${envs[@]}" timeout 240 python3 tests/gpu/attention/decode_probe.py --module "$module" --label "$label" "$@" 2>&1 |
+    tee -a "$LOG/decode_probe.log" | grep -E '^(##|\|)|Error|error|correctness|FAIL' || rc=1
 }
-# Run 8 (cuda/NOTES.md "Decode"): K and V staged through shared memory in whole lines
-# (staged, the default since) against both products from registers (tcpv).
-run "check, staged" KH_ATTENTION_DECODE_VARIANT=staged -- --check --shapes b16x4096
-for v in staged tcpv; do
-  run "$v, heads 32/8" KH_ATTENTION_DECODE_VARIANT=$v -- --shapes b1x4096,b1x32768,b16x4096,b16x32768,b64x8192,b128x4096
+so=attention/libkh_attention_cuda.so
+new=$build/$so old=$build-base/$so
+all=b1x4096,b1x32768,b16x4096,b16x32768,b64x8192,b128x4096
+# Run 11 (cuda/NOTES.md "Decode"): the combine kernel with 1, 2 or 4 warps a row by split count
+# and every load of a batch in flight at once, and the split kernel's block ids read an iteration
+# ahead (new), against the previous commit (base).
+run "check, new" "$new" -- --check --shapes b16x4096
+run "check, new, 64 splits" "$new" KH_ATTENTION_DECODE_SPLITS=64 -- --check --shapes b1x32768
+run "check, new, 12 splits" "$new" KH_ATTENTION_DECODE_SPLITS=12 -- --check --shapes b1x4096
+for round in 1 2; do
+  [[ -n "$base" ]] && run "base, round $round" "$old" -- --shapes $all
+  run "new, round $round" "$new" -- --shapes $all
 done
-run "staged, heads 64/8" KH_ATTENTION_DECODE_VARIANT=staged -- --heads 64/8 --shapes b16x4096,b16x32768,b128x4096
-run "staged, q_len 2" KH_ATTENTION_DECODE_VARIANT=staged -- --q-len 2 --shapes b16x8192,b64x8192
-run "staged, block size 256" KH_ATTENTION_DECODE_VARIANT=staged -- --block-size 256 --shapes b1x32768,b16x32768,b128x4096
-run "SDPA" KH_ATTENTION_DECODE_VARIANT=staged -- --sdpa --shapes b1x4096,b1x32768,b16x4096,b16x32768,b64x8192,b128x4096
+run "SDPA" "$new" -- --sdpa --shapes $all
 if [[ "${KH_PROBE_NCU:-1}" != 0 ]] && command -v ncu >/dev/null; then
-  m=lts__t_requests_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read.sum,dram__bytes_read.sum
-  m=$m,gpu__time_duration.sum,breakdown:lts__throughput.avg.pct_of_peak_sustained_elapsed
-  KH_ATTENTION_DECODE_VARIANT=staged timeout 200 ncu --clock-control none --kernel-name regex:decode_staged \
-    --launch-skip 5 --launch-count 1 --metrics "$m" --section Occupancy --section SchedulerStats \
-    $probe --shapes b128x4096 >"$LOG/ncu_staged.txt" 2>&1 || rc=1
-  grep -E "^  [^ ].*\(|lts__t_req|lts__t_sec|ltcfabric|dram__|gpu__time|Achieved Occ|Issued Warp|No Eligible" \
-    "$LOG/ncu_staged.txt" | head -20
+  # Batch 1 x 4k: how the call's time divides between the split kernel and the combine.
+  timeout 120 ncu --clock-control none --kernel-name regex:"decode_" --launch-skip 6 --launch-count 4 \
+    --metrics gpu__time_duration.sum,dram__bytes_read.sum \
+    python3 tests/gpu/attention/decode_probe.py --module "$new" --shapes b1x4096 >"$LOG/ncu_b1.txt" 2>&1 || rc=1
+  grep -E "^  [^ ].*\(|gpu__time|dram__bytes" "$LOG/ncu_b1.txt" | head -24
 fi
 echo "== exit $rc"
 exit $rc

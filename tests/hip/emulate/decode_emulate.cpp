@@ -89,10 +89,9 @@ void launch(const DecodeParams& p, int splits) {
     simt::launch(grid, dec::kThreads,
                  [&](const DecodeParams& pp) { dec::decode_split_kernel<Tag, TPR, 8>(pp, row_tiles, splits); }, p);
   if (splits > 1) {
-    const unsigned blocks = static_cast<unsigned>((p.batch * p.q_len * p.heads_q + dec::kCombineRows - 1) /
-                                                  dec::kCombineRows);
-    simt::launch(simt::Dim3{blocks, 1, 1}, dec::kCombineThreads,
-                 [&](const DecodeParams& pp) { dec::decode_combine_kernel<Tag>(pp, splits); }, p);
+    const dec::CombineShape shape = dec::decode_combine_shape(p, splits);
+    simt::launch(simt::Dim3{static_cast<unsigned>(shape.blocks), 1, 1}, dec::kCombineThreads,
+                 [&](const DecodeParams& pp) { dec::decode_combine_kernel<Tag>(pp, splits, shape.warps_per_row); }, p);
   }
 }
 
@@ -203,6 +202,13 @@ int main() {
       {2, 3, 8, 2, 80, 32, 2, 20, 1, 5.0, true, {64, 50}},
       {2, 1, 2, 2, 32, 16, 4, -1, 4, 0.0, false, {33, 64}},
       {1, 1, 4, 1, 128, 16, 8, -1, 5, 0.0, true, {128}},
+      // The combine's second batch of splits (> 32 a row: 4 warps a row) and second 128 dims, with
+      // empty splits (1200 keys in 40 splits of 32: the last 2 see none) and one length 0.
+      {2, 1, 2, 1, 256, 16, 80, -1, 40, 0.0, true, {1200, 0}},
+      {1, 2, 4, 2, 96, 32, 40, -1, 37, 0.0, false, {1250}},
+      // Rows sharing a combine CTA (4 a CTA up to 8 splits, 2 up to 16) with its last CTA part empty.
+      {1, 1, 6, 2, 128, 16, 10, -1, 6, 0.0, false, {150}},
+      {1, 3, 3, 1, 64, 16, 20, -1, 12, 0.0, true, {300}},
   };
   int failed = 0;
   for (const Case& c : cases) failed += run_case(c, rng) ? 0 : 1;

@@ -274,6 +274,71 @@ TEST_CASE("attention tiles: the persistent varlen tile list holds every tile onc
   CHECK(last.m_block == 0);
 }
 
+TEST_CASE("attention tiles: the causal varlen list orders every (sequence, tile) by cost, the same as a sort") {
+  using kh_attention::VarlenTile;
+  std::mt19937 rng(4242);
+  for (int trial = 0; trial < 500; ++trial) {
+    const int32_t n = 1 + static_cast<int32_t>(rng() % (trial < 400 ? 10 : 200));
+    const int32_t heads = 1 + static_cast<int32_t>(rng() % 4);
+    const int32_t block_m = std::vector<int32_t>{64, 128, 192}[rng() % 3];
+    const int32_t block_n = std::vector<int32_t>{80, 96, 112, 128}[rng() % 4];
+    std::vector<int32_t> len_k(n), tiles(n);
+    for (int32_t b = 0; b < n; ++b) {
+      // Empty sequences, one row, block edges, more keys than rows (a cache before the chunk),
+      // fewer keys than rows (tiles that see none), equal sequences (ties).
+      const int kind = static_cast<int>(rng() % 7);
+      const int32_t len_q = kind == 0 ? 0 : kind == 1 ? 1 : kind == 2 ? block_m * (1 + static_cast<int32_t>(rng() % 3))
+                                                                      : static_cast<int32_t>(rng() % 900);
+      len_k[b] = kind == 3 ? len_q + static_cast<int32_t>(rng() % 500) : kind == 4 ? len_q / 3 : len_q;
+      tiles[b] = (len_q + block_m - 1) / block_m;
+      if (kind == 5 && b > 0) len_k[b] = len_k[b - 1], tiles[b] = tiles[b - 1];
+    }
+    CAPTURE(trial);
+    CAPTURE(n);
+    CAPTURE(block_m);
+    CAPTURE(block_n);
+    struct Item {
+      int32_t key, b, j;
+    };
+    std::vector<Item> want;
+    for (int32_t b = 0; b < n; ++b)
+      for (int32_t j = 0; j < tiles[b]; ++j) want.push_back({kh_attention::varlen_causal_key(len_k[b], j, block_m, block_n), b, j});
+    std::stable_sort(want.begin(), want.end(), [](const Item& x, const Item& y) { return x.key > y.key; });
+    // The kernel's list: each item placed at its rank.
+    std::vector<int32_t> items(want.size(), -7);
+    for (int32_t b = 0; b < n; ++b)
+      for (int32_t j = 0; j < tiles[b]; ++j) {
+        const int32_t r = kh_attention::varlen_causal_rank(len_k.data(), tiles.data(), n, b, j, block_m, block_n);
+        REQUIRE(r >= 0);
+        REQUIRE(r < static_cast<int32_t>(items.size()));
+        CHECK(items[r] == -7);  // no two items share a place
+        items[r] = kh_attention::varlen_causal_item(b, j);
+      }
+    for (size_t r = 0; r < want.size(); ++r) {
+      CAPTURE(r);
+      for (int32_t h = 0; h < heads; ++h) {
+        const VarlenTile t = kh_attention::varlen_causal_tile_at(items.data(), heads, static_cast<int32_t>(r) * heads + h);
+        CHECK(t.seq == want[r].b);
+        CHECK(t.m_block == want[r].j);
+        CHECK(t.head == h);
+      }
+    }
+    // The key is the tile's visible key blocks (causal, bottom-right, no window).
+    for (int32_t b = 0; b < n; ++b)
+      for (int32_t j = 0; j < tiles[b]; ++j) {
+        const int32_t len_q = tiles[b] * block_m;  // any len_q with these tiles: its last row is what counts
+        const auto v = tile_visibility<int32_t>(len_q - (j + 1) * block_m, block_m, len_q, len_k[b], true, -1, block_n);
+        CHECK(v.blocks() == kh_attention::varlen_causal_key(len_k[b], j, block_m, block_n));
+      }
+  }
+  // The bench's causal mix at d = 128 (128 x 128 tiles): 8k, 1k, 5k, 2k tokens. First the 8k
+  // sequence's last tile (64 key blocks), last the shortest tiles (1 block) of the four, by index.
+  const std::vector<int32_t> lk{8192, 1024, 5120, 2048}, nt{64, 8, 40, 16};
+  CHECK(kh_attention::varlen_causal_rank(lk.data(), nt.data(), 4, 0, 0, 128, 128) == 0);
+  CHECK(kh_attention::varlen_causal_rank(lk.data(), nt.data(), 4, 3, 15, 128, 128) == 127);
+  CHECK(kh_attention::varlen_causal_rank(lk.data(), nt.data(), 4, 1, 7, 128, 128) == 125);
+}
+
 TEST_CASE("attention tiles: the persistent varlen tile list from clamped cu_seqlens") {
   // Offsets outside the rules shorten sequences as seq_bounds documents, and the list follows
   // them: packed rows 500 (the last offset), max_seqlen 7: a negative start (0..9, capped at 7

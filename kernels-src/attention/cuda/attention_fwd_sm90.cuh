@@ -497,6 +497,34 @@ __device__ __noinline__ void build_varlen_tile_list(const FwdLaunchParams& p, in
   detail::fence_proxy_async_shared();
 }
 
+// The causal list of a persistent varlen grid (attention_varlen_schedule.hpp, "Causal lists"):
+// list[0] = the number of items, list[1 + rank] = item (sequence, tile from its end). Each
+// sequence's keys and tile count go to `scratch` (the Q tile) first; then item i of the
+// sequences' tiles in order is thread i % kThreads's, placed at its rank (O(batch) each). The
+// launch bounds items x batch (Sm90TileConfig::kSchedWork). Not inlined, as above.
+template <typename Cfg>
+__device__ __noinline__ void build_varlen_causal_list(const FwdLaunchParams& p, int32_t* scratch, int32_t* list) {
+  int32_t* const len_k = scratch;
+  int32_t* const tiles = scratch + Cfg::kSchedSeqs;
+  const int tid = static_cast<int>(threadIdx.x);
+  for (int b = tid; b < p.batch; b += Cfg::kThreads) {
+    const SeqBounds s = launch_seq_bounds<true>(p, b);
+    len_k[b] = static_cast<int32_t>(s.len_k);
+    tiles[b] = static_cast<int32_t>((s.len_q + Cfg::kBlockM - 1) / Cfg::kBlockM);
+  }
+  __syncthreads();
+  int32_t first = 0, phase = 0;  // items before sequence b, and that count mod kThreads
+  for (int b = 0; b < p.batch; ++b) {
+    const int32_t nt = tiles[b];
+    for (int32_t j = (tid - phase + Cfg::kThreads) % Cfg::kThreads; j < nt; j += Cfg::kThreads)
+      list[1 + varlen_causal_rank(len_k, tiles, p.batch, b, j, Cfg::kBlockM, Cfg::kBlockN)] = varlen_causal_item(b, j);
+    first += nt;
+    phase = (phase + nt) % Cfg::kThreads;
+  }
+  if (tid == 0) list[0] = first;
+  detail::fence_proxy_async_shared();
+}
+
 template <int kQKDim, int kVDim, typename T, bool kCausal, Sm90Mode kMode>
 __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
     attention_fwd_sm90_kernel(const __grid_constant__ FwdLaunchParams p, const __grid_constant__ FwdTensorMaps maps,
@@ -528,10 +556,11 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
   const int lane = tid & 31;
 
   const bool varlen = kMode == Sm90Mode::kVarlen || (kMode == Sm90Mode::kGeneral && p.cu_seqlens_q != nullptr);
-  // Varlen full attention on the persistent grid: tiles from the list every CTA builds below
-  // (attention_varlen_schedule.hpp), first_tile[batch + 1] and seq_of_rank[batch] after the
-  // barriers. The host sets varlen_listed only for such calls; causal instances carry none of it.
-  constexpr bool kListable = kMode == Sm90Mode::kVarlen && !kCausal;
+  // Varlen on the persistent grid: tiles from the list every CTA builds below
+  // (attention_varlen_schedule.hpp) after the barriers: full attention, first_tile[batch + 1] and
+  // seq_of_rank[batch]; causal, the item count and the items. The host sets varlen_listed only
+  // for such calls.
+  constexpr bool kListable = kMode == Sm90Mode::kVarlen;
   const bool listed = kListable && varlen_listed;
   int32_t* const sched_first = reinterpret_cast<int32_t*>(smem + Cfg::kSchedOffset);
   int32_t* const sched_seq = sched_first + p.batch + 1;
@@ -551,19 +580,22 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
   // (longest-processing-time order). Varlen (one CTA per tile, dealt by the hardware in
   // order): q block slowest too, counted from each sequence's end for causal calls (the
   // tiles that see the most keys first) and from max_seqlen_q down for the others (the tiles
-  // only long sequences have first); tiles past a sequence's rows are empty. Listed (varlen
-  // full attention on the persistent grid): tile t of the list, which holds only tiles with
-  // rows, longest sequences first, q block fastest.
+  // only long sequences have first); tiles past a sequence's rows are empty. Listed (varlen on
+  // the persistent grid): tile t of the list, which holds only tiles with rows; full attention:
+  // longest sequences first, q block fastest; causal: (sequence, tile) items by cost, head
+  // fastest.
   auto tile_of = [&](int t) {
     Sm90Tile tl;
     int hb;
     if (varlen) {
       int m_block = 0, m_idx = 0;
       if (listed) {
-        const VarlenTile v = varlen_tile_at(sched_first, sched_seq, p.batch, p.heads_q, t);
+        const VarlenTile v = kCausal ? varlen_causal_tile_at(sched_first + 1, p.heads_q, t)
+                                     : varlen_tile_at(sched_first, sched_seq, p.batch, p.heads_q, t);
         tl.head = v.head;
         tl.batch = v.seq;
-        m_block = v.m_block;
+        m_block = v.m_block;  // causal: the tile's place from the sequence's end
+        m_idx = v.m_block;
       } else {
         m_idx = t / heads_batches;
         hb = t % heads_batches;
@@ -575,9 +607,9 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
       tl.len_k = static_cast<int>(s.len_k);
       tl.q_row0 = static_cast<int>(s.q_start);
       tl.k_row0 = static_cast<int>(s.k_start);
-      tl.m0 = listed    ? m_block * kBlockM
-              : kCausal ? tl.len_q - (m_idx + 1) * kBlockM
-                        : (m_blocks - 1 - m_idx) * kBlockM;
+      tl.m0 = kCausal ? tl.len_q - (m_idx + 1) * kBlockM
+              : listed ? m_block * kBlockM
+                       : (m_blocks - 1 - m_idx) * kBlockM;
     } else {
       int m_block;
       if constexpr (kCausal) {
@@ -612,7 +644,10 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
     if (!(tl.m0 < tl.len_q && tl.m0 + kBlockM > 0)) return;
   }
   if constexpr (kListable) {
-    if (listed) build_varlen_tile_list<Cfg>(p, reinterpret_cast<int32_t*>(smem), sched_first, sched_seq);
+    if (listed) {
+      if constexpr (kCausal) build_varlen_causal_list<Cfg>(p, reinterpret_cast<int32_t*>(smem), sched_first);
+      else build_varlen_tile_list<Cfg>(p, reinterpret_cast<int32_t*>(smem), sched_first, sched_seq);
+    }
   }
 
   if (tid == 0) {
@@ -627,7 +662,7 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
-  if (listed) num_tiles = sched_first[p.batch];
+  if (listed) num_tiles = kCausal ? sched_first[0] * p.heads_q : sched_first[p.batch];
 
   if (warp >= Cfg::kConsumerWarps) {  // producer warpgroup; one thread issues every copy
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Cfg::kProducerRegs));
@@ -684,22 +719,29 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
 // and general varlen calls and of KH_ATTENTION_VARLEN_PERSISTENT=0) every tile paid its
 // prologue and the grid of max_seqlen_q tiles per sequence its empty CTAs: 0.81x of
 // attention_fwd's TFLOP/s on the H200 at lengths 8k/1k/5k/2k and 2k/1k/4k/1k/3k/1k/2k/2k.
-// Causal varlen keeps it: its tiles' costs differ within a sequence, and a list by sequence
-// (cuda/NOTES.md) balanced worse in a model than the hardware's dealing (0.95-1.00x measured).
+// Causal varlen: its tiles' costs differ within a sequence, so its list is of (sequence, tile)
+// items sorted by cost (a list by sequence balanced worse in a model than the hardware's
+// dealing of one CTA per tile, cuda/NOTES.md); up to kSchedItems items bound by max_seqlen_q
+// and items x batch <= kSchedWork, else one CTA per tile.
 template <int kQKDim, int kVDim, typename T, bool kCausal, Sm90Mode kMode>
 cudaError_t launch_attention_fwd_sm90(const FwdLaunchParams& p, const FwdTensorMaps& maps, cudaStream_t stream) {
   using Cfg = Sm90TileConfig<kQKDim, kVDim>;
-  constexpr bool kListable = kMode == Sm90Mode::kVarlen && !kCausal;
-  constexpr int kSmemMax = Cfg::kSmemBytes + (kListable ? Cfg::sched_bytes(Cfg::kSchedSeqs) : 0);
+  constexpr bool kListable = kMode == Sm90Mode::kVarlen;
+  constexpr int kSchedMax = kCausal ? Cfg::causal_sched_bytes(Cfg::kSchedItems) : Cfg::sched_bytes(Cfg::kSchedSeqs);
+  constexpr int kSmemMax = Cfg::kSmemBytes + (kListable ? kSchedMax : 0);
   static_assert(kSmemMax <= 227 * 1024, "over the sm90 shared-memory limit per CTA");
   auto kernel = attention_fwd_sm90_kernel<kQKDim, kVDim, T, kCausal, kMode>;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemMax);
   if (err != cudaSuccess) return err;
   const bool varlen = p.cu_seqlens_q != nullptr;
-  const bool listed = kListable && p.batch <= Cfg::kSchedSeqs && sm90_varlen_persistent();
-  const int smem = Cfg::kSmemBytes + (listed ? Cfg::sched_bytes(p.batch) : 0);
   // Tiles of max_seqlen_q per sequence (listed: an upper bound on the list's length).
-  const int64_t tiles = static_cast<int64_t>((p.seqlen_q + Cfg::kBlockM - 1) / Cfg::kBlockM) * p.heads_q * p.batch;
+  const int64_t items = static_cast<int64_t>((p.seqlen_q + Cfg::kBlockM - 1) / Cfg::kBlockM) * p.batch;
+  const int64_t tiles = items * p.heads_q;
+  const bool fits = kCausal ? items <= Cfg::kSchedItems && items * p.batch <= Cfg::kSchedWork : true;
+  const bool listed = kListable && p.batch <= Cfg::kSchedSeqs && fits && sm90_varlen_persistent();
+  const int smem = Cfg::kSmemBytes + (listed ? (kCausal ? Cfg::causal_sched_bytes(static_cast<int>(items))
+                                                        : Cfg::sched_bytes(p.batch))
+                                             : 0);
   if (tiles > INT32_MAX) return cudaErrorNotSupported;
   const int grid = varlen && !listed ? static_cast<int>(tiles)
                                      : static_cast<int>(std::min<int64_t>(tiles, sm90_sm_count()));

@@ -84,6 +84,12 @@ struct Sm90TileConfig {
   static constexpr int kSchedRoom = 227 * 1024 - kSmemBytes;
   static constexpr int kSchedSeqs = (kSchedRoom - 4) / 8 / 32 * 32 < 512 ? (kSchedRoom - 4) / 8 / 32 * 32 : 512;
   static constexpr int sched_bytes(int batch) { return (2 * batch + 1) * 4; }
+  // Causal varlen lists: the item count, then up to kSchedItems items (sequence, tile), each
+  // placed in O(batch) by the CTA's threads: calls with items x batch above kSchedWork (2^17:
+  // ~350 rank steps a thread at 384 threads, ~2 us) run one CTA per tile.
+  static constexpr int kSchedItems = (kSchedRoom - 4) / 4 / 32 * 32 < 4096 ? (kSchedRoom - 4) / 4 / 32 * 32 : 4096;
+  static constexpr int64_t kSchedWork = int64_t(1) << 17;
+  static constexpr int causal_sched_bytes(int items) { return (items + 1) * 4; }
   static_assert(kSchedSeqs >= 32 && 2 * kSchedSeqs * 4 <= kQBytes, "no room for the varlen tile list");
 };
 

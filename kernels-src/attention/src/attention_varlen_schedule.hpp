@@ -85,4 +85,53 @@ KH_ATTN_HD VarlenTile varlen_tile_at(const int32_t* first_tile, const int32_t* s
   return t;
 }
 
+// Causal lists. A causal tile's cost falls with its distance from its sequence's end, so the
+// list is of (sequence, tile) items sorted by cost, each item the tiles of all heads (head
+// fastest). Tile j of a sequence counts from its end (j = 0 ends at the last query row, as the
+// one-CTA-per-tile causal grid aligns them: the partial tile is the sequence's first rows); its
+// rows see keys below len_k - j block_m (bottom-right), so its cost is
+//   varlen_causal_key = ceil((len_k - j block_m) / block_n) key blocks (0 when none),
+// non-increasing in j. Order: key descending, ties by sequence index, then by j. Item (b, j)'s
+// place in it is computable from the sequences' (len_k, tiles) alone, O(n) an item:
+//   rank = j + sum over b' < b of count_ge(b', key) + sum over b' > b of count_gt(b', key)
+// (count_gt(b', x): tiles of b' whose key is > x; the tiles of b before j are the j whose key is
+// >= b's key). Every CTA computes the same list; no sort, no atomics.
+KH_ATTN_HD int32_t varlen_causal_key(int32_t len_k, int32_t j, int32_t block_m, int32_t block_n) {
+  const int64_t keys = static_cast<int64_t>(len_k) - static_cast<int64_t>(j) * block_m;
+  return keys > 0 ? static_cast<int32_t>((keys + block_n - 1) / block_n) : 0;
+}
+
+// Tiles j in [0, tiles) of a sequence with len_k keys whose key is > x (x >= -1): those with
+// j block_m < len_k - x block_n.
+KH_ATTN_HD int32_t varlen_causal_count_gt(int32_t len_k, int32_t tiles, int32_t x, int32_t block_m, int32_t block_n) {
+  if (x < 0) return tiles;
+  const int64_t room = static_cast<int64_t>(len_k) - static_cast<int64_t>(x) * block_n;
+  if (room <= 0) return 0;
+  const int64_t c = (room + block_m - 1) / block_m;
+  return c < tiles ? static_cast<int32_t>(c) : tiles;
+}
+
+KH_ATTN_HD int32_t varlen_causal_rank(const int32_t* len_k, const int32_t* tiles, int32_t n, int32_t b, int32_t j,
+                                      int32_t block_m, int32_t block_n) {
+  const int32_t key = varlen_causal_key(len_k[b], j, block_m, block_n);
+  int32_t rank = j;
+  for (int32_t o = 0; o < n; ++o) {
+    if (o == b) continue;
+    rank += varlen_causal_count_gt(len_k[o], tiles[o], o < b ? key - 1 : key, block_m, block_n);
+  }
+  return rank;
+}
+
+// An item of a causal list: (sequence, tile from its end), packed; the launch keeps lists to
+// fewer than 2^16 items and sequences.
+KH_ATTN_HD int32_t varlen_causal_item(int32_t b, int32_t j) { return (b << 16) | j; }
+KH_ATTN_HD VarlenTile varlen_causal_tile_at(const int32_t* items, int32_t heads, int32_t p) {
+  const int32_t it = items[p / heads];
+  VarlenTile t;
+  t.seq = it >> 16;
+  t.head = p - (p / heads) * heads;
+  t.m_block = it & 0xffff;  // here: the tile's place from the sequence's end
+  return t;
+}
+
 }  // namespace kh_attention

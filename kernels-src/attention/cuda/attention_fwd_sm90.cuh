@@ -381,6 +381,16 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     release(empty_k(stage(0)));
     softmax(tl.vis.n_hi - 1, correction);  // O is still zero: no rescale
     pack_p();
+    // Varlen mode zeroes the first block's V tail here rather than in the steady-state loop:
+    // there, the conditional barrier (taken or not) sat between the wgmma of S and that of P V,
+    // where the varlen instance waited on the tensor cores twice as often as attention_fwd's
+    // (Nsight Compute, same work: 12% slower; cuda/NOTES.md, varlen). The general mode keeps the
+    // loop's place: here it spilled 20-24 more bytes a thread at d = 80 and 96 (causal).
+    constexpr bool kZeroFirst = kMode == Sm90Mode::kVarlen;
+    if (kZeroFirst && zero_tail) {
+      mbar_wait(full_v(stage(0)), phase(0));
+      zero_v_tail(stage(0));
+    }
 
     // Steady state: S of block it + 1 runs on the tensor cores beside P V of block it, and
     // its softmax overlaps that P V (FlashAttention-3's intra-warpgroup pipelining). The loop
@@ -396,7 +406,7 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
       issue_qk(s_next);
       fence_operands(acc_o);
       mbar_wait(full_v(s), phase(it));
-      if (it == 0 && zero_tail) zero_v_tail(s);
+      if (!kZeroFirst && it == 0 && zero_tail) zero_v_tail(s);
       issue_pv(s);
       turn_pass();
       wgmma_wait<1>();  // S of block it + 1 is done; P V of block it may still run
@@ -414,7 +424,7 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     // The last block's P V.
     const int s = stage(it);
     mbar_wait(full_v(s), phase(it));
-    if (it == 0 && zero_tail) zero_v_tail(s);
+    if (!kZeroFirst && it == 0 && zero_tail) zero_v_tail(s);
     turn_sync();
     fence_operands(acc_o);
     issue_pv(s);

@@ -14,17 +14,12 @@ export PYTHONUNBUFFERED=1
 build=build-attn-cuda90
 lib=$build/attention/libkh_attention_cuda.so
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
-build_lib() {  # source tree, build dir, extra cmake arguments...
-  [[ -f "$2/attention/libkh_attention_cuda.so" ]] && return 0
-  local gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
-  cmake -S "$1/tests/gpu/attention/standalone" -B "$2" "${gen[@]}" -DKH_BUILD_TARGET=cuda-sm90a ${KH_DLPACK_INCLUDE_DIR:+-DKH_DLPACK_INCLUDE_DIR=$KH_DLPACK_INCLUDE_DIR} "${@:3}" >"$LOG/probe_cmake_$(basename "$2").log" 2>&1 &&
-    cmake --build "$2" -j "$(nproc)" >>"$LOG/probe_cmake_$(basename "$2").log" 2>&1 || { tail -30 "$LOG/probe_cmake_$(basename "$2").log"; return 1; }
-}
+. tests/gpu/attention/build_standalone.sh
 start=$SECONDS
 base=${KH_PROBE_BASE:-}
 pids=()
-build_lib . "$build" & pids+=($!)
-[[ -n "$base" ]] && { build_lib "$base" "$build-base" & pids+=($!); }
+build_attention_lib . "$build" & pids+=($!)
+[[ -n "$base" ]] && { build_attention_lib "$base" "$build-base" & pids+=($!); }
 for pid in "${pids[@]}"; do wait "$pid" || exit 1; done
 echo "built in $((SECONDS - start)) s"
 rc=0

@@ -182,6 +182,29 @@ VarlenList build_varlen_list(const std::vector<int32_t>& cu_q, const std::vector
   return l;
 }
 
+// A random trial's sequence count (small for the first `small_trials`, up to `many` after),
+// heads and the tile shape of one of the kernels' buckets.
+struct TrialShape {
+  int32_t n, heads, block_m, block_n;
+};
+
+TrialShape random_trial_shape(std::mt19937& rng, int trial, int small_trials, uint32_t few, uint32_t many,
+                              uint32_t max_heads) {
+  TrialShape t;
+  t.n = 1 + static_cast<int32_t>(rng() % (trial < small_trials ? few : many));
+  t.heads = 1 + static_cast<int32_t>(rng() % max_heads);
+  t.block_m = std::vector<int32_t>{64, 128, 192}[rng() % 3];
+  t.block_n = std::vector<int32_t>{80, 96, 112, 128}[rng() % 4];
+  return t;
+}
+
+// A random sequence's query rows by kind: 0 none, 1 one, 2 a whole number of query blocks, else
+// anything below max_len.
+int32_t random_len_q(std::mt19937& rng, int kind, int32_t block_m, uint32_t max_len) {
+  if (kind == 0 || kind == 1) return kind;
+  return kind == 2 ? block_m * (1 + static_cast<int32_t>(rng() % 3)) : static_cast<int32_t>(rng() % max_len);
+}
+
 std::vector<int32_t> offsets(const std::vector<int32_t>& lens) {
   std::vector<int32_t> cu(1, 0);
   for (int32_t len : lens) cu.push_back(cu.back() + len);
@@ -195,16 +218,12 @@ TEST_CASE("attention tiles: the persistent varlen tile list holds every tile onc
   std::mt19937 rng(1212);
   int lists = 0;
   for (int trial = 0; trial < 400; ++trial) {
-    const int32_t n = 1 + static_cast<int32_t>(rng() % (trial < 300 ? 12 : 300));
-    const int32_t heads = 1 + static_cast<int32_t>(rng() % 5);
-    const int32_t block_m = std::vector<int32_t>{64, 128, 192}[rng() % 3];
-    const int32_t block_n = std::vector<int32_t>{80, 96, 112, 128}[rng() % 4];
+    const TrialShape shape = random_trial_shape(rng, trial, 300, 12, 300, 5);
+    const int32_t n = shape.n, heads = shape.heads, block_m = shape.block_m, block_n = shape.block_n;
     std::vector<int32_t> lens_q(n), lens_k(n);
     for (int32_t b = 0; b < n; ++b) {
       // Empty sequences, a row or a key, lengths around block edges, equal lengths (ties).
-      const int kind = static_cast<int>(rng() % 6);
-      lens_q[b] = kind == 0 ? 0 : kind == 1 ? 1 : kind == 2 ? block_m * (1 + static_cast<int32_t>(rng() % 3))
-                                                            : static_cast<int32_t>(rng() % 700);
+      lens_q[b] = random_len_q(rng, static_cast<int>(rng() % 6), block_m, 700);
       lens_k[b] = rng() % 4 == 0 ? lens_q[b] : static_cast<int32_t>(rng() % 700);
     }
     const std::vector<int32_t> cu_q = offsets(lens_q), cu_k = offsets(lens_k);
@@ -278,17 +297,14 @@ TEST_CASE("attention tiles: the causal varlen list orders every (sequence, tile)
   using kh_attention::VarlenTile;
   std::mt19937 rng(4242);
   for (int trial = 0; trial < 500; ++trial) {
-    const int32_t n = 1 + static_cast<int32_t>(rng() % (trial < 400 ? 10 : 200));
-    const int32_t heads = 1 + static_cast<int32_t>(rng() % 4);
-    const int32_t block_m = std::vector<int32_t>{64, 128, 192}[rng() % 3];
-    const int32_t block_n = std::vector<int32_t>{80, 96, 112, 128}[rng() % 4];
+    const TrialShape shape = random_trial_shape(rng, trial, 400, 10, 200, 4);
+    const int32_t n = shape.n, heads = shape.heads, block_m = shape.block_m, block_n = shape.block_n;
     std::vector<int32_t> len_k(n), tiles(n);
     for (int32_t b = 0; b < n; ++b) {
       // Empty sequences, one row, block edges, more keys than rows (a cache before the chunk),
       // fewer keys than rows (tiles that see none), equal sequences (ties).
       const int kind = static_cast<int>(rng() % 7);
-      const int32_t len_q = kind == 0 ? 0 : kind == 1 ? 1 : kind == 2 ? block_m * (1 + static_cast<int32_t>(rng() % 3))
-                                                                      : static_cast<int32_t>(rng() % 900);
+      const int32_t len_q = random_len_q(rng, kind, block_m, 900);
       len_k[b] = kind == 3 ? len_q + static_cast<int32_t>(rng() % 500) : kind == 4 ? len_q / 3 : len_q;
       tiles[b] = (len_q + block_m - 1) / block_m;
       if (kind == 5 && b > 0) len_k[b] = len_k[b - 1], tiles[b] = tiles[b - 1];

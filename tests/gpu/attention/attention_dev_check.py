@@ -70,6 +70,17 @@ class KhNegotiation(ctypes.Structure):
                 ("module", ctypes.POINTER(KhModuleDesc))]
 
 
+def negotiate(path):
+    """(library, negotiation) of a kernel library after kh_kernel_negotiate at ABI 1.x;
+    negotiation.module.contents is its module descriptor."""
+    lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
+    neg = KhNegotiation(ctypes.sizeof(KhNegotiation), 1 << 16, (1 << 16) | 0xFFFF, 0, None)
+    rc = lib.kh_kernel_negotiate(ctypes.byref(neg))
+    if rc != 0:
+        raise RuntimeError(f"kh_kernel_negotiate returned {rc}")
+    return lib, neg
+
+
 def dl_tensor(t):
     """A DLTensor borrowing torch tensor t (kept alive by the returned tuple)."""
     shape = (ctypes.c_int64 * t.dim())(*t.shape)
@@ -85,11 +96,7 @@ class ModuleAttention:
     """Calls attention_fwd through the kernel ABI, as the loader would."""
 
     def __init__(self, path):
-        self.lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
-        neg = KhNegotiation(ctypes.sizeof(KhNegotiation), 1 << 16, (1 << 16) | 0xFFFF, 0, None)
-        rc = self.lib.kh_kernel_negotiate(ctypes.byref(neg))
-        if rc != 0:
-            raise RuntimeError(f"kh_kernel_negotiate returned {rc}")
+        self.lib, neg = negotiate(path)
         mod = neg.module.contents
         print(f"module {mod.name.decode()} {mod.version.decode()} variant {mod.variant.decode()} "
               f"device_type {mod.device_type} abi {neg.kernel_abi >> 16}.{neg.kernel_abi & 0xffff}")

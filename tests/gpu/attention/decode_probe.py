@@ -24,7 +24,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from attention_dev_check import (KH_VALUE_DOUBLE, KH_VALUE_INT, KH_VALUE_NONE, KH_VALUE_TENSOR,  # noqa: E402
-                                 DLDataType, DLDevice, DLTensor, KhCallCtx, KhNegotiation, KhValue)
+                                 DLDataType, DLDevice, DLTensor, KhCallCtx, KhValue, negotiate)
 
 L2_BYTES = 50 * 1024 * 1024
 DL_TYPES = {torch.bfloat16: (4, 16), torch.float16: (2, 16), torch.float32: (2, 32), torch.int32: (0, 32)}
@@ -44,10 +44,7 @@ class DecodeOp:
     """attention_decode_paged of a kernel library, through kh_kernel_negotiate + invoke."""
 
     def __init__(self, path):
-        self.lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
-        neg = KhNegotiation(ctypes.sizeof(KhNegotiation), 1 << 16, (1 << 16) | 0xFFFF, 0, None)
-        if self.lib.kh_kernel_negotiate(ctypes.byref(neg)) != 0:
-            raise RuntimeError("kh_kernel_negotiate failed")
+        self.lib, neg = negotiate(path)
         mod = neg.module.contents
         self.variant = mod.variant.decode()
         self.invoke = None

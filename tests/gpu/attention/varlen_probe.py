@@ -18,7 +18,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from attention_dev_check import (KH_VALUE_BOOL, KH_VALUE_DOUBLE, KH_VALUE_INT, KH_VALUE_NONE,  # noqa: E402
-                                 KH_VALUE_TENSOR, KhCallCtx, KhNegotiation, KhValue)
+                                 KH_VALUE_TENSOR, KhCallCtx, KhValue, negotiate)
 from decode_probe import dl_tensor  # noqa: E402
 
 
@@ -26,10 +26,7 @@ class Ops:
     """The library's ops by name: ops[name](*args) with tensors, None, ints, floats and bools."""
 
     def __init__(self, path):
-        self.lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
-        neg = KhNegotiation(ctypes.sizeof(KhNegotiation), 1 << 16, (1 << 16) | 0xFFFF, 0, None)
-        if self.lib.kh_kernel_negotiate(ctypes.byref(neg)) != 0:
-            raise RuntimeError("kh_kernel_negotiate failed")
+        self.lib, neg = negotiate(path)
         mod = neg.module.contents
         self.invokes = {mod.ops[i].name.decode(): mod.ops[i].invoke for i in range(mod.num_ops)}
         self.err = ctypes.create_string_buffer(1024)

@@ -115,28 +115,14 @@ void usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int runs = 7;
-  size_t size_mib = 64;
-  std::string work, kernels, curl = "curl";
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        usage();
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--runs") runs = std::max(1, std::atoi(next().c_str()));
-    else if (a == "--size-mib") size_mib = static_cast<size_t>(std::max(1, std::atoi(next().c_str())));
-    else if (a == "--work") work = next();
-    else if (a == "--kernels") kernels = next();
-    else if (a == "--curl") curl = next();
-    else {
-      usage();
-      return a == "--help" || a == "-h" ? 0 : 2;
-    }
-  }
+  kh_bench::GetBenchOptions opt;
+  opt.size_mib = 64;
+  opt.curl = "curl";
+  if (const int status = kh_bench::parse_get_bench_args(argc, argv, opt, true, usage); status >= 0) return status;
+  const int runs = opt.runs;
+  const size_t size_mib = opt.size_mib;
+  std::string work = opt.work;
+  const std::string kernels = opt.kernels, curl = opt.curl;
   ::setenv("no_proxy", "127.0.0.1,localhost", 1);
   ::setenv("NO_PROXY", "127.0.0.1,localhost", 1);
   bool own_work = work.empty();

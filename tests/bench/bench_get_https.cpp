@@ -121,19 +121,15 @@ int main(int argc, char** argv) {
   if (const int status = kh_bench::parse_get_bench_args(argc, argv, opt, true, usage); status >= 0) return status;
   const int runs = opt.runs;
   const size_t size_mib = opt.size_mib;
-  std::string work = opt.work;
   const std::string kernels = opt.kernels, curl = opt.curl;
   ::setenv("no_proxy", "127.0.0.1,localhost", 1);
   ::setenv("NO_PROXY", "127.0.0.1,localhost", 1);
-  bool own_work = work.empty();
-  if (own_work) {
-    if ((work = kh_bench::scratch_dir("kh-bench-get")).empty()) {
-      std::perror("mkdtemp");
-      return 1;
-    }
-  } else {
-    reg::make_directories(work);
+  const kh_bench::ScratchDir scratch(opt.work, "kh-bench-get");
+  if (!scratch.ok()) {
+    std::perror("bench_get_https: scratch directory");
+    return 1;
   }
+  const std::string& work = scratch.path();
   int rc = 0;
   try {
     // 1. A hub with one package whose blob is about size_mib MiB.
@@ -317,12 +313,6 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_get_https: %s\n", e.what());
     rc = 1;
-  }
-  if (own_work) {
-    try {
-      reg::remove_tree(work);
-    } catch (...) {
-    }
   }
   return rc;
 }

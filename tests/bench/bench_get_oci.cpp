@@ -71,7 +71,6 @@ int main(int argc, char** argv) {
   if (const int status = kh_bench::parse_get_bench_args(argc, argv, opt, false, usage); status >= 0) return status;
   const int runs = opt.runs;
   const size_t size_mib = opt.size_mib;
-  std::string work = opt.work;
   const std::string kernels = opt.kernels;
   if (kernels.empty()) {
     usage();
@@ -79,11 +78,12 @@ int main(int argc, char** argv) {
   }
   ::setenv("no_proxy", "127.0.0.1,localhost", 1);
   ::setenv("NO_PROXY", "127.0.0.1,localhost", 1);
-  const bool own_work = work.empty();
-  if (own_work && (work = kh_bench::scratch_dir("kh-bench-oci")).empty()) {
-    std::perror("mkdtemp");
+  const kh_bench::ScratchDir scratch(opt.work, "kh-bench-oci");
+  if (!scratch.ok()) {
+    std::perror("bench_get_oci: scratch directory");
     return 1;
   }
+  const std::string& work = scratch.path();
   int rc = 0;
   try {
     std::printf("setting up: 3 packages of %zu MiB, nginx https and docker-registry (TLS, htpasswd) on loopback ...\n",
@@ -184,12 +184,6 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_get_oci: %s\n", e.what());
     rc = 1;
-  }
-  if (own_work) {
-    try {
-      reg::remove_tree(work);
-    } catch (...) {
-    }
   }
   return rc;
 }

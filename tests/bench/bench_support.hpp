@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <system_error>
 #include <vector>
 
 namespace kh_bench {
@@ -23,6 +24,30 @@ inline std::string scratch_dir(const std::string& stem) {
   std::string templ = std::string(tmp != nullptr && *tmp ? tmp : "/tmp") + "/" + stem + "-XXXXXX";
   return ::mkdtemp(templ.data()) == nullptr ? "" : templ;
 }
+
+// A benchmark's scratch directory: the one given (created if missing, kept afterwards), or a new
+// "$TMPDIR/<stem>-XXXXXX" removed with everything in it when this goes out of scope. ok() is false
+// when there is none.
+class ScratchDir {
+ public:
+  ScratchDir(const std::string& given, const std::string& stem) : owned_(given.empty()) {
+    std::error_code ec;
+    if (owned_) path_ = scratch_dir(stem);
+    else if (std::filesystem::create_directories(given, ec), !ec) path_ = given;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    if (owned_ && !path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::string& path() const { return path_; }
+  bool ok() const { return !path_.empty(); }
+
+ private:
+  bool owned_;
+  std::string path_;
+};
 
 // The first shared library under package_dir ("" if none): a package holds one.
 inline std::string package_library(const std::string& package_dir) {

@@ -29,9 +29,9 @@ enum AttentionDecodeArg : uint32_t {
   kAttentionDecodeNumArgs
 };
 
-// Head dims of the decode op: every multiple of 8 from 32 to 256.
+// Head dims of the decode op: every multiple of 8 from 32 to 256 (attention_decode_params.hpp).
 constexpr bool attention_decode_supports_head_dim(int64_t head_dim) {
-  return head_dim >= 32 && head_dim <= 256 && head_dim % 8 == 0;
+  return head_dim >= kDecodeMinHeadDim && head_dim <= kDecodeMaxHeadDim && head_dim % 8 == 0;
 }
 
 kh_status parse_attention_decode_args(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,

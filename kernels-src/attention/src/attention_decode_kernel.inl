@@ -376,7 +376,6 @@ __global__ void KH_DEC_SPLIT_BOUNDS(ROWS) decode_split_kernel(const DecodeParams
 constexpr int kCombineWarps = 4;
 constexpr int kCombineThreads = 32 * kCombineWarps;
 constexpr int kCombineBatch = 8;
-constexpr int kCombineMaxDim = 256;
 
 struct CombineShape {
   int warps_per_row = 1;
@@ -396,7 +395,7 @@ inline CombineShape decode_combine_shape(const DecodeParams& p, int num_splits) 
 template <typename Tag>
 __global__ void __launch_bounds__(kCombineThreads) decode_combine_kernel(const DecodeParams p, const int num_splits,
                                                                          const int warps_per_row) {
-  __shared__ float sums[kCombineWarps][kCombineMaxDim];
+  __shared__ float sums[kCombineWarps][kDecodeMaxHeadDim];
   // Launched as a programmatic dependent of the split kernel (sm90), this grid may start
   // before the split kernel ends: nothing of the workspace is read before it has.
   KH_DEC_WAIT_PRIOR_GRID();

@@ -19,6 +19,10 @@ namespace kh_attention {
 // shapes and the device (never from seq_lens' values: no host read), so a workspace sized by
 // this rule is enough on every device and stays valid across CUDA graph replays.
 constexpr int64_t kDecodeMaxSplits = 64;
+// Head dims the op takes: multiples of 8 from kDecodeMinHeadDim to kDecodeMaxHeadDim (kernels
+// size per-row buffers by the maximum).
+constexpr int kDecodeMinHeadDim = 32;
+constexpr int kDecodeMaxHeadDim = 256;
 constexpr int64_t kDecodeMinSplitKeys = 128;
 constexpr int64_t kDecodeSplitCtaBudget = 4096;
 

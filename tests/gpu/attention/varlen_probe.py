@@ -11,7 +11,6 @@ import argparse
 import ctypes
 import math
 import os
-import statistics
 import sys
 
 import torch
@@ -19,7 +18,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from attention_dev_check import (KH_VALUE_BOOL, KH_VALUE_DOUBLE, KH_VALUE_INT, KH_VALUE_NONE,  # noqa: E402
                                  KH_VALUE_TENSOR, KhCallCtx, KhValue, negotiate)
-from decode_probe import dl_tensor  # noqa: E402
+from decode_probe import dl_tensor, time_us  # noqa: E402
 
 
 class Ops:
@@ -62,20 +61,6 @@ class Ops:
         return call
 
 
-def median_ms(call, reps=30):
-    for _ in range(3):
-        call()
-    torch.cuda.synchronize()
-    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
-    torch.cuda._sleep(20_000_000)
-    for s, e in ev:
-        s.record()
-        call()
-        e.record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in ev)
-
-
 def flops(lens, heads, d, causal):
     f = sum(4.0 * heads * n * n * d for n in lens)
     return f / 2 if causal else f
@@ -113,7 +98,7 @@ def main():
         torch.cuda.synchronize()
         return
     mode = "causal" if args.causal else "full"
-    t_var, t_fix = median_ms(varlen), median_ms(fixed)
+    t_var, t_fix = time_us([varlen], 30) / 1e3, time_us([fixed], 30) / 1e3  # ms
     tf_var = flops(lens, h, d, args.causal) / t_var / 1e9
     tf_fix = flops([eq] * len(lens), h, d, args.causal) / t_fix / 1e9
     env = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("KH_ATTENTION"))

@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "attention_causal_schedule.hpp"
 #include "attention_fwd_buckets.hpp"
 #include "attention_varlen_schedule.hpp"
 #include "attention_visibility.hpp"
@@ -353,6 +354,73 @@ TEST_CASE("attention tiles: the causal varlen list orders every (sequence, tile)
   CHECK(kh_attention::varlen_causal_rank(lk.data(), nt.data(), 4, 0, 0, 128, 128) == 0);
   CHECK(kh_attention::varlen_causal_rank(lk.data(), nt.data(), 4, 3, 15, 128, 128) == 127);
   CHECK(kh_attention::varlen_causal_rank(lk.data(), nt.data(), 4, 1, 7, 128, 128) == 125);
+}
+
+TEST_CASE("attention tiles: the causal pair schedule gives every tile to one CTA, balanced, few heads at a time") {
+  using kh_attention::CausalPairPlan;
+  std::mt19937 rng(515);
+  std::vector<std::tuple<int32_t, int32_t, int32_t>> shapes{
+      {32, 64, 132}, {64, 32, 132}, {33, 64, 132}, {32, 128, 132}, {8, 16, 132}, {1, 300, 132}, {3, 200, 132},
+      {2, 1, 1}, {1, 1, 1}, {5, 7, 3}, {256, 8, 132}, {31, 1, 132}};
+  for (int i = 0; i < 150; ++i)
+    shapes.emplace_back(1 + static_cast<int32_t>(rng() % 80), 1 + static_cast<int32_t>(rng() % 200),
+                        1 + static_cast<int32_t>(rng() % 140));
+  for (const auto& [m_blocks, heads, grid] : shapes) {
+    CAPTURE(m_blocks);
+    CAPTURE(heads);
+    CAPTURE(grid);
+    const CausalPairPlan plan = kh_attention::causal_pair_plan(m_blocks, heads, grid);
+    REQUIRE(plan.positions() == m_blocks * heads);
+    std::vector<int> seen(static_cast<size_t>(m_blocks) * heads, 0);
+    std::vector<int64_t> load(grid, 0);  // cost: key blocks (m + 1) + 1 for the tile's own overhead
+    int64_t longest = 0;
+    for (int32_t b = 0; b < grid; ++b) {
+      int32_t last = -1;
+      for (int32_t k = 0;; ++k) {
+        const int32_t t = kh_attention::causal_pair_position(plan, k, b);
+        if (t >= plan.positions()) break;
+        if (t <= last) REQUIRE(t > last);  // a CTA's positions rise, so its walk ends
+        last = t;
+        const kh_attention::CausalTile tile = kh_attention::causal_pair_tile(plan, t);
+        const bool inside = tile.m_block >= 0 && tile.m_block < m_blocks && tile.head >= 0 && tile.head < heads;
+        REQUIRE(inside);
+        ++seen[static_cast<size_t>(tile.head) * m_blocks + tile.m_block];
+        load[b] += tile.m_block + 2;
+        longest = std::max<int64_t>(longest, tile.m_block + 2);
+      }
+    }
+    CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+    // Balance: the busiest CTA within a tile of the mean, and within 6% of the busiest under
+    // the longest-first order of every tile (dealt the same way, in rounds of alternating
+    // direction), the order this schedule replaces.
+    std::vector<int64_t> lpt(grid, 0);
+    for (int32_t round = 0; round * grid < m_blocks * heads; ++round)
+      for (int32_t b = 0; b < grid; ++b) {
+        const int32_t pos = round * grid + ((round & 1) ? grid - 1 - b : b);
+        if (pos < m_blocks * heads) lpt[b] += (m_blocks - 1 - pos / heads) + 2;
+      }
+    const double mean = static_cast<double>(std::accumulate(load.begin(), load.end(), int64_t{0})) / grid;
+    const int64_t busiest = *std::max_element(load.begin(), load.end());
+    CHECK(static_cast<double>(busiest) <= mean + static_cast<double>(longest));
+    CHECK(static_cast<double>(busiest) <= 1.06 * static_cast<double>(*std::max_element(lpt.begin(), lpt.end())) + 2);
+    // Locality: the pairs of one round belong to at most grid / (pairs a head) + 2 heads.
+    for (int32_t r = 0; r < plan.pair_rounds; ++r) {
+      std::vector<int32_t> hs;
+      for (int32_t b = 0; b < grid; ++b)
+        hs.push_back(kh_attention::causal_pair_tile(plan, kh_attention::causal_pair_position(plan, 2 * r, b)).head);
+      std::sort(hs.begin(), hs.end());
+      hs.erase(std::unique(hs.begin(), hs.end()), hs.end());
+      CHECK(static_cast<int32_t>(hs.size()) <= grid / plan.pairs_per_head() + 2);
+    }
+  }
+  // b4 s4k h16 at d192 (32 query blocks of 128 rows, 64 heads) on 132 SMs: 6 rounds of pairs,
+  // then a tail of 464 tiles; the first pair is head 0's last and first query blocks.
+  const CausalPairPlan plan = kh_attention::causal_pair_plan(32, 64, 132);
+  CHECK(plan.pair_rounds == 6);
+  CHECK(plan.tail_tiles == 464);
+  CHECK(kh_attention::causal_pair_tile(plan, 0).m_block == 31);
+  CHECK(kh_attention::causal_pair_tile(plan, 1).m_block == 0);
+  CHECK(kh_attention::causal_pair_tile(plan, plan.pair_positions()).m_block == 31);
 }
 
 TEST_CASE("attention tiles: the persistent varlen tile list from clamped cu_seqlens") {

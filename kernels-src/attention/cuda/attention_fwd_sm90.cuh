@@ -44,6 +44,7 @@
 #include <type_traits>
 
 #include "attention_cuda_common.cuh"
+#include "attention_causal_schedule.hpp"
 #include "attention_fwd_sm90.hpp"
 #include "attention_varlen_schedule.hpp"
 #include "attention_visibility.hpp"
@@ -584,10 +585,18 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
   const int heads_batches = p.heads_q * p.batch;
   int num_tiles = m_blocks * heads_batches;  // listed: the list's length, once it is built
   const int group = p.heads_q / p.heads_kv;
+  // attention_fwd causal without a window at two consumer warpgroups (d >= 128): the pair
+  // schedule of attention_causal_schedule.hpp (CTAs side by side on a few heads, K and V from
+  // L2; on the H200 +14% at b4 s4k h16 d192, +17% at d256, +6% at d128; 2.1 -> 0.35 GB from
+  // DRAM at d192). At three warpgroups (d <= 96, less K/V a head) it measured 2-4% slower than
+  // the longest-first order, which those keep. The plan is recomputed where it is used (a few
+  // integer ops) rather than held across the tiles.
+  const bool pairs = kCausal && !varlen && window_left < 0 && Cfg::kConsumerWarpgroups == 2;
+  auto plan = [&] { return causal_pair_plan(m_blocks, heads_batches, static_cast<int>(gridDim.x)); };
   // Tile order. attention_fwd non-causal: q block fastest, then head, then batch, so that
-  // CTAs running side by side share K and V in L2. Causal: longest first across all heads
-  // (q block slowest), so that the short tiles come last and fill the gaps
-  // (longest-processing-time order). Varlen (one CTA per tile, dealt by the hardware in
+  // CTAs running side by side share K and V in L2. Causal: the pair schedule above, or
+  // longest first across all heads (q block slowest), so that the short tiles come last and
+  // fill the gaps (longest-processing-time order). Varlen (one CTA per tile, dealt by the hardware in
   // order): q block slowest too, counted from each sequence's end for causal calls (the
   // tiles that see the most keys first) and from max_seqlen_q down for the others (the tiles
   // only long sequences have first); tiles past a sequence's rows are empty. Listed (varlen on
@@ -622,7 +631,11 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
                        : (m_blocks - 1 - m_idx) * kBlockM;
     } else {
       int m_block;
-      if constexpr (kCausal) {
+      if (pairs) {
+        const CausalTile c = causal_pair_tile(plan(), t);
+        m_block = c.m_block;
+        hb = c.head;
+      } else if constexpr (kCausal) {
         m_block = m_blocks - 1 - t / heads_batches;
         hb = t % heads_batches;
       } else {
@@ -645,6 +658,7 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
   // num_tiles CTAs (varlen, not listed) takes one tile each.
   auto scheduled = [&](int k) {
     const int g = static_cast<int>(gridDim.x), b = static_cast<int>(blockIdx.x);
+    if (pairs) return causal_pair_position(plan(), k, b);
     const int pos = k * g + (((kCausal || listed) && (k & 1)) ? g - 1 - b : b);
     return pos < num_tiles ? pos : num_tiles;
   };
@@ -722,7 +736,8 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
 // and K/V loads overlap this one's last products and epilogue). Non-causal: +2% at s = 4k,
 // +10% at s = 1k on the H200 against one CTA per tile. Causal, with the longest-first snake
 // order: d = 64 +2-9%, d = 128 -3% (s = 1k) to +3-6% (s >= 8k); dealt round-robin in the
-// q-block order instead, it lost 40% at d = 64 s = 4k (every CTA drew the same q block).
+// q-block order instead, it lost 40% at d = 64 s = 4k (every CTA drew the same q block). At
+// d >= 128 the causal pair schedule has since replaced the snake order (see the kernel).
 // attention_varlen_fwd, full attention, up to kSchedSeqs sequences: the persistent grid over
 // the list each CTA builds (a tile's cost is its sequence's key blocks; the list puts the
 // longest sequences first). With one CTA per tile instead (the 1.1.0 path, still that of causal

@@ -2,6 +2,11 @@
 # [cmake arguments...] builds the sm90a attention library of source tree SRC (tests/gpu/attention/
 # standalone) into BUILD/attention/libkh_attention_cuda.so unless it is there; its log goes to
 # $LOG/probe_cmake_<build dir name>.log. KH_DLPACK_INCLUDE_DIR: where dlpack/dlpack.h is.
+# Also the Nsight Compute metrics the prefill probes collect (KH_PREFILL_NCU_METRICS): warp stalls
+# per issued instruction, the kernel's time and instructions, the L2 hit rate, DRAM bytes read.
+KH_PREFILL_NCU_METRICS="regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio"
+KH_PREFILL_NCU_METRICS+=",gpu__time_duration.sum,smsp__inst_executed.sum,lts__t_sector_hit_rate.pct,dram__bytes_read.sum"
+KH_PREFILL_NCU_METRICS+=",sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__cycles_active.avg"
 build_attention_lib() {
   [[ -f "$2/attention/libkh_attention_cuda.so" ]] && return 0
   local gen=() log="$LOG/probe_cmake_$(basename "$2").log"

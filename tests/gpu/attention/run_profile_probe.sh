@@ -35,12 +35,9 @@ for round in 1 2; do
 done
 if [[ "${KH_PROBE_NCU:-1}" != 0 ]] && command -v ncu >/dev/null; then
   # The same work both ways (8 x 2k, full): where the varlen instance's warps wait longer.
-  m="regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio"
-  m="$m,gpu__time_duration.sum,smsp__inst_executed.sum,lts__t_sector_hit_rate.pct,dram__bytes_read.sum"
-  m="$m,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__cycles_active.avg"
   for only in varlen fixed; do
     timeout 150 ncu --clock-control none --kernel-name regex:attention_fwd_sm90 --launch-skip 2 --launch-count 1 \
-      --metrics "$m" $vp --lens 2048,2048,2048,2048,2048,2048,2048,2048 --only $only >"$LOG/ncu_varlen_$only.txt" 2>&1 || rc=1
+      --metrics "$KH_PREFILL_NCU_METRICS" $vp --lens 2048,2048,2048,2048,2048,2048,2048,2048 --only $only >"$LOG/ncu_varlen_$only.txt" 2>&1 || rc=1
     echo "== ncu $only (8 x 2k full)"
     grep -E "^  [^ ].*\(|^    [a-z]" "$LOG/ncu_varlen_$only.txt" | awk '$NF != "0" && $NF != "0.00"' | head -40
   done

@@ -50,13 +50,10 @@ if [[ "${KH_PROBE_DECODE:-1}" != 0 ]]; then
   done
 fi
 if [[ "${KH_PROBE_NCU:-0}" != 0 ]] && command -v ncu >/dev/null; then
-  m="regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio"
-  m="$m,gpu__time_duration.sum,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"
-  m="$m,smsp__cycles_active.avg,dram__bytes_read.sum,lts__t_sector_hit_rate.pct"
   IFS=',' read -r -a shapes <<<"${KH_PROBE_NCU_SHAPES:-b4s4096h16d192c,b4s4096h16d192f}"
   for shape in "${shapes[@]}"; do
     timeout 200 ncu --clock-control none --kernel-name regex:attention_fwd_sm90 --launch-skip 1 --launch-count 1 \
-      --metrics "$m" python3 tests/gpu/attention/prefill_probe.py --module "${labels[0]}=${libs[0]}" --rounds 1 \
+      --metrics "$KH_PREFILL_NCU_METRICS" python3 tests/gpu/attention/prefill_probe.py --module "${labels[0]}=${libs[0]}" --rounds 1 \
       --shapes "$shape" >"$LOG/ncu_prefill_$shape.txt" 2>&1 || rc=1
     echo "== ncu ${labels[0]} $shape"
     grep -E "^  [^ ].*\(|^    [a-z]" "$LOG/ncu_prefill_$shape.txt" | awk '$NF != "0" && $NF != "0.00"' | head -40

@@ -8,9 +8,11 @@ Per shape: median us (events around each call, queued behind a GPU sleep), TB/s 
 ratio to the copy-bandwidth floor measured here, SDPA on contiguous K/V, and a layout control:
 the same bytes as one KV head (MQA-shaped: heads_q 4, heads_kv 1, batch x 8), whose cache
 blocks are contiguous runs of block_size x 256 bytes instead of 256-byte rows 2 KiB apart.
+--in-order puts the cache blocks of each sequence in order (its K and V contiguous) instead of
+shuffled.
 Correctness is checked against SDPA on every shape (rel. error < 1e-2) before timing.
 
-  python3 decode_probe.py --module LIB [--label TEXT] [--shapes b1x4096,b16x32768] [--sdpa]
+  python3 decode_probe.py --module LIB [--label TEXT] [--shapes b1x4096,b16x32768] [--sdpa] [--in-order]
 """
 import argparse
 import ctypes
@@ -151,14 +153,17 @@ def workspace_floats(batch, hq, hkv, d, max_kv):
     return batch * hq * s * (d + 1) if s > 1 else 0
 
 
-def probe(op, b, kv, hq, hkv, d, bs, floor_tbs, with_sdpa, gen, q_len=1, sdpa_only=False):
+def probe(op, b, kv, hq, hkv, d, bs, floor_tbs, with_sdpa, gen, q_len=1, sdpa_only=False, in_order=False):
     kv_bytes = 2 * b * kv * hkv * d * 2
     nsets = max(1, min(16, math.ceil(2 * L2_BYTES / kv_bytes)))
     nblk = kv // bs
     pool = nsets * b * nblk
     kc = torch.randn(pool, bs, hkv, d, device="cuda", dtype=torch.bfloat16, generator=gen)
     vc = torch.randn(pool, bs, hkv, d, device="cuda", dtype=torch.bfloat16, generator=gen)
-    perm = torch.randperm(pool, device="cuda", generator=gen).to(torch.int32).view(nsets, b, nblk)
+    # Cache blocks in a random order (as an engine's allocator leaves them), or in order: each
+    # sequence's K and V one contiguous run, the layout SDPA reads.
+    order = torch.arange(pool, device="cuda") if in_order else torch.randperm(pool, device="cuda", generator=gen)
+    perm = order.to(torch.int32).view(nsets, b, nblk)
     tables = [perm[i].contiguous() for i in range(nsets)]
     seq = torch.full((b,), kv, device="cuda", dtype=torch.int32)
     qs = [torch.randn(b, q_len, hq, d, device="cuda", dtype=torch.bfloat16, generator=gen) for _ in range(nsets)]
@@ -204,6 +209,7 @@ def main():
     ap.add_argument("--heads", default="32/8", help="heads_q/heads_kv (default 32/8)")
     ap.add_argument("--q-len", type=int, default=1)
     ap.add_argument("--sdpa-only", action="store_true", help="run SDPA alone on each shape (for a profiler)")
+    ap.add_argument("--in-order", action="store_true", help="block tables in order (contiguous K/V per sequence)")
     args = ap.parse_args()
     op = DecodeOp(args.module)
     if args.check and not correctness(op):
@@ -212,7 +218,9 @@ def main():
     gen.manual_seed(1)
     floor = copy_tbs()
     env = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("KH_ATTENTION_DECODE"))
-    print(f"\n## {args.label} [{op.variant}] {env or '(defaults)'}; copy {floor:.2f} TB/s, block size {args.block_size}")
+    order = "blocks in order" if args.in_order else "blocks shuffled"
+    print(f"\n## {args.label} [{op.variant}] {env or '(defaults)'}; copy {floor:.2f} TB/s, block size {args.block_size}, "
+          f"{order}")
     print("| shape | us | TB/s | floor/time | SDPA us | vs SDPA |")
     print("| --- | --- | --- | --- | --- | --- |")
     for shape in args.shapes.split(","):
@@ -223,7 +231,7 @@ def main():
             cases.append(("1 KV head, batch x8", b * 8, hq // hkv, 1))
         for name, bb, hq, hkv in cases:
             us, tbs, ratio, sdpa_us = probe(op, bb, kv, hq, hkv, 128, args.block_size, floor, args.sdpa, gen, args.q_len,
-                                            args.sdpa_only)
+                                            args.sdpa_only, args.in_order)
             s = f"{sdpa_us:.1f} | {sdpa_us / us:.2f}x" if sdpa_us else "- | -"
             print(f"| {shape} {name} | {us:.1f} | {tbs:.2f} | {ratio:.2f} | {s} |", flush=True)
             torch.cuda.empty_cache()

@@ -149,6 +149,10 @@ def check_head_dims(res, kernels, gen, quick, targets):
                 shapes = [(2, 97, 97, 4, 2, False), (2, 41, 130, 4, 2, True)]
                 if (d, dv) in FAST_DIMS:
                     shapes.append((1, 300, 513, 8, 1, True))  # several tiles and key blocks, MQA
+                if (d, dv) in FAST_DIMS and d >= 128 and not quick:
+                    # sm90a's causal pair schedule past its tail: 36 heads x 8 pairs of 128-row
+                    # tiles (17 of them: an odd count) fill more than two rounds of 132 CTAs.
+                    shapes.append((1, 2176, 2176, 36, 4, True))
                 for (b, sq, sk, hq, hkv, causal) in shapes:
                     name = f"d{d}/{dv} b{b} sq{sq} sk{sk} h{hq}/{hkv} {'causal' if causal else 'full'}"
                     cls = "head dims" if (d, dv) not in FAST_DIMS else "fast head dims"

@@ -589,15 +589,15 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
   // schedule of attention_causal_schedule.hpp (CTAs side by side on a few heads, K and V from
   // L2; on the H200 +14% at b4 s4k h16 d192, +17% at d256, +6% at d128; 2.1 -> 0.35 GB from
   // DRAM at d192). At three warpgroups (d <= 96, less K/V a head) it measured 2-4% slower than
-  // the longest-first order, which those keep. The plan is recomputed where it is used (a few
-  // integer ops) rather than held across the tiles.
+  // the longest-first order, which those keep. The plan (a few integer ops) is computed where
+  // it is used.
   const bool pairs = kCausal && !varlen && window_left < 0 && Cfg::kConsumerWarpgroups == 2;
   auto plan = [&] { return causal_pair_plan(m_blocks, heads_batches, static_cast<int>(gridDim.x)); };
   // Tile order. attention_fwd non-causal: q block fastest, then head, then batch, so that
   // CTAs running side by side share K and V in L2. Causal: the pair schedule above, or
   // longest first across all heads (q block slowest), so that the short tiles come last and
-  // fill the gaps (longest-processing-time order). Varlen (one CTA per tile, dealt by the hardware in
-  // order): q block slowest too, counted from each sequence's end for causal calls (the
+  // fill the gaps (longest-processing-time order). Varlen (one CTA per tile, dealt by the
+  // hardware in order): q block slowest too, counted from each sequence's end for causal calls (the
   // tiles that see the most keys first) and from max_seqlen_q down for the others (the tiles
   // only long sequences have first); tiles past a sequence's rows are empty. Listed (varlen on
   // the persistent grid): tile t of the list, which holds only tiles with rows; full attention:

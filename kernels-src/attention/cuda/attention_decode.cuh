@@ -78,12 +78,12 @@ cudaError_t launch_mma(const DecodeParams& p, int row_tiles, int num_splits, con
   return cudaGetLastError();
 }
 
-template <typename Tag, int TPR, int ROWS, bool kBulk>
+template <typename Tag, int TPR, int ROWS>
 cudaError_t launch_staged(const DecodeParams& p, int row_tiles, int num_splits, const dim3& grid, cudaStream_t stream) {
-  constexpr size_t bytes = decode_staged_smem_bytes<TPR, ROWS, kBulk>();
-  static const cudaError_t ready = allow_smem(decode_staged_kernel<Tag, TPR, ROWS, kBulk>, bytes);
+  constexpr size_t bytes = decode_staged_smem_bytes<TPR, ROWS>();
+  static const cudaError_t ready = allow_smem(decode_staged_kernel<Tag, TPR, ROWS>, bytes);
   if (ready != cudaSuccess) return ready;
-  decode_staged_kernel<Tag, TPR, ROWS, kBulk><<<grid, kThreads, bytes, stream>>>(p, row_tiles, num_splits);
+  decode_staged_kernel<Tag, TPR, ROWS><<<grid, kThreads, bytes, stream>>>(p, row_tiles, num_splits);
   return cudaGetLastError();
 }
 
@@ -100,7 +100,7 @@ int occupancy_of(Kernel kernel, size_t bytes) {
 // wider rows, and KH_ATTENTION_DECODE_VARIANT=tcpv, run the register kernel.
 template <int TPR>
 constexpr bool staged_takes(int variant) {
-  return (variant == kVariantStaged || variant == kVariantBulk) && TPR <= 16;
+  return variant == kVariantStaged && TPR <= 16;
 }
 
 // variant: kVariantStaged (the default: K/V through a shared-memory ring of whole lines, both
@@ -121,15 +121,9 @@ cudaError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int
     return cudaGetLastError();
   }
   if constexpr (TPR <= 16) {
-    if (staged_takes<TPR>(variant)) {
-#if defined(KH_ATTENTION_SM90A)
-      if (variant == kVariantBulk)
-        return rows == 4 ? launch_staged<Tag, TPR, 4, true>(p, row_tiles, num_splits, grid, stream)
-                         : launch_staged<Tag, TPR, 8, true>(p, row_tiles, num_splits, grid, stream);
-#endif
-      return rows == 4 ? launch_staged<Tag, TPR, 4, false>(p, row_tiles, num_splits, grid, stream)
-                       : launch_staged<Tag, TPR, 8, false>(p, row_tiles, num_splits, grid, stream);
-    }
+    if (staged_takes<TPR>(variant))
+      return rows == 4 ? launch_staged<Tag, TPR, 4>(p, row_tiles, num_splits, grid, stream)
+                       : launch_staged<Tag, TPR, 8>(p, row_tiles, num_splits, grid, stream);
   }
   return rows == 4 ? launch_mma<Tag, TPR, 4>(p, row_tiles, num_splits, grid, stream)
                    : launch_mma<Tag, TPR, 8>(p, row_tiles, num_splits, grid, stream);
@@ -140,15 +134,9 @@ int decode_split_occupancy(int rows, int variant) {
   if (variant == kVariantSimt)
     return rows == 4 ? occupancy_of(decode_split_kernel<Tag, TPR, 4>, 0) : occupancy_of(decode_split_kernel<Tag, TPR, 8>, 0);
   if constexpr (TPR <= 16) {
-    if (staged_takes<TPR>(variant)) {
-#if defined(KH_ATTENTION_SM90A)
-      if (variant == kVariantBulk)
-        return rows == 4 ? occupancy_of(decode_staged_kernel<Tag, TPR, 4, true>, decode_staged_smem_bytes<TPR, 4, true>())
-                         : occupancy_of(decode_staged_kernel<Tag, TPR, 8, true>, decode_staged_smem_bytes<TPR, 8, true>());
-#endif
-      return rows == 4 ? occupancy_of(decode_staged_kernel<Tag, TPR, 4, false>, decode_staged_smem_bytes<TPR, 4>())
-                       : occupancy_of(decode_staged_kernel<Tag, TPR, 8, false>, decode_staged_smem_bytes<TPR, 8>());
-    }
+    if (staged_takes<TPR>(variant))
+      return rows == 4 ? occupancy_of(decode_staged_kernel<Tag, TPR, 4>, decode_staged_smem_bytes<TPR, 4>())
+                       : occupancy_of(decode_staged_kernel<Tag, TPR, 8>, decode_staged_smem_bytes<TPR, 8>());
   }
   return rows == 4 ? occupancy_of(decode_mma_kernel<Tag, TPR, 4>, decode_mma_smem_bytes<4>())
                    : occupancy_of(decode_mma_kernel<Tag, TPR, 8>, decode_mma_smem_bytes<8>());

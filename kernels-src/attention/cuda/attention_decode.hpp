@@ -13,10 +13,9 @@ namespace decode {
 struct Bf16Tag;
 struct F16Tag;
 
-// Split-kernel variants (KH_ATTENTION_DECODE_VARIANT=staged|bulk|tcpv|simt; staged by default,
-// which serves head dims up to 128 and hands wider rows to tcpv's kernel; bulk: the staged
-// kernel's rows by cp.async.bulk, sm90a builds only).
-constexpr int kVariantStaged = 0, kVariantTensorPv = 1, kVariantSimt = 2, kVariantBulk = 3;
+// Split-kernel variants (KH_ATTENTION_DECODE_VARIANT=staged|tcpv|simt; staged by default, which
+// serves head dims up to 128 and hands wider rows to tcpv's kernel).
+constexpr int kVariantStaged = 0, kVariantTensorPv = 1, kVariantSimt = 2;
 
 // The split kernel over grid (num_splits, heads_kv * row_tiles, batch); rows: 4 or 8 query rows
 // a CTA; variant: which kernel (attention_decode_mma.cuh or attention_decode_kernel.inl).

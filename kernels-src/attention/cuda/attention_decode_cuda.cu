@@ -46,17 +46,13 @@ bool env_flag(const char* name) {
   return v != nullptr && v[0] == '1';
 }
 
-// KH_ATTENTION_DECODE_VARIANT=tcpv|simt|bulk (comparisons): the register kernel at every head dim,
-// the CUDA-core split kernel, or (sm90a) the staged kernel with bulk copies, instead of the
-// staged kernel; KH_ATTENTION_DECODE_SIMT=1 = simt.
+// KH_ATTENTION_DECODE_VARIANT=tcpv|simt (comparisons): the register kernel at every head dim, or
+// the CUDA-core split kernel, instead of the staged kernel; KH_ATTENTION_DECODE_SIMT=1 = simt.
 int variant() {
   static const int v = [] {
     const char* s = std::getenv("KH_ATTENTION_DECODE_VARIANT");
     const char* simt = std::getenv("KH_ATTENTION_DECODE_SIMT");
     if (s != nullptr && std::strcmp(s, "tcpv") == 0) return kVariantTensorPv;
-#if defined(KH_ATTENTION_SM90A)
-    if (s != nullptr && std::strcmp(s, "bulk") == 0) return kVariantBulk;
-#endif
     if ((s != nullptr && std::strcmp(s, "simt") == 0) || (simt != nullptr && simt[0] == '1')) return kVariantSimt;
     return kVariantStaged;
   }();

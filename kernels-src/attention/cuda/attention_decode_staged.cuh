@@ -32,85 +32,30 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t add
                : "r"(addr));
 }
 
-// One warp's ring: kStages x (K tile, V tile), each tile 16 keys x TPR chunks of 16 bytes, and
-// (bulk) one mbarrier a stage. kBulk: the rows come by cp.async.bulk (sm90a: one TMA-unit copy a
-// row, completion counted on the stage's mbarrier) into rows padded by 16 bytes, so that
-// ldmatrix's 8 rows still hit 8 bank groups; else by cp.async, 16 bytes a lane, into XOR-swizzled
-// rows.
-template <int TPR, bool kBulk = false>
+// One warp's ring: kStages x (K tile, V tile), each tile 16 keys x TPR chunks of 16 bytes.
+template <int TPR>
 struct StagedRing {
   static_assert(TPR >= 4 && TPR <= 16, "the staged kernel takes head dims up to 128");
   static constexpr int kStages = 2;
   static constexpr int kTileChunks = 16 * TPR;
-  static constexpr int kRowBytes = kBulk ? 16 * TPR + 16 : 16 * TPR;
-  static constexpr int kTileBytes = 16 * kRowBytes;
-  static constexpr int kStageBytes = 2 * kTileBytes;  // K, then V
-  static constexpr size_t kRingBytes = static_cast<size_t>(kThreads / 32) * kStages * kStageBytes;
-  static constexpr size_t kBarrierBytes = kBulk ? static_cast<size_t>(kThreads / 32) * kStages * 8 : 0;
-  // Where chunk `chunk` of key `key` sits in its tile (bytes): swizzled, the 8 rows one ldmatrix
-  // reads land in 8 different 16-byte bank groups (rows of 4 chunks pair up, hence the shift);
-  // padded, a row starts 16 bytes past the last one's bank group.
+  static constexpr size_t kBytes = static_cast<size_t>(kThreads / 32) * kStages * 2 * kTileChunks * 16;
+  // Where chunk `chunk` of key `key` sits in its row: the 8 rows one ldmatrix reads land in 8
+  // different 16-byte bank groups (rows of 4 chunks pair up, hence the shift).
   static __device__ __forceinline__ int swz(int key, int chunk) {
     return TPR >= 8 ? chunk ^ (key & 7) : chunk ^ ((key >> 1) & 3);
   }
-  static __device__ __forceinline__ int offset(int key, int chunk) {
-    return kBulk ? key * kRowBytes + chunk * 16 : (key * TPR + swz(key, chunk)) * 16;
-  }
 };
 
-// Dynamic shared memory of decode_staged_kernel: the ring, which the merge buffer reuses after the
-// key loop, then (bulk) the mbarriers, past both (never overwritten while they may be in use).
-template <int TPR, int ROWS, bool kBulk = false>
-__host__ __device__ constexpr size_t decode_staged_barrier_offset() {
-  constexpr size_t ring = StagedRing<TPR, kBulk>::kRingBytes, merge = sizeof(MergeSmem<32, ROWS>);
-  return ((ring > merge ? ring : merge) + 15) / 16 * 16;
-}
-template <int TPR, int ROWS, bool kBulk = false>
+template <int TPR, int ROWS>
 constexpr size_t decode_staged_smem_bytes() {
-  return decode_staged_barrier_offset<TPR, ROWS, kBulk>() + StagedRing<TPR, kBulk>::kBarrierBytes;
+  return StagedRing<TPR>::kBytes > sizeof(MergeSmem<32, ROWS>) ? StagedRing<TPR>::kBytes : sizeof(MergeSmem<32, ROWS>);
 }
 
-// mbarrier and bulk-copy helpers of the bulk ring (sm90a; the compute_80 PTX leaves them out, and
-// the host never picks the bulk kernel there).
-__device__ __forceinline__ void bulk_mbar_init(uint32_t bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar));
-#endif
-}
-__device__ __forceinline__ void bulk_mbar_expect(uint32_t bar, uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-#endif
-}
-__device__ __forceinline__ void bulk_mbar_wait(uint32_t bar, uint32_t parity) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "wait_%=:\n"
-      "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra wait_%=;\n"
-      "}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-#endif
-}
-__device__ __forceinline__ void bulk_copy_row(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-               "l"(src), "r"(bytes), "r"(bar)
-               : "memory");
-#else
-  (void)dst, (void)src, (void)bytes, (void)bar;
-  __trap();
-#endif
-}
-
-template <typename Tag, int TPR, int ROWS, bool kBulk>
+template <typename Tag, int TPR, int ROWS>
 __global__ void __launch_bounds__(kThreads, 3) decode_staged_kernel(const DecodeParams p, const int row_tiles,
                                                                     const int num_splits) {
   static_assert(ROWS <= 8, "the query rows are the mma's n = 8");
-  using Ring = StagedRing<TPR, kBulk>;
+  using Ring = StagedRing<TPR>;
   constexpr int kWarps = kThreads / 32;
   constexpr int kStages = Ring::kStages;
   constexpr int kBlocks = TPR / 2;  // 16-dim blocks of a row (the products' k and m steps)
@@ -168,82 +113,39 @@ __global__ void __launch_bounds__(kThreads, 3) decode_staged_kernel(const Decode
   const int shift = p.block_shift, bmask = p.block_size - 1;
   const bool whole_tiles = shift >= 4;
 
-  unsigned char* const ring = dec_smem + static_cast<size_t>(warp) * kStages * Ring::kStageBytes;
+  uint4* ring = reinterpret_cast<uint4*>(dec_smem) + static_cast<size_t>(warp) * kStages * 2 * Ring::kTileChunks;
   const uint32_t ring_addr = static_cast<uint32_t>(__cvta_generic_to_shared(ring));
-  constexpr size_t kBarOffset = decode_staged_barrier_offset<TPR, ROWS, kBulk>();
-  const uint32_t bars = static_cast<uint32_t>(__cvta_generic_to_shared(dec_smem + kBarOffset)) + warp * kStages * 8;
-  if constexpr (kBulk) {
-    // The chunks past the head dim that ldmatrix reads (an odd chunk count's last block) are
-    // never copied: zero them once, in every row of every stage.
-    if (nch & 1)
-      for (int row = lane; row < kStages * 32; row += 32)
-        *reinterpret_cast<uint4*>(ring + row * Ring::kRowBytes + nch * 16) = make_uint4(0u, 0u, 0u, 0u);
-    if (lane < kStages) bulk_mbar_init(bars + 8 * lane);
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    __syncwarp();
-  }
   // The cache block of tile tl when tiles are whole blocks or parts of one (block size >= 16):
   // read one iteration before the tile's copies are issued, so that the table's load latency
   // (an L2 round trip on the busy fabric) is not on each iteration's path.
   auto block_of = [&](int tl) -> int32_t { return whole_tiles && tl < key_end ? table[tl >> shift] : 0; };
-  // Where key kk of tile tl sits in the K and V caches (element offsets).
-  auto key_rows = [&](int tl, int32_t blk, int kk, int64_t& rk, int64_t& rv) {
-    if (whole_tiles) {
-      const int64_t in_block = static_cast<int64_t>((tl & bmask) + kk);
-      rk = blk * p.k_block_stride + in_block * p.k_row_stride;
-      rv = blk * p.v_block_stride + in_block * p.v_row_stride;
-    } else {
-      rk = key_row(table, tl + kk, shift, bmask, p.k_block_stride, p.k_row_stride);
-      rv = key_row(table, tl + kk, shift, bmask, p.v_block_stride, p.v_row_stride);
-    }
-  };
-  // Tile tl's K and V rows into stage st, zero outside the split's keys (and, cp.async, past
-  // the head dim). cp.async: consecutive lanes copy consecutive 16-byte chunks of a row (whole
-  // lines). Bulk: lane kk < 16 copies K row kk, lane 16 + kk V row kk, one copy each, after lane 0
-  // has told the stage's mbarrier how many bytes are coming.
+  // Tile tl's K and V rows into stage st: consecutive lanes copy consecutive 16-byte chunks of
+  // a row (whole lines), zero past the head dim or outside the split's keys.
   auto issue = [&](int tl, int st, int32_t blk) {
-    unsigned char* const kdst = ring + st * Ring::kStageBytes;
-    unsigned char* const vdst = kdst + Ring::kTileBytes;
-    if constexpr (kBulk) {
-      const int kk = lane & 15, key = tl + kk;
-      const bool on = key < key_end && key >= t.key_beg;
-      const uint32_t keys_on = __popc(__ballot_sync(0xffffffffu, on) & 0xffffu);
-      const uint32_t row_bytes = static_cast<uint32_t>(nch * 16);
-      if (lane == 0) bulk_mbar_expect(bars + 8 * st, 2 * keys_on * row_bytes);
-      __syncwarp();
-      unsigned char* const dst = (lane < 16 ? kdst : vdst) + kk * Ring::kRowBytes;
-      if (on) {
-        int64_t rk, rv;
-        key_rows(tl, blk, kk, rk, rv);
-        const uint16_t* src = lane < 16 ? kbase + rk : vbase + rv;
-        bulk_copy_row(static_cast<uint32_t>(__cvta_generic_to_shared(dst)), src, row_bytes, bars + 8 * st);
-      } else {
-        for (int ch = 0; ch < nch; ++ch) *reinterpret_cast<uint4*>(dst + ch * 16) = make_uint4(0u, 0u, 0u, 0u);
-      }
-    } else {
-      int64_t tk = 0, tv = 0;
-      if (whole_tiles) {
-        tk = blk * p.k_block_stride + static_cast<int64_t>(tl & bmask) * p.k_row_stride;
-        tv = blk * p.v_block_stride + static_cast<int64_t>(tl & bmask) * p.v_row_stride;
-      }
+    uint4* kdst = ring + static_cast<size_t>(st) * 2 * Ring::kTileChunks;
+    uint4* vdst = kdst + Ring::kTileChunks;
+    int64_t tk = 0, tv = 0;
+    if (whole_tiles) {
+      tk = blk * p.k_block_stride + static_cast<int64_t>(tl & bmask) * p.k_row_stride;
+      tv = blk * p.v_block_stride + static_cast<int64_t>(tl & bmask) * p.v_row_stride;
+    }
 #pragma unroll
-      for (int n = 0; n < Ring::kTileChunks / 32; ++n) {
-        const int idx = lane + 32 * n, kk = idx / TPR, ch = idx - kk * TPR, key = tl + kk;
-        const bool on = ch < nch && key < key_end && key >= t.key_beg;
-        int64_t rk = 0, rv = 0;
-        if (on) {
-          if (whole_tiles) {
-            rk = tk + static_cast<int64_t>(kk) * p.k_row_stride;
-            rv = tv + static_cast<int64_t>(kk) * p.v_row_stride;
-          } else {
-            rk = key_row(table, key, shift, bmask, p.k_block_stride, p.k_row_stride);
-            rv = key_row(table, key, shift, bmask, p.v_block_stride, p.v_row_stride);
-          }
+    for (int n = 0; n < Ring::kTileChunks / 32; ++n) {
+      const int idx = lane + 32 * n, kk = idx / TPR, ch = idx - kk * TPR, key = tl + kk;
+      const bool on = ch < nch && key < key_end && key >= t.key_beg;
+      int64_t rk = 0, rv = 0;
+      if (on) {
+        if (whole_tiles) {
+          rk = tk + static_cast<int64_t>(kk) * p.k_row_stride;
+          rv = tv + static_cast<int64_t>(kk) * p.v_row_stride;
+        } else {
+          rk = key_row(table, key, shift, bmask, p.k_block_stride, p.k_row_stride);
+          rv = key_row(table, key, shift, bmask, p.v_block_stride, p.v_row_stride);
         }
-        const int off = Ring::offset(kk, ch);
-        cp_async16(kdst + off, on ? kbase + rk + ch * 8 : kbase, on ? 16 : 0);
-        cp_async16(vdst + off, on ? vbase + rv + ch * 8 : vbase, on ? 16 : 0);
       }
+      const int slot = kk * TPR + Ring::swz(kk, ch);
+      cp_async16(kdst + slot, on ? kbase + rk + ch * 8 : kbase, on ? 16 : 0);
+      cp_async16(vdst + slot, on ? vbase + rv + ch * 8 : vbase, on ? 16 : 0);
     }
   };
   // ldmatrix row addresses of this lane: matrix q = lane / 8, row lane % 8. For K (A of S^T):
@@ -256,7 +158,7 @@ __global__ void __launch_bounds__(kThreads, 3) decode_staged_kernel(const Decode
 
   const int first = t.tile_beg + warp * 16;
   if (first < key_end) issue(first, 0, block_of(first));
-  if constexpr (!kBulk) cp_async_commit();
+  cp_async_commit();
   int32_t next_blk = block_of(first + kTileStride);
   int it = 0;
   for (int tile = first; tile < key_end; tile += kTileStride, ++it) {
@@ -264,23 +166,18 @@ __global__ void __launch_bounds__(kThreads, 3) decode_staged_kernel(const Decode
     const int next = tile + kTileStride;
     if (next < key_end) issue(next, (it + 1) % kStages, next_blk);
     next_blk = block_of(next + kTileStride);
-    if constexpr (kBulk) {
-      bulk_mbar_wait(bars + 8 * (it % kStages), (it / kStages) & 1);  // tile `it`'s copies have landed
-      __syncwarp();  // ... and every lane's zero rows are written
-    } else {
-      cp_async_commit();
-      cp_async_wait<kStages - 1>();  // this lane's copies of tile `it` have landed
-      __syncwarp();                  // ... and every lane's
-    }
-    const uint32_t kst = ring_addr + static_cast<uint32_t>((it % kStages) * Ring::kStageBytes);
-    const uint32_t vst = kst + static_cast<uint32_t>(Ring::kTileBytes);
+    cp_async_commit();
+    cp_async_wait<kStages - 1>();  // this lane's copies of tile `it` have landed
+    __syncwarp();                  // ... and every lane's
+    const uint32_t kst = ring_addr + static_cast<uint32_t>((it % kStages) * 2 * Ring::kTileChunks * 16);
+    const uint32_t vst = kst + static_cast<uint32_t>(Ring::kTileChunks * 16);
 
     float sc[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
     for (int kb = 0; kb < kBlocks; ++kb) {
       if (kb < nblk) {
         uint32_t a[4];
-        ldmatrix_x4(a, kst + static_cast<uint32_t>(Ring::offset(k_key, 2 * kb + k_half)));
+        ldmatrix_x4(a, kst + static_cast<uint32_t>((k_key * TPR + Ring::swz(k_key, 2 * kb + k_half)) * 16));
         mma_16816<Tag>(sc, a[0], a[1], a[2], a[3], qf[kb][0], qf[kb][1]);
       }
     }
@@ -295,12 +192,12 @@ __global__ void __launch_bounds__(kThreads, 3) decode_staged_kernel(const Decode
     for (int mb = 0; mb < kBlocks; ++mb) {
       if (mb < nblk) {
         uint32_t a[4];
-        ldmatrix_x4_trans(a, vst + static_cast<uint32_t>(Ring::offset(v_key, 2 * mb + v_half)));
+        ldmatrix_x4_trans(a, vst + static_cast<uint32_t>((v_key * TPR + Ring::swz(v_key, 2 * mb + v_half)) * 16));
         mma_16816<Tag>(ot[mb], a[0], a[1], a[2], a[3], pb[0], pb[1]);
       }
     }
   }
-  if constexpr (!kBulk) cp_async_wait<0>();  // (bulk: every copy issued was waited for)
+  cp_async_wait<0>();
   __syncthreads();  // the merge buffer below reuses the ring
 
   sum_rows_over_column(l);

@@ -34,31 +34,23 @@ run() {  # label, library, env assignments..., -- probe arguments...
 so=attention/libkh_attention_cuda.so
 new=$build/$so old=$build-base/$so
 all=b1x4096,b1x32768,b16x4096,b16x32768,b64x8192,b128x4096
-# Run 13 (cuda/NOTES.md "Decode"): the staged kernel's rows by cp.async.bulk into padded rows,
-# completion on an mbarrier a stage (KH_ATTENTION_DECODE_VARIANT=bulk), against the cp.async
-# ring (new, defaults) and the previous commit (base). Run 12 (thread block clusters merging the
-# splits in shared memory) was slower everywhere and is not in the tree.
-bulk=KH_ATTENTION_DECODE_VARIANT=bulk
-run "check, bulk" "$new" $bulk -- --check --shapes b16x4096
-run "check, bulk, 64 splits" "$new" $bulk KH_ATTENTION_DECODE_SPLITS=64 -- --check --shapes b1x32768
-run "check, bulk, 12 splits" "$new" $bulk KH_ATTENTION_DECODE_SPLITS=12 -- --check --shapes b1x4096
+# Run 11 (cuda/NOTES.md "Decode"): the combine kernel with 1, 2 or 4 warps a row by split count
+# and every load of a batch in flight at once, and the split kernel's block ids read an iteration
+# ahead (new), against the previous commit (base).
+run "check, new" "$new" -- --check --shapes b16x4096
+run "check, new, 64 splits" "$new" KH_ATTENTION_DECODE_SPLITS=64 -- --check --shapes b1x32768
+run "check, new, 12 splits" "$new" KH_ATTENTION_DECODE_SPLITS=12 -- --check --shapes b1x4096
 for round in 1 2; do
   [[ -n "$base" ]] && run "base, round $round" "$old" -- --shapes $all
   run "new, round $round" "$new" -- --shapes $all
-  run "bulk, round $round" "$new" $bulk -- --shapes $all
-  run "bulk, block size 256, round $round" "$new" $bulk -- --shapes $all --block-size 256
 done
 run "SDPA" "$new" -- --sdpa --shapes $all
 if [[ "${KH_PROBE_NCU:-1}" != 0 ]] && command -v ncu >/dev/null; then
-  # Batch 1 x 4k: the split kernel and the combine, cp.async ring and bulk.
-  for v in staged bulk; do
-    timeout 120 ncu --clock-control none --kernel-name regex:"decode_" --launch-skip 6 --launch-count 4 \
-      --metrics gpu__time_duration.sum,dram__bytes_read.sum \
-      env KH_ATTENTION_DECODE_VARIANT=$v python3 tests/gpu/attention/decode_probe.py --module "$new" \
-      --shapes b1x4096 >"$LOG/ncu_b1_$v.txt" 2>&1 || rc=1
-    echo "== ncu b1x4096 $v"
-    grep -E "^  [^ ].*\(|gpu__time|dram__bytes" "$LOG/ncu_b1_$v.txt" | head -24
-  done
+  # Batch 1 x 4k: how the call's time divides between the split kernel and the combine.
+  timeout 120 ncu --clock-control none --kernel-name regex:"decode_" --launch-skip 6 --launch-count 4 \
+    --metrics gpu__time_duration.sum,dram__bytes_read.sum \
+    python3 tests/gpu/attention/decode_probe.py --module "$new" --shapes b1x4096 >"$LOG/ncu_b1.txt" 2>&1 || rc=1
+  grep -E "^  [^ ].*\(|gpu__time|dram__bytes" "$LOG/ncu_b1.txt" | head -24
 fi
 echo "== exit $rc"
 exit $rc

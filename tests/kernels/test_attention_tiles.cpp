@@ -334,8 +334,7 @@ TEST_CASE("attention tiles: the causal varlen list orders every (sequence, tile)
     for (size_t r = 0; r < want.size(); ++r) {
       CAPTURE(r);
       for (int32_t h = 0; h < heads; ++h) {
-        const VarlenTile t = kh_attention::varlen_causal_tile_at(items.data(), static_cast<int32_t>(items.size()), heads,
-                                                                 heads, static_cast<int32_t>(r) * heads + h);
+        const VarlenTile t = kh_attention::varlen_causal_tile_at(items.data(), heads, static_cast<int32_t>(r) * heads + h);
         CHECK(t.seq == want[r].b);
         CHECK(t.m_block == want[r].j);
         CHECK(t.head == h);
@@ -355,53 +354,6 @@ TEST_CASE("attention tiles: the causal varlen list orders every (sequence, tile)
   CHECK(kh_attention::varlen_causal_rank(lk.data(), nt.data(), 4, 0, 0, 128, 128) == 0);
   CHECK(kh_attention::varlen_causal_rank(lk.data(), nt.data(), 4, 3, 15, 128, 128) == 127);
   CHECK(kh_attention::varlen_causal_rank(lk.data(), nt.data(), 4, 1, 7, 128, 128) == 125);
-}
-
-TEST_CASE("attention tiles: a causal varlen list dealt by head groups holds every (item, head) once, group by group") {
-  using kh_attention::VarlenTile;
-  std::mt19937 rng(77);
-  std::vector<std::tuple<int32_t, int32_t, int32_t>> shapes{{1, 1, 1}, {5, 16, 16}, {5, 16, 3}, {7, 16, 4},
-                                                            {3, 32, 12}, {9, 5, 2}, {1, 8, 8}, {4000, 2, 1}};
-  for (int i = 0; i < 200; ++i) {
-    const int32_t heads = 1 + static_cast<int32_t>(rng() % 64);
-    shapes.emplace_back(1 + static_cast<int32_t>(rng() % 300), heads, 1 + static_cast<int32_t>(rng() % heads));
-  }
-  for (const auto& [n, heads, group] : shapes) {
-    CAPTURE(n);
-    CAPTURE(heads);
-    CAPTURE(group);
-    // Items (sequence, tile) as the kernel packs them, in list order.
-    std::vector<int32_t> items(n);
-    for (int32_t r = 0; r < n; ++r) items[r] = kh_attention::varlen_causal_item(r % 37, r / 37);
-    std::vector<int> seen(static_cast<size_t>(n) * heads, 0);
-    int32_t last_item = -1, last_group = 0;
-    for (int32_t p = 0; p < n * heads; ++p) {
-      const VarlenTile t = kh_attention::varlen_causal_tile_at(items.data(), n, heads, group, p);
-      REQUIRE(t.head >= 0);
-      REQUIRE(t.head < heads);
-      const int32_t r = t.seq + 37 * t.m_block;  // the item's place in the list
-      REQUIRE(r >= 0);
-      REQUIRE(r < n);
-      REQUIRE(items[r] == kh_attention::varlen_causal_item(t.seq, t.m_block));
-      ++seen[static_cast<size_t>(r) * heads + t.head];
-      // Groups in order, each walking the list in order; a group's heads are group-aligned.
-      const int32_t g = t.head / group;
-      REQUIRE(g >= last_group);
-      if (g > last_group) last_item = -1;
-      REQUIRE(r >= last_item);
-      last_group = g;
-      last_item = r;
-    }
-    for (int c : seen) REQUIRE(c == 1);
-  }
-  // The bench's causal 2k mix at d = 128 (16 heads, 3 a group): the last group holds head 15 alone.
-  const std::vector<int32_t> items{kh_attention::varlen_causal_item(2, 0), kh_attention::varlen_causal_item(4, 0)};
-  const VarlenTile a = kh_attention::varlen_causal_tile_at(items.data(), 2, 16, 3, 5);  // group 0, item 1, head 2
-  CHECK(a.seq == 4);
-  CHECK(a.head == 2);
-  const VarlenTile b = kh_attention::varlen_causal_tile_at(items.data(), 2, 16, 3, 31);  // group 5: item 1, head 15
-  CHECK(b.seq == 4);
-  CHECK(b.head == 15);
 }
 
 TEST_CASE("attention tiles: the causal pair schedule gives every tile to one CTA, balanced, few heads at a time") {

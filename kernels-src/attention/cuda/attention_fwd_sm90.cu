@@ -101,36 +101,6 @@ int sm90_sm_count() {
   return n;
 }
 
-namespace {
-
-// The current device's L2 bytes, cached per device.
-int64_t sm90_l2_bytes() {
-  static std::atomic<int> sizes[64] = {};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return 50 << 20;
-  if (dev < 0 || dev >= 64) dev = 0;
-  int n = sizes[dev].load(std::memory_order_relaxed);
-  if (n == 0) {
-    if (cudaDeviceGetAttribute(&n, cudaDevAttrL2CacheSize, dev) != cudaSuccess || n <= 0) n = 50 << 20;
-    sizes[dev].store(n, std::memory_order_relaxed);
-  }
-  return n;
-}
-
-}  // namespace
-
-int sm90_causal_list_head_group(const FwdLaunchParams& p) {
-  const int group = p.heads_q / p.heads_kv;
-  int64_t kv_heads = -1;
-  if (const char* v = std::getenv("KH_ATTENTION_VARLEN_HEAD_GROUP")) kv_heads = std::atoll(v);
-  if (kv_heads < 0) {
-    const int64_t per_kv_head = std::max<int64_t>(1, p.total_k) * (p.head_dim + p.head_dim_v) * 2;
-    kv_heads = std::max<int64_t>(1, sm90_l2_bytes() / 2 / per_kv_head);
-  }
-  if (kv_heads == 0 || kv_heads >= p.heads_kv) return p.heads_q;
-  return static_cast<int>(kv_heads) * group;
-}
-
 bool sm90_varlen_persistent() {
   // Read at each call (the only caller is the launch of a full-attention varlen call: one
   // getenv, no work that grows with the batch), so that one benchmark process can time both

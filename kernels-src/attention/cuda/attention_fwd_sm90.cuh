@@ -539,7 +539,7 @@ __device__ __noinline__ void build_varlen_causal_list(const FwdLaunchParams& p, 
 template <int kQKDim, int kVDim, typename T, bool kCausal, Sm90Mode kMode>
 __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
     attention_fwd_sm90_kernel(const __grid_constant__ FwdLaunchParams p, const __grid_constant__ FwdTensorMaps maps,
-                              const bool varlen_listed, const int list_head_group) {
+                              const bool varlen_listed) {
   using namespace detail;
   using Cfg = Sm90TileConfig<kQKDim, kVDim>;
   constexpr int kBlockM = Cfg::kBlockM;
@@ -569,8 +569,8 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
   const bool varlen = kMode == Sm90Mode::kVarlen || (kMode == Sm90Mode::kGeneral && p.cu_seqlens_q != nullptr);
   // Varlen on the persistent grid: tiles from the list every CTA builds below
   // (attention_varlen_schedule.hpp) after the barriers: full attention, first_tile[batch + 1] and
-  // seq_of_rank[batch]; causal, the item count and the items, dealt list_head_group heads at a
-  // time. The host sets varlen_listed only for such calls.
+  // seq_of_rank[batch]; causal, the item count and the items. The host sets varlen_listed only
+  // for such calls.
   constexpr bool kListable = kMode == Sm90Mode::kVarlen;
   const bool listed = kListable && varlen_listed;
   int32_t* const sched_first = reinterpret_cast<int32_t*>(smem + Cfg::kSchedOffset);
@@ -602,14 +602,14 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
   // only long sequences have first); tiles past a sequence's rows are empty. Listed (varlen on
   // the persistent grid): tile t of the list, which holds only tiles with rows; full attention:
   // longest sequences first, q block fastest; causal: (sequence, tile) items by cost, head
-  // fastest, a group of heads at a time.
+  // fastest.
   auto tile_of = [&](int t) {
     Sm90Tile tl;
     int hb;
     if (varlen) {
       int m_block = 0, m_idx = 0;
       if (listed) {
-        const VarlenTile v = kCausal ? varlen_causal_tile_at(sched_first + 1, sched_first[0], p.heads_q, list_head_group, t)
+        const VarlenTile v = kCausal ? varlen_causal_tile_at(sched_first + 1, p.heads_q, t)
                                      : varlen_tile_at(sched_first, sched_seq, p.batch, p.heads_q, t);
         tl.head = v.head;
         tl.batch = v.seq;
@@ -746,9 +746,8 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
 // attention_fwd's TFLOP/s on the H200 at lengths 8k/1k/5k/2k and 2k/1k/4k/1k/3k/1k/2k/2k.
 // Causal varlen: its tiles' costs differ within a sequence, so its list is of (sequence, tile)
 // items sorted by cost (a list by sequence balanced worse in a model than the hardware's
-// dealing of one CTA per tile, cuda/NOTES.md), dealt a group of heads at a time
-// (sm90_causal_list_head_group); up to kSchedItems items bound by max_seqlen_q and items x batch
-// <= kSchedWork, else one CTA per tile.
+// dealing of one CTA per tile, cuda/NOTES.md); up to kSchedItems items bound by max_seqlen_q
+// and items x batch <= kSchedWork, else one CTA per tile.
 template <int kQKDim, int kVDim, typename T, bool kCausal, Sm90Mode kMode>
 cudaError_t launch_attention_fwd_sm90(const FwdLaunchParams& p, const FwdTensorMaps& maps, cudaStream_t stream) {
   using Cfg = Sm90TileConfig<kQKDim, kVDim>;
@@ -772,8 +771,7 @@ cudaError_t launch_attention_fwd_sm90(const FwdLaunchParams& p, const FwdTensorM
   const int grid = varlen && !listed ? static_cast<int>(tiles)
                                      : static_cast<int>(std::min<int64_t>(tiles, sm90_sm_count()));
   if (grid == 0) return cudaSuccess;
-  const int head_group = listed && kCausal ? sm90_causal_list_head_group(p) : p.heads_q;
-  kernel<<<grid, Cfg::kThreads, smem, stream>>>(p, maps, listed, head_group);
+  kernel<<<grid, Cfg::kThreads, smem, stream>>>(p, maps, listed);
   return cudaGetLastError();
 }
 

@@ -118,13 +118,6 @@ int sm90_sm_count();
 // switch it between calls; nothing else in the process should change it while calls run.
 bool sm90_varlen_persistent();
 
-// The heads of a group of a causal varlen list (attention_varlen_schedule.hpp,
-// varlen_causal_tile_at): the kv heads whose K and V rows (total_k of them) fill half the
-// current device's L2 (at least one), times the GQA group; heads_q when all fit.
-// KH_ATTENTION_VARLEN_HEAD_GROUP=<n> (comparisons, read at each call): n kv heads a group, 0 every
-// head (the list without groups).
-int sm90_causal_list_head_group(const FwdLaunchParams& p);
-
 // One per translation unit; causal is chosen inside.
 template <int kQKDim, int kVDim, ElementType kType>
 cudaError_t run_attention_fwd_sm90_instance(const FwdLaunchParams& p, const FwdTensorMaps& maps,

@@ -86,11 +86,10 @@ KH_ATTN_HD VarlenTile varlen_tile_at(const int32_t* first_tile, const int32_t* s
 }
 
 // Causal lists. A causal tile's cost falls with its distance from its sequence's end, so the
-// list is of (sequence, tile) items sorted by cost, each item the tiles of a group of heads (head
-// fastest), the whole list once for each group (varlen_causal_tile_at). Tile j of a sequence
-// counts from its end (j = 0 ends at the last query row, as the one-CTA-per-tile causal grid
-// aligns them: the partial tile is the sequence's first rows); its rows see keys below
-// len_k - j block_m (bottom-right), so its cost is
+// list is of (sequence, tile) items sorted by cost, each item the tiles of all heads (head
+// fastest). Tile j of a sequence counts from its end (j = 0 ends at the last query row, as the
+// one-CTA-per-tile causal grid aligns them: the partial tile is the sequence's first rows); its
+// rows see keys below len_k - j block_m (bottom-right), so its cost is
 //   varlen_causal_key = ceil((len_k - j block_m) / block_n) key blocks (0 when none),
 // non-increasing in j. Order: key descending, ties by sequence index, then by j. Item (b, j)'s
 // place in it is computable from the sequences' (len_k, tiles) alone, O(n) an item:
@@ -126,21 +125,11 @@ KH_ATTN_HD int32_t varlen_causal_rank(const int32_t* len_k, const int32_t* tiles
 // An item of a causal list: (sequence, tile from its end), packed; the launch keeps lists to
 // fewer than 2^16 items and sequences.
 KH_ATTN_HD int32_t varlen_causal_item(int32_t b, int32_t j) { return (b << 16) | j; }
-
-// Tile p of a causal list of n items for `heads` heads, dealt a group of `group` heads at a time
-// (the last group may hold fewer): the tiles of group g are its heads' tiles of every item, item
-// by item in list order, head fastest. One group of every head is the list itself; smaller
-// groups keep the CTAs running side by side on a few heads, whose K and V stay in L2, where the
-// whole list puts the K and V of every head in flight at once (the launch picks group: the kv
-// heads whose K and V of all sequences fill about half the L2, as a multiple of the GQA group).
-KH_ATTN_HD VarlenTile varlen_causal_tile_at(const int32_t* items, int32_t n, int32_t heads, int32_t group, int32_t p) {
-  const int32_t g = p / (n * group), first_head = g * group;
-  const int32_t in_group = heads - first_head < group ? heads - first_head : group;
-  const int32_t q = p - g * n * group, at = q / in_group;
-  const int32_t it = items[at];
+KH_ATTN_HD VarlenTile varlen_causal_tile_at(const int32_t* items, int32_t heads, int32_t p) {
+  const int32_t it = items[p / heads];
   VarlenTile t;
   t.seq = it >> 16;
-  t.head = first_head + (q - at * in_group);
+  t.head = p - (p / heads) * heads;
   t.m_block = it & 0xffff;  // here: the tile's place from the sequence's end
   return t;
 }

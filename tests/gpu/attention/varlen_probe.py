@@ -3,13 +3,9 @@
 the same total tokens, for one kernel library called through the kernel ABI with ctypes (as
 decode_probe.py does), so that a profiler can watch just these kernels (cuda/NOTES.md, the
 varlen sections). Prints median ms and TFLOP/s of real tokens; --only varlen|fixed runs one op a
-few times (for Nsight Compute). --settings 0,auto,... times the varlen call under each head-group
-setting in turn, --rounds times. --check-groups first compares the causal varlen output dealt by
-head groups of 1, 2 and the automatic count against the list without groups
-(KH_ATTENTION_VARLEN_HEAD_GROUP, which the library reads at each call): the order CTAs take
-tiles in must not change a bit of any tile.
+few times (for Nsight Compute).
 
-  python3 varlen_probe.py --module LIB [--lens 2048,1024,4096,...] [--causal] [--only varlen] [--check-groups]
+  python3 varlen_probe.py --module LIB [--lens 2048,1024,4096,...] [--causal] [--only varlen]
 """
 import argparse
 import ctypes
@@ -70,33 +66,6 @@ def flops(lens, heads, d, causal):
     return f / 2 if causal else f
 
 
-def set_head_group(setting):
-    """KH_ATTENTION_VARLEN_HEAD_GROUP=setting for the calls after this one (None: unset, automatic)."""
-    if setting is None:
-        os.environ.pop("KH_ATTENTION_VARLEN_HEAD_GROUP", None)
-    else:
-        os.environ["KH_ATTENTION_VARLEN_HEAD_GROUP"] = setting
-
-
-def check_groups(varlen, out):
-    """The varlen output under each KH_ATTENTION_VARLEN_HEAD_GROUP setting, against "0" (no groups)."""
-    def run(setting):
-        set_head_group(setting)
-        out.fill_(float("nan"))
-        varlen()
-        torch.cuda.synchronize()
-        return out.clone()
-    saved = os.environ.get("KH_ATTENTION_VARLEN_HEAD_GROUP")
-    ref = run("0")
-    for setting in ("1", "2", None):
-        got = run(setting)
-        same = torch.equal(got.view(torch.int16), ref.view(torch.int16))
-        print(f"head groups {setting or 'auto'}: {'bit-identical' if same else 'DIFFERENT'} to no groups "
-              f"(max |diff| {(got.float() - ref.float()).abs().max().item():.3g}, finite {bool(torch.isfinite(got).all())})",
-              flush=True)
-    run(saved)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--module", required=True)
@@ -106,9 +75,6 @@ def main():
     ap.add_argument("--causal", action="store_true")
     ap.add_argument("--only", choices=("varlen", "fixed"), help="run one op 5 times, untimed (for a profiler)")
     ap.add_argument("--label", default="")
-    ap.add_argument("--check-groups", action="store_true", help="outputs of every head grouping bit-identical first")
-    ap.add_argument("--settings", help="KH_ATTENTION_VARLEN_HEAD_GROUP values to time in turn (auto: unset)")
-    ap.add_argument("--rounds", type=int, default=1)
     args = ap.parse_args()
     ops = Ops(args.module)
     lens = [int(x) for x in args.lens.split(",")]
@@ -125,8 +91,6 @@ def main():
     qf, kf, vf = (t.view(len(lens), eq, h, d) for t in (q, k, v))
     outf = out.view(len(lens), eq, h, d)
     fixed = ops.bind("attention_fwd", outf, None, qf, kf, vf, scale, args.causal)
-    if args.check_groups:
-        check_groups(varlen, out)
     if args.only:
         call = varlen if args.only == "varlen" else fixed
         for _ in range(5):
@@ -134,17 +98,12 @@ def main():
         torch.cuda.synchronize()
         return
     mode = "causal" if args.causal else "full"
-    t_fix = time_us([fixed], 30) / 1e3  # ms
+    t_var, t_fix = time_us([varlen], 30) / 1e3, time_us([fixed], 30) / 1e3  # ms
+    tf_var = flops(lens, h, d, args.causal) / t_var / 1e9
     tf_fix = flops([eq] * len(lens), h, d, args.causal) / t_fix / 1e9
-    for rnd in range(args.rounds):
-        for setting in args.settings.split(",") if args.settings else [None]:
-            if setting is not None:
-                set_head_group(None if setting == "auto" else setting)
-            t_var = time_us([varlen], 30) / 1e3
-            tf_var = flops(lens, h, d, args.causal) / t_var / 1e9
-            env = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("KH_ATTENTION"))
-            print(f"| {args.label} {mode} d{d} lens {args.lens} | {env or '-'} | {t_var:.3f} | {tf_var:.0f} | {t_fix:.3f} "
-                  f"| {tf_fix:.0f} | {tf_var / tf_fix:.2f}x |", flush=True)
+    env = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("KH_ATTENTION"))
+    print(f"| {args.label} {mode} lens {args.lens} | {env or '-'} | {t_var:.3f} | {tf_var:.0f} | {t_fix:.3f} "
+          f"| {tf_fix:.0f} | {tf_var / tf_fix:.2f}x |", flush=True)
 
 
 if __name__ == "__main__":

@@ -153,20 +153,21 @@ TEST_CASE("attention tiles: packed sequences from cu_seqlens, clamped") {
 namespace {
 
 // The tile list of attention_varlen_schedule.hpp as the sm90a kernel builds it (steps 1 and 2,
-// one "thread" per sequence), from cu_seqlens as the kernel reads them.
+// one "thread" per sequence), from cu_seqlens as the kernel reads them; pairs: the causal pair
+// list (entries are pair items).
 struct VarlenList {
   std::vector<int32_t> first_tile, seq_of_rank;
   int32_t total() const { return first_tile.back(); }
 };
 
 VarlenList build_varlen_list(const std::vector<int32_t>& cu_q, const std::vector<int32_t>& cu_k, int64_t max_q,
-                             int64_t max_k, int32_t heads, int32_t block_m, int32_t block_n) {
+                             int64_t max_k, int32_t heads, int32_t block_m, int32_t block_n, bool pairs = false) {
   const int32_t n = static_cast<int32_t>(cu_q.size()) - 1;
   std::vector<int32_t> keys(n), tiles(n);
   for (int32_t b = 0; b < n; ++b) {
     const SeqBounds s = seq_bounds(cu_q.data(), 1, cu_k.data(), 1, cu_q.back(), cu_k.back(), max_q, max_k, b);
-    keys[b] = kh_attention::varlen_seq_key(s, block_n);
-    tiles[b] = kh_attention::varlen_seq_tiles(s, block_m, heads);
+    keys[b] = pairs ? kh_attention::varlen_pair_key(s, block_m, block_n) : kh_attention::varlen_seq_key(s, block_n);
+    tiles[b] = pairs ? kh_attention::varlen_pair_items(s, block_m, heads) : kh_attention::varlen_seq_tiles(s, block_m, heads);
   }
   VarlenList l;
   l.first_tile.assign(n + 1, -7);  // a value no step writes: every entry must be written
@@ -354,6 +355,101 @@ TEST_CASE("attention tiles: the causal varlen list orders every (sequence, tile)
   CHECK(kh_attention::varlen_causal_rank(lk.data(), nt.data(), 4, 0, 0, 128, 128) == 0);
   CHECK(kh_attention::varlen_causal_rank(lk.data(), nt.data(), 4, 3, 15, 128, 128) == 127);
   CHECK(kh_attention::varlen_causal_rank(lk.data(), nt.data(), 4, 1, 7, 128, 128) == 125);
+}
+
+// The causal pair list as the sm90a kernel deals it: CTA b's k-th position is tile k % 2 of item
+// r g + b (even rounds r = k / 2) or r g + g - 1 - b (odd ones); position t is the long (even) or
+// short (odd) tile of item t / 2. Returns every CTA's work in key blocks; fills seen[b][h][j].
+std::vector<int64_t> deal_pair_list(const VarlenList& l, const std::vector<int32_t>& cu_q,
+                                    const std::vector<int32_t>& cu_k, int64_t max_q, int64_t max_k, int32_t heads,
+                                    int32_t block_m, int32_t block_n, int32_t grid,
+                                    std::vector<std::vector<std::vector<int>>>& seen, int32_t& phantoms) {
+  const int32_t n = static_cast<int32_t>(cu_q.size()) - 1, positions = 2 * l.total();
+  std::vector<int64_t> work(grid, 0);
+  for (int32_t b = 0; b < grid; ++b)
+    for (int32_t k = 0;; ++k) {
+      const int32_t round = k / 2, item = round * grid + ((round & 1) ? grid - 1 - b : b), t = 2 * item + (k & 1);
+      if (t >= positions) break;
+      const kh_attention::VarlenTile v =
+          kh_attention::varlen_tile_at(l.first_tile.data(), l.seq_of_rank.data(), n, heads, t >> 1);
+      REQUIRE(v.seq >= 0);
+      REQUIRE(v.seq < n);
+      REQUIRE(v.head >= 0);
+      REQUIRE(v.head < heads);
+      const SeqBounds s = seq_bounds(cu_q.data(), 1, cu_k.data(), 1, cu_q.back(), cu_k.back(), max_q, max_k, v.seq);
+      const int32_t tiles = static_cast<int32_t>((s.len_q + block_m - 1) / block_m);
+      const int32_t j = kh_attention::varlen_pair_tile(tiles, v.m_block, t & 1);
+      if (j < 0) {
+        ++phantoms;
+        continue;
+      }
+      REQUIRE(j < tiles);
+      ++seen[v.seq][v.head][j];
+      work[b] += kh_attention::varlen_causal_key(static_cast<int32_t>(s.len_k), j, block_m, block_n);
+    }
+  return work;
+}
+
+TEST_CASE("attention tiles: the causal varlen pair list deals every tile once, head-major, balanced") {
+  std::mt19937 rng(9090);
+  for (int trial = 0; trial < 400; ++trial) {
+    const TrialShape shape = random_trial_shape(rng, trial, 200, 8, 60, 20);
+    const int32_t n = shape.n, heads = shape.heads, block_m = shape.block_m, block_n = shape.block_n;
+    const int32_t grid = trial % 5 == 0 ? 1 + static_cast<int32_t>(rng() % 8) : 132;
+    std::vector<int32_t> lens_q(n), lens_k(n);
+    for (int32_t b = 0; b < n; ++b) {
+      // Empty sequences, one row, whole and odd tile counts, a cache before the chunk, long ones.
+      const int kind = static_cast<int>(rng() % 6);
+      lens_q[b] = kind == 5 ? 2048 + static_cast<int32_t>(rng() % 6000) : random_len_q(rng, kind, block_m, 1500);
+      lens_k[b] = rng() % 4 == 0 ? lens_q[b] + static_cast<int32_t>(rng() % 300) : lens_q[b];
+    }
+    const std::vector<int32_t> cu_q = offsets(lens_q), cu_k = offsets(lens_k);
+    const int64_t max_q = *std::max_element(lens_q.begin(), lens_q.end());
+    const int64_t max_k = *std::max_element(lens_k.begin(), lens_k.end());
+    CAPTURE(trial);
+    CAPTURE(n);
+    CAPTURE(heads);
+    CAPTURE(block_m);
+    CAPTURE(block_n);
+    CAPTURE(grid);
+    const VarlenList l = build_varlen_list(cu_q, cu_k, max_q, max_k, heads, block_m, block_n, true);
+    std::vector<std::vector<std::vector<int>>> seen(n);
+    int32_t odd = 0;
+    int64_t total = 0;
+    for (int32_t b = 0; b < n; ++b) {
+      const int32_t tiles = (lens_q[b] + block_m - 1) / block_m;
+      seen[b].assign(heads, std::vector<int>(tiles, 0));
+      odd += tiles & 1;
+      for (int32_t j = 0; j < tiles; ++j) total += heads * kh_attention::varlen_causal_key(lens_k[b], j, block_m, block_n);
+    }
+    int32_t phantoms = 0;
+    const std::vector<int64_t> work =
+        deal_pair_list(l, cu_q, cu_k, max_q, max_k, heads, block_m, block_n, grid, seen, phantoms);
+    for (int32_t b = 0; b < n; ++b)
+      for (int32_t h = 0; h < heads; ++h)
+        for (int c : seen[b][h]) REQUIRE(c == 1);
+    CHECK(phantoms == odd * heads);  // the short half of each middle item only
+    // Balance: the busiest CTA carries at most the mean plus two items (two pairs of the longest
+    // sequence), as longest-first dealing of nearly equal items allows, and 3% for the drift of
+    // many snake rounds over pairs whose costs differ by a block (small grids).
+    int64_t longest_pair = 0;
+    for (int32_t b = 0; b < n; ++b) {
+      const SeqBounds s = seq_bounds(cu_q.data(), 1, cu_k.data(), 1, cu_q.back(), cu_k.back(), max_q, max_k, b);
+      longest_pair = std::max<int64_t>(longest_pair, kh_attention::varlen_pair_key(s, block_m, block_n));
+    }
+    const int64_t busiest = *std::max_element(work.begin(), work.end());
+    CHECK(busiest <= (total + grid - 1) / grid * 103 / 100 + 2 * longest_pair);
+  }
+  // Head-major within a sequence: the first round of the bench's 2k mix at d = 128 (16 heads,
+  // 128 x 128 tiles) is the 4k sequence's first 8 heads alone (16 pairs a head).
+  const std::vector<int32_t> lens{2048, 1024, 4096, 1024, 3072, 1024, 2048, 2048};
+  const std::vector<int32_t> cu = offsets(lens);
+  const VarlenList l = build_varlen_list(cu, cu, 4096, 4096, 16, 128, 128, true);
+  for (int32_t item = 0; item < 132; ++item) {
+    const kh_attention::VarlenTile v = kh_attention::varlen_tile_at(l.first_tile.data(), l.seq_of_rank.data(), 8, 16, item);
+    CHECK(v.seq == 2);
+    CHECK(v.head == item / 16);
+  }
 }
 
 TEST_CASE("attention tiles: the causal pair schedule gives every tile to one CTA, balanced, few heads at a time") {

@@ -109,6 +109,11 @@ bool sm90_varlen_persistent() {
   return v == nullptr || v[0] != '0';
 }
 
+bool sm90_varlen_pair_list() {
+  const char* v = std::getenv("KH_ATTENTION_VARLEN_PAIRS");
+  return v == nullptr || v[0] != '0';
+}
+
 cudaError_t run_attention_fwd_sm90(const FwdLaunchParams& p, cudaStream_t stream) {
   // An empty key range (seqlen_k 0, every packed k empty) has no rows a tensor map can hold;
   // the sm80 kernel writes its zeros and -inf.

@@ -485,8 +485,9 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
 // `scratch` (the Q tile, free until the producer's first load), then each thread places its
 // sequences. Every CTA builds the same list from the same cu_seqlens. Not inlined: inlined into
 // the kernel it made ptxas spill 208 bytes a consumer thread at d = 96 (160 registers), though
-// it runs before the consumers' setmaxnreg.
-template <typename Cfg>
+// it runs before the consumers' setmaxnreg. kPairs: the causal pair list (attention_varlen_schedule.hpp,
+// "Causal pair lists"), whose list entries are pair items instead of tiles.
+template <typename Cfg, bool kPairs>
 __device__ __noinline__ void build_varlen_tile_list(const FwdLaunchParams& p, int32_t* scratch, int32_t* first_tile,
                                                     int32_t* seq_of_rank) {
   int32_t* const keys = scratch;
@@ -494,8 +495,8 @@ __device__ __noinline__ void build_varlen_tile_list(const FwdLaunchParams& p, in
   const int tid = static_cast<int>(threadIdx.x);
   for (int b = tid; b < p.batch; b += Cfg::kThreads) {
     const SeqBounds s = launch_seq_bounds<true>(p, b);
-    keys[b] = varlen_seq_key(s, Cfg::kBlockN);
-    tiles[b] = varlen_seq_tiles(s, Cfg::kBlockM, p.heads_q);
+    keys[b] = kPairs ? varlen_pair_key(s, Cfg::kBlockM, Cfg::kBlockN) : varlen_seq_key(s, Cfg::kBlockN);
+    tiles[b] = kPairs ? varlen_pair_items(s, Cfg::kBlockM, p.heads_q) : varlen_seq_tiles(s, Cfg::kBlockM, p.heads_q);
   }
   __syncthreads();
   for (int b = tid; b < p.batch; b += Cfg::kThreads) {
@@ -539,7 +540,7 @@ __device__ __noinline__ void build_varlen_causal_list(const FwdLaunchParams& p, 
 template <int kQKDim, int kVDim, typename T, bool kCausal, Sm90Mode kMode>
 __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
     attention_fwd_sm90_kernel(const __grid_constant__ FwdLaunchParams p, const __grid_constant__ FwdTensorMaps maps,
-                              const bool varlen_listed) {
+                              const bool varlen_listed, const bool varlen_pairs) {
   using namespace detail;
   using Cfg = Sm90TileConfig<kQKDim, kVDim>;
   constexpr int kBlockM = Cfg::kBlockM;
@@ -568,11 +569,14 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
 
   const bool varlen = kMode == Sm90Mode::kVarlen || (kMode == Sm90Mode::kGeneral && p.cu_seqlens_q != nullptr);
   // Varlen on the persistent grid: tiles from the list every CTA builds below
-  // (attention_varlen_schedule.hpp) after the barriers: full attention, first_tile[batch + 1] and
-  // seq_of_rank[batch]; causal, the item count and the items. The host sets varlen_listed only
-  // for such calls.
+  // (attention_varlen_schedule.hpp) after the barriers: full attention, and causal pair lists,
+  // first_tile[batch + 1] and seq_of_rank[batch]; other causal lists, the item count and the
+  // items. The host sets varlen_listed only for such calls, and varlen_pairs for the causal
+  // calls of the d >= 192 buckets that get a pair list (sm90_varlen_pair_list).
   constexpr bool kListable = kMode == Sm90Mode::kVarlen;
+  constexpr bool kPairCapable = kListable && kCausal && kQKDim >= 192;
   const bool listed = kListable && varlen_listed;
+  const bool pair_listed = kPairCapable && listed && varlen_pairs;
   int32_t* const sched_first = reinterpret_cast<int32_t*>(smem + Cfg::kSchedOffset);
   int32_t* const sched_seq = sched_first + p.batch + 1;
   const int window_left = kMode == Sm90Mode::kGeneral ? p.window_left : -1;
@@ -609,11 +613,13 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
     if (varlen) {
       int m_block = 0, m_idx = 0;
       if (listed) {
-        const VarlenTile v = kCausal ? varlen_causal_tile_at(sched_first + 1, p.heads_q, t)
-                                     : varlen_tile_at(sched_first, sched_seq, p.batch, p.heads_q, t);
+        // Pair lists: position t is the long (even t) or short (odd t) tile of pair item t / 2.
+        const VarlenTile v = pair_listed ? varlen_tile_at(sched_first, sched_seq, p.batch, p.heads_q, t >> 1)
+                             : kCausal ? varlen_causal_tile_at(sched_first + 1, p.heads_q, t)
+                                       : varlen_tile_at(sched_first, sched_seq, p.batch, p.heads_q, t);
         tl.head = v.head;
         tl.batch = v.seq;
-        m_block = v.m_block;  // causal: the tile's place from the sequence's end
+        m_block = v.m_block;  // causal: the tile's place from the sequence's end; pair list: the item
         m_idx = v.m_block;
       } else {
         m_idx = t / heads_batches;
@@ -626,6 +632,11 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
       tl.len_k = static_cast<int>(s.len_k);
       tl.q_row0 = static_cast<int>(s.q_start);
       tl.k_row0 = static_cast<int>(s.k_start);
+      if (pair_listed) {
+        m_idx = varlen_pair_tile((tl.len_q + kBlockM - 1) / kBlockM, m_block, t & 1);
+        // The short half of a middle item: no tile (no rows, no keys: nothing loaded or stored).
+        if (m_idx < 0) tl.len_q = 0, m_idx = 0;
+      }
       tl.m0 = kCausal ? tl.len_q - (m_idx + 1) * kBlockM
               : listed ? m_block * kBlockM
                        : (m_blocks - 1 - m_idx) * kBlockM;
@@ -659,6 +670,10 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
   auto scheduled = [&](int k) {
     const int g = static_cast<int>(gridDim.x), b = static_cast<int>(blockIdx.x);
     if (pairs) return causal_pair_position(plan(), k, b);
+    if (pair_listed) {  // pair items in snake rounds, each item's two tiles in turn
+      const int round = k >> 1, item = round * g + ((round & 1) ? g - 1 - b : b);
+      return 2 * item + (k & 1) < num_tiles ? 2 * item + (k & 1) : num_tiles;
+    }
     const int pos = k * g + (((kCausal || listed) && (k & 1)) ? g - 1 - b : b);
     return pos < num_tiles ? pos : num_tiles;
   };
@@ -669,8 +684,14 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
   }
   if constexpr (kListable) {
     if (listed) {
-      if constexpr (kCausal) build_varlen_causal_list<Cfg>(p, reinterpret_cast<int32_t*>(smem), sched_first);
-      else build_varlen_tile_list<Cfg>(p, reinterpret_cast<int32_t*>(smem), sched_first, sched_seq);
+      if constexpr (kPairCapable) {
+        if (pair_listed) build_varlen_tile_list<Cfg, true>(p, reinterpret_cast<int32_t*>(smem), sched_first, sched_seq);
+        else build_varlen_causal_list<Cfg>(p, reinterpret_cast<int32_t*>(smem), sched_first);
+      } else if constexpr (kCausal) {
+        build_varlen_causal_list<Cfg>(p, reinterpret_cast<int32_t*>(smem), sched_first);
+      } else {
+        build_varlen_tile_list<Cfg, false>(p, reinterpret_cast<int32_t*>(smem), sched_first, sched_seq);
+      }
     }
   }
 
@@ -686,7 +707,8 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
-  if (listed) num_tiles = kCausal ? sched_first[0] * p.heads_q : sched_first[p.batch];
+  if (listed)
+    num_tiles = pair_listed ? 2 * sched_first[p.batch] : kCausal ? sched_first[0] * p.heads_q : sched_first[p.batch];
 
   if (warp >= Cfg::kConsumerWarps) {  // producer warpgroup; one thread issues every copy
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Cfg::kProducerRegs));
@@ -745,14 +767,21 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
 // prologue and the grid of max_seqlen_q tiles per sequence its empty CTAs: 0.81x of
 // attention_fwd's TFLOP/s on the H200 at lengths 8k/1k/5k/2k and 2k/1k/4k/1k/3k/1k/2k/2k.
 // Causal varlen: its tiles' costs differ within a sequence, so its list is of (sequence, tile)
-// items sorted by cost (a list by sequence balanced worse in a model than the hardware's
-// dealing of one CTA per tile, cuda/NOTES.md); up to kSchedItems items bound by max_seqlen_q
-// and items x batch <= kSchedWork, else one CTA per tile.
+// items sorted by cost (a list of tiles by sequence balanced worse in a model than the hardware's
+// dealing of one CTA per tile, cuda/NOTES.md); up to kSchedItems items bound by max_seqlen_q and
+// items x batch <= kSchedWork, else one CTA per tile. The d >= 192 buckets take a list by
+// sequence of pair items instead when the call has at least 4 rounds of them (tiles j and
+// T - 1 - j of a head cost about the same: attention_varlen_schedule.hpp, "Causal pair lists"),
+// head-major, so that the CTAs side by side read a few heads' K and V from L2 (cuda/NOTES.md,
+// run 15: +11-15% on the 2k mix at d192 / d256, where d128 gained 0-3% and lost 2-4% on longer
+// mixes).
 template <int kQKDim, int kVDim, typename T, bool kCausal, Sm90Mode kMode>
 cudaError_t launch_attention_fwd_sm90(const FwdLaunchParams& p, const FwdTensorMaps& maps, cudaStream_t stream) {
   using Cfg = Sm90TileConfig<kQKDim, kVDim>;
   constexpr bool kListable = kMode == Sm90Mode::kVarlen;
-  constexpr int kSchedMax = kCausal ? Cfg::causal_sched_bytes(Cfg::kSchedItems) : Cfg::sched_bytes(Cfg::kSchedSeqs);
+  constexpr bool kPairCapable = kListable && kCausal && kQKDim >= 192;
+  constexpr int kSchedMax = kCausal ? std::max(Cfg::causal_sched_bytes(Cfg::kSchedItems), Cfg::sched_bytes(Cfg::kSchedSeqs))
+                                    : Cfg::sched_bytes(Cfg::kSchedSeqs);
   constexpr int kSmemMax = Cfg::kSmemBytes + (kListable ? kSchedMax : 0);
   static_assert(kSmemMax <= 227 * 1024, "over the sm90 shared-memory limit per CTA");
   auto kernel = attention_fwd_sm90_kernel<kQKDim, kVDim, T, kCausal, kMode>;
@@ -762,16 +791,20 @@ cudaError_t launch_attention_fwd_sm90(const FwdLaunchParams& p, const FwdTensorM
   // Tiles of max_seqlen_q per sequence (listed: an upper bound on the list's length).
   const int64_t items = static_cast<int64_t>((p.seqlen_q + Cfg::kBlockM - 1) / Cfg::kBlockM) * p.batch;
   const int64_t tiles = items * p.heads_q;
-  const bool fits = kCausal ? items <= Cfg::kSchedItems && items * p.batch <= Cfg::kSchedWork : true;
+  // Causal pair lists where there are at least 4 rounds of pair items by total_q (the host's
+  // bound on the rows): with fewer, a pair is too coarse a unit to end the grid evenly.
+  const bool pairs = kPairCapable && sm90_varlen_pair_list() &&
+                     static_cast<int64_t>(p.heads_q) * p.total_q >= int64_t(8) * Cfg::kBlockM * sm90_sm_count();
+  const bool fits = kCausal && !pairs ? items <= Cfg::kSchedItems && items * p.batch <= Cfg::kSchedWork : true;
   const bool listed = kListable && p.batch <= Cfg::kSchedSeqs && fits && sm90_varlen_persistent();
-  const int smem = Cfg::kSmemBytes + (listed ? (kCausal ? Cfg::causal_sched_bytes(static_cast<int>(items))
-                                                        : Cfg::sched_bytes(p.batch))
+  const int smem = Cfg::kSmemBytes + (listed ? (kCausal && !pairs ? Cfg::causal_sched_bytes(static_cast<int>(items))
+                                                                  : Cfg::sched_bytes(p.batch))
                                              : 0);
   if (tiles > INT32_MAX) return cudaErrorNotSupported;
   const int grid = varlen && !listed ? static_cast<int>(tiles)
                                      : static_cast<int>(std::min<int64_t>(tiles, sm90_sm_count()));
   if (grid == 0) return cudaSuccess;
-  kernel<<<grid, Cfg::kThreads, smem, stream>>>(p, maps, listed);
+  kernel<<<grid, Cfg::kThreads, smem, stream>>>(p, maps, listed, listed && pairs);
   return cudaGetLastError();
 }
 

@@ -118,6 +118,11 @@ int sm90_sm_count();
 // switch it between calls; nothing else in the process should change it while calls run.
 bool sm90_varlen_persistent();
 
+// Whether causal attention_varlen_fwd calls of the d >= 192 buckets may take the pair list
+// (attention_varlen_schedule.hpp, "Causal pair lists"): yes unless KH_ATTENTION_VARLEN_PAIRS=0
+// (the list of tiles by cost, for comparisons). Read at each such call, as above.
+bool sm90_varlen_pair_list();
+
 // One per translation unit; causal is chosen inside.
 template <int kQKDim, int kVDim, ElementType kType>
 cudaError_t run_attention_fwd_sm90_instance(const FwdLaunchParams& p, const FwdTensorMaps& maps,

@@ -134,4 +134,33 @@ KH_ATTN_HD VarlenTile varlen_causal_tile_at(const int32_t* items, int32_t heads,
   return t;
 }
 
+// Causal pair lists (the buckets with two consumer warpgroups, d >= 128). As attention_fwd's
+// pair schedule (attention_causal_schedule.hpp) does for equal lengths, a CTA takes tiles j and
+// T - 1 - j of one (sequence, head) in turn (j counts from the sequence's end as above, T: the
+// sequence's tiles): the two see about as many keys as any other pair of the sequence, so the
+// list can run head-major within a sequence (the CTAs side by side read a few heads' K and V
+// from L2) and still be ordered by cost. It is the full-attention list of the sequences
+// (varlen_seq_rank, varlen_tile_at) with each sequence's key its first pair's cost and its
+// tiles heads x ceil(T / 2) pair items; a sequence with odd T has its middle tile alone as its
+// last item of each head.
+KH_ATTN_HD int32_t varlen_pair_key(const SeqBounds& s, int32_t block_m, int32_t block_n) {
+  if (s.len_q <= 0) return -1;
+  const int32_t tiles = static_cast<int32_t>((s.len_q + block_m - 1) / block_m);
+  const int32_t len_k = static_cast<int32_t>(s.len_k);
+  const int32_t first = varlen_causal_key(len_k, 0, block_m, block_n);
+  return tiles > 1 ? first + varlen_causal_key(len_k, tiles - 1, block_m, block_n) : first;
+}
+
+KH_ATTN_HD int32_t varlen_pair_items(const SeqBounds& s, int32_t block_m, int32_t heads) {
+  const int32_t tiles = static_cast<int32_t>((s.len_q + block_m - 1) / block_m);
+  return heads * ((tiles + 1) / 2);
+}
+
+// The tile (from the sequence's end) of pair item i of a sequence with `tiles` tiles, its long
+// (sub 0) or short (sub 1) one; -1 for the short one of a middle item (no tile).
+KH_ATTN_HD int32_t varlen_pair_tile(int32_t tiles, int32_t i, int32_t sub) {
+  if (2 * i + 1 == tiles) return sub == 0 ? i : -1;  // the middle tile of an odd count
+  return sub == 0 ? i : tiles - 1 - i;
+}
+
 }  // namespace kh_attention

@@ -7,9 +7,10 @@ process, bf16 on one GPU; every row is validated before it is timed.
              tokens, s in {4k, 8k}, 16 heads, causal and not, against the fastest SDPA backend
              that takes the shape (flash, cuDNN, memory-efficient, each timed). Target (sm90a,
              d 80, 96, 192, 192/128, s >= 4k): >= 1.0x the best SDPA.
-  varlen     attention_varlen_fwd on mixed lengths of 16k tokens, d 128, 16 heads, causal and
-             not: [8k, 1k, 5k, 2k] against attention_fwd on 4 x 4k, and [2k, 1k, 4k, 1k, 3k, 1k,
-             2k, 2k] against 8 x 2k (the same total tokens in equal lengths); TFLOP/s count real
+  varlen     attention_varlen_fwd on mixed lengths of 16k tokens, d 128 (causal and not) and d 192,
+             256 (causal: these buckets' own causal list), 16 heads: [8k, 1k, 5k, 2k] against
+             attention_fwd on 4 x 4k, and [2k, 1k, 4k, 1k, 3k, 1k, 2k, 2k] against 8 x 2k (the same
+             total tokens in equal lengths); TFLOP/s count real
              tokens only (4 h d sum(len^2), halved for causal). Target: >= 0.95x attention_fwd's
              TFLOP/s. Also shown: against one attention_fwd call per sequence (what an engine
              does without the varlen op), as a ratio of times, and for the sm90a build the
@@ -28,6 +29,9 @@ PREFILL_SEQS = (4096, 8192)
 TOKENS = 16384
 HEADS = 16
 VARLEN_MIXES = (((8192, 1024, 5120, 2048), 4096), ((2048, 1024, 4096, 1024, 3072, 1024, 2048, 2048), 2048))
+# (head dim, causal settings) of the varlen rows: d 128 both ways; the wide buckets, whose causal
+# calls take a list of their own (pairs of query tiles, kernels-src/attention/cuda/NOTES.md), causal.
+VARLEN_DIMS = ((128, (False, True)), (192, (True,)), (256, (True,)))
 
 
 def sdpa_backends():
@@ -106,80 +110,79 @@ def bench_varlen(kernels, reps, failures, timing, rel_error):
     """timing, rel_error: gpu_bench.py's (Timing, rel_error)."""
     rows = []
     gen = torch.Generator(device="cuda")
-    d = 128
-    scale = 1.0 / math.sqrt(d)
-    for lens, equal in VARLEN_MIXES:
-        for causal in (False, True):
-            gen.manual_seed(sum(lens) + len(lens) + causal)
-            total = sum(lens)
-            q = torch.randn(total, HEADS, d, device="cuda", dtype=torch.bfloat16, generator=gen)
-            k = torch.randn(total, HEADS, d, device="cuda", dtype=torch.bfloat16, generator=gen)
-            v = torch.randn(total, HEADS, d, device="cuda", dtype=torch.bfloat16, generator=gen)
-            out = torch.empty_like(q)
-            cu = torch.tensor([0] + [sum(lens[:i + 1]) for i in range(len(lens))], dtype=torch.int32, device="cuda")
-            div = 2 if causal else 1
-            flops = sum(4.0 * HEADS * n * n * d for n in lens) / div
-            b_eq = total // equal
-            flops_eq = 4.0 * b_eq * HEADS * equal * equal * d / div
-            name = "lens " + "/".join(f"{n // 1024}k" for n in lens) + f" h{HEADS} d{d}" + \
-                (" causal" if causal else " full")
-            # Equal lengths: the same buffers as (b_eq, equal, h, d).
-            q4, k4, v4 = (t.view(b_eq, equal, HEADS, d) for t in (q, k, v))
-            out4 = torch.empty_like(q4)
-            for target in ("sm90a", "sm80"):
-                fwd = kernels[target].op("attention_fwd")
-                var = kernels[target].op("attention_varlen_fwd").bind(out, None, q, k, v, cu, cu, max(lens), max(lens),
-                                                                      scale, causal, -1, 0.0)
-                starts = [sum(lens[:i]) for i in range(len(lens))]
+    cases = [(d, lens, equal, causal) for d, modes in VARLEN_DIMS for lens, equal in VARLEN_MIXES for causal in modes]
+    for d, lens, equal, causal in cases:
+        scale = 1.0 / math.sqrt(d)
+        gen.manual_seed(sum(lens) + len(lens) + causal)
+        total = sum(lens)
+        q = torch.randn(total, HEADS, d, device="cuda", dtype=torch.bfloat16, generator=gen)
+        k = torch.randn(total, HEADS, d, device="cuda", dtype=torch.bfloat16, generator=gen)
+        v = torch.randn(total, HEADS, d, device="cuda", dtype=torch.bfloat16, generator=gen)
+        out = torch.empty_like(q)
+        cu = torch.tensor([0] + [sum(lens[:i + 1]) for i in range(len(lens))], dtype=torch.int32, device="cuda")
+        div = 2 if causal else 1
+        flops = sum(4.0 * HEADS * n * n * d for n in lens) / div
+        b_eq = total // equal
+        flops_eq = 4.0 * b_eq * HEADS * equal * equal * d / div
+        name = "lens " + "/".join(f"{n // 1024}k" for n in lens) + f" h{HEADS} d{d}" + \
+            (" causal" if causal else " full")
+        # Equal lengths: the same buffers as (b_eq, equal, h, d).
+        q4, k4, v4 = (t.view(b_eq, equal, HEADS, d) for t in (q, k, v))
+        out4 = torch.empty_like(q4)
+        for target in ("sm90a", "sm80"):
+            fwd = kernels[target].op("attention_fwd")
+            var = kernels[target].op("attention_varlen_fwd").bind(out, None, q, k, v, cu, cu, max(lens), max(lens),
+                                                                  scale, causal, -1, 0.0)
+            starts = [sum(lens[:i]) for i in range(len(lens))]
 
-                def per_sequence(o, fwd=fwd, starts=starts):
-                    """The worst rel error of o against attention_fwd on each sequence on its own."""
-                    worst = 0.0
-                    for s0, n in zip(starts, lens):
-                        o1 = torch.empty(1, n, HEADS, d, device="cuda", dtype=torch.bfloat16)
-                        fwd(o1, None, q[s0:s0 + n].unsqueeze(0), k[s0:s0 + n].unsqueeze(0),
-                            v[s0:s0 + n].unsqueeze(0), scale, causal)
-                        worst = max(worst, rel_error(o[s0:s0 + n], o1[0]))
-                    return worst
-                checked = checked_timing(var, out, per_sequence, f"varlen {target} {name} (against attention_fwd per "
-                                         "sequence)", reps, failures, timing, rel_error)
-                if checked is None:
-                    continue
-                t_var, worst = checked
-                per_tile = None
-                if target == "sm90a":
-                    # The same call on the path of 1.1.0 (one CTA per tile), for the comparison.
-                    before = os.environ.get("KH_ATTENTION_VARLEN_PERSISTENT")
-                    os.environ["KH_ATTENTION_VARLEN_PERSISTENT"] = "0"
-                    try:
-                        per_tile = checked_timing(var, out, per_sequence, f"varlen {target} {name}, one CTA per tile "
-                                                  "(against attention_fwd per sequence)", reps, failures, timing,
-                                                  rel_error)
-                    finally:
-                        if before is None:
-                            del os.environ["KH_ATTENTION_VARLEN_PERSISTENT"]
-                        else:
-                            os.environ["KH_ATTENTION_VARLEN_PERSISTENT"] = before
-                t_eq = timing([fwd.bind(out4, None, q4, k4, v4, scale, causal)], reps)
-                # One attention_fwd call per sequence (the engine's way without varlen).
-                singles = [fwd.bind(out[s0:s0 + n].unsqueeze(0), None, q[s0:s0 + n].unsqueeze(0),
-                                    k[s0:s0 + n].unsqueeze(0), v[s0:s0 + n].unsqueeze(0), scale, causal)
-                           for s0, n in zip(starts, lens)]
-                t_sep = timing([lambda: [c() for c in singles]], reps)
-                row = dict(kind="varlen", build=target, name=name, lens=list(lens), equal=equal, causal=causal,
-                           ms=t_var.ms, spread=t_var.spread, tflops=flops / t_var.ms / 1e9,
-                           equal_ms=t_eq.ms, equal_tflops=flops_eq / t_eq.ms / 1e9, separate_ms=t_sep.ms,
-                           rel_err=worst)
-                if per_tile is not None:
-                    row["per_tile_ms"] = per_tile[0].ms
-                    row["per_tile_tflops"] = flops / per_tile[0].ms / 1e9
-                row["vs_equal"] = row["tflops"] / row["equal_tflops"]
-                row["vs_separate"] = t_sep.ms / t_var.ms
-                row["target"] = ">=0.95x attention_fwd TF/s"
-                row["met"] = row["vs_equal"] >= 0.95
-                rows.append(row)
-            del q, k, v, out, out4
-            torch.cuda.empty_cache()
+            def per_sequence(o, fwd=fwd, starts=starts):
+                """The worst rel error of o against attention_fwd on each sequence on its own."""
+                worst = 0.0
+                for s0, n in zip(starts, lens):
+                    o1 = torch.empty(1, n, HEADS, d, device="cuda", dtype=torch.bfloat16)
+                    fwd(o1, None, q[s0:s0 + n].unsqueeze(0), k[s0:s0 + n].unsqueeze(0),
+                        v[s0:s0 + n].unsqueeze(0), scale, causal)
+                    worst = max(worst, rel_error(o[s0:s0 + n], o1[0]))
+                return worst
+            checked = checked_timing(var, out, per_sequence, f"varlen {target} {name} (against attention_fwd per "
+                                     "sequence)", reps, failures, timing, rel_error)
+            if checked is None:
+                continue
+            t_var, worst = checked
+            per_tile = None
+            if target == "sm90a":
+                # The same call on the path of 1.1.0 (one CTA per tile), for the comparison.
+                before = os.environ.get("KH_ATTENTION_VARLEN_PERSISTENT")
+                os.environ["KH_ATTENTION_VARLEN_PERSISTENT"] = "0"
+                try:
+                    per_tile = checked_timing(var, out, per_sequence, f"varlen {target} {name}, one CTA per tile "
+                                              "(against attention_fwd per sequence)", reps, failures, timing,
+                                              rel_error)
+                finally:
+                    if before is None:
+                        del os.environ["KH_ATTENTION_VARLEN_PERSISTENT"]
+                    else:
+                        os.environ["KH_ATTENTION_VARLEN_PERSISTENT"] = before
+            t_eq = timing([fwd.bind(out4, None, q4, k4, v4, scale, causal)], reps)
+            # One attention_fwd call per sequence (the engine's way without varlen).
+            singles = [fwd.bind(out[s0:s0 + n].unsqueeze(0), None, q[s0:s0 + n].unsqueeze(0),
+                                k[s0:s0 + n].unsqueeze(0), v[s0:s0 + n].unsqueeze(0), scale, causal)
+                       for s0, n in zip(starts, lens)]
+            t_sep = timing([lambda: [c() for c in singles]], reps)
+            row = dict(kind="varlen", build=target, name=name, lens=list(lens), equal=equal, causal=causal,
+                       ms=t_var.ms, spread=t_var.spread, tflops=flops / t_var.ms / 1e9,
+                       equal_ms=t_eq.ms, equal_tflops=flops_eq / t_eq.ms / 1e9, separate_ms=t_sep.ms,
+                       rel_err=worst)
+            if per_tile is not None:
+                row["per_tile_ms"] = per_tile[0].ms
+                row["per_tile_tflops"] = flops / per_tile[0].ms / 1e9
+            row["vs_equal"] = row["tflops"] / row["equal_tflops"]
+            row["vs_separate"] = t_sep.ms / t_var.ms
+            row["target"] = ">=0.95x attention_fwd TF/s"
+            row["met"] = row["vs_equal"] >= 0.95
+            rows.append(row)
+        del q, k, v, out, out4
+        torch.cuda.empty_cache()
     return rows
 
 

@@ -792,9 +792,11 @@ cudaError_t launch_attention_fwd_sm90(const FwdLaunchParams& p, const FwdTensorM
   const int64_t items = static_cast<int64_t>((p.seqlen_q + Cfg::kBlockM - 1) / Cfg::kBlockM) * p.batch;
   const int64_t tiles = items * p.heads_q;
   // Causal pair lists where there are at least 4 rounds of pair items by total_q (the host's
-  // bound on the rows): with fewer, a pair is too coarse a unit to end the grid evenly.
+  // bound on the rows): with fewer, a pair is too coarse a unit to end the grid evenly. Their
+  // positions (two an item, middles included) must count in int32 too.
   const bool pairs = kPairCapable && sm90_varlen_pair_list() &&
-                     static_cast<int64_t>(p.heads_q) * p.total_q >= int64_t(8) * Cfg::kBlockM * sm90_sm_count();
+                     static_cast<int64_t>(p.heads_q) * p.total_q >= int64_t(8) * Cfg::kBlockM * sm90_sm_count() &&
+                     2 * (tiles + static_cast<int64_t>(p.heads_q) * p.batch) <= INT32_MAX;
   const bool fits = kCausal && !pairs ? items <= Cfg::kSchedItems && items * p.batch <= Cfg::kSchedWork : true;
   const bool listed = kListable && p.batch <= Cfg::kSchedSeqs && fits && sm90_varlen_persistent();
   const int smem = Cfg::kSmemBytes + (listed ? (kCausal && !pairs ? Cfg::causal_sched_bytes(static_cast<int>(items))

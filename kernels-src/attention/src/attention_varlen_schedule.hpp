@@ -134,15 +134,16 @@ KH_ATTN_HD VarlenTile varlen_causal_tile_at(const int32_t* items, int32_t heads,
   return t;
 }
 
-// Causal pair lists (the buckets with two consumer warpgroups, d >= 128). As attention_fwd's
-// pair schedule (attention_causal_schedule.hpp) does for equal lengths, a CTA takes tiles j and
-// T - 1 - j of one (sequence, head) in turn (j counts from the sequence's end as above, T: the
-// sequence's tiles): the two see about as many keys as any other pair of the sequence, so the
-// list can run head-major within a sequence (the CTAs side by side read a few heads' K and V
-// from L2) and still be ordered by cost. It is the full-attention list of the sequences
-// (varlen_seq_rank, varlen_tile_at) with each sequence's key its first pair's cost and its
-// tiles heads x ceil(T / 2) pair items; a sequence with odd T has its middle tile alone as its
-// last item of each head.
+// Causal pair lists (the sm90a buckets 192, 192/128 and 256, for calls with at least four rounds
+// of pairs: see the launch). As attention_fwd's pair schedule (attention_causal_schedule.hpp)
+// does for equal lengths, a CTA takes tiles j and T - 1 - j of one (sequence, head) in turn (j
+// counts from the sequence's end as above, T: the sequence's tiles): the two see about as many
+// keys as any other pair of the sequence, so the list can run head-major within a sequence (the
+// CTAs side by side read a few heads' K and V from L2) and still be ordered by cost. It is the
+// full-attention list of the sequences (varlen_seq_rank, varlen_tile_at) with each sequence's key
+// its first pair's cost and its tiles heads x ceil(T / 2) pair items; a sequence with odd T has
+// its middle tile alone as item ceil(T / 2) - 1 of each head (varlen_tile_at deals a head's
+// items from the highest down, so that one comes first).
 KH_ATTN_HD int32_t varlen_pair_key(const SeqBounds& s, int32_t block_m, int32_t block_n) {
   if (s.len_q <= 0) return -1;
   const int32_t tiles = static_cast<int32_t>((s.len_q + block_m - 1) / block_m);

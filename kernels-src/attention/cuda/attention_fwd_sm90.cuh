@@ -770,7 +770,7 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
 // items sorted by cost (a list of tiles by sequence balanced worse in a model than the hardware's
 // dealing of one CTA per tile, cuda/NOTES.md); up to kSchedItems items bound by max_seqlen_q and
 // items x batch <= kSchedWork, else one CTA per tile. The d >= 192 buckets take a list by
-// sequence of pair items instead when the call has at least 4 rounds of them (tiles j and
+// sequence of pair items instead when the call has at least 6 rounds of them (tiles j and
 // T - 1 - j of a head cost about the same: attention_varlen_schedule.hpp, "Causal pair lists"),
 // head-major, so that the CTAs side by side read a few heads' K and V from L2 (cuda/NOTES.md,
 // run 15: +11-15% on the 2k mix at d192 / d256, where d128 gained 0-3% and lost 2-4% on longer
@@ -791,11 +791,12 @@ cudaError_t launch_attention_fwd_sm90(const FwdLaunchParams& p, const FwdTensorM
   // Tiles of max_seqlen_q per sequence (listed: an upper bound on the list's length).
   const int64_t items = static_cast<int64_t>((p.seqlen_q + Cfg::kBlockM - 1) / Cfg::kBlockM) * p.batch;
   const int64_t tiles = items * p.heads_q;
-  // Causal pair lists where there are at least 4 rounds of pair items by total_q (the host's
-  // bound on the rows): with fewer, a pair is too coarse a unit to end the grid evenly. Their
-  // positions (two an item, middles included) must count in int32 too.
+  // Causal pair lists where there are at least 6 rounds of pair items by total_q (the host's
+  // bound on the rows): with fewer, a pair is too coarse a unit to end the grid evenly (a model of
+  // the dealing put most calls of 4-6 rounds 6-28% behind the tile list's balance, cuda/NOTES.md).
+  // Their positions (two an item, middles included) must count in int32 too.
   const bool pairs = kPairCapable && sm90_varlen_pair_list() &&
-                     static_cast<int64_t>(p.heads_q) * p.total_q >= int64_t(8) * Cfg::kBlockM * sm90_sm_count() &&
+                     static_cast<int64_t>(p.heads_q) * p.total_q >= int64_t(12) * Cfg::kBlockM * sm90_sm_count() &&
                      2 * (tiles + static_cast<int64_t>(p.heads_q) * p.batch) <= INT32_MAX;
   const bool fits = kCausal && !pairs ? items <= Cfg::kSchedItems && items * p.batch <= Cfg::kSchedWork : true;
   const bool listed = kListable && p.batch <= Cfg::kSchedSeqs && fits && sm90_varlen_persistent();

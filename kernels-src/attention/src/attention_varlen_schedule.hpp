@@ -134,7 +134,7 @@ KH_ATTN_HD VarlenTile varlen_causal_tile_at(const int32_t* items, int32_t heads,
   return t;
 }
 
-// Causal pair lists (the sm90a buckets 192, 192/128 and 256, for calls with at least four rounds
+// Causal pair lists (the sm90a buckets 192, 192/128 and 256, for calls with at least six rounds
 // of pairs: see the launch). As attention_fwd's pair schedule (attention_causal_schedule.hpp)
 // does for equal lengths, a CTA takes tiles j and T - 1 - j of one (sequence, head) in turn (j
 // counts from the sequence's end as above, T: the sequence's tiles): the two see about as many

@@ -480,6 +480,12 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
   }
 }
 
+// Whether an instance may deal causal varlen calls by pair items (attention_varlen_schedule.hpp,
+// "Causal pair lists"): the buckets 192, 192/128 and 256 in varlen mode; the launch decides per
+// call (launch_attention_fwd_sm90).
+template <int kQKDim, bool kCausal, Sm90Mode kMode>
+constexpr bool kSm90PairListCapable = kMode == Sm90Mode::kVarlen && kCausal && kQKDim >= 192;
+
 // The tile list of a persistent varlen grid (attention_varlen_schedule.hpp, steps 1 and 2), by
 // every thread of the CTA before the roles split: the sequences' keys and tile counts go to
 // `scratch` (the Q tile, free until the producer's first load), then each thread places its
@@ -574,7 +580,7 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
   // items. The host sets varlen_listed only for such calls, and varlen_pairs for the causal
   // calls of the d >= 192 buckets that get a pair list (sm90_varlen_pair_list).
   constexpr bool kListable = kMode == Sm90Mode::kVarlen;
-  constexpr bool kPairCapable = kListable && kCausal && kQKDim >= 192;
+  constexpr bool kPairCapable = kSm90PairListCapable<kQKDim, kCausal, kMode>;
   const bool listed = kListable && varlen_listed;
   const bool pair_listed = kPairCapable && listed && varlen_pairs;
   int32_t* const sched_first = reinterpret_cast<int32_t*>(smem + Cfg::kSchedOffset);
@@ -779,9 +785,10 @@ template <int kQKDim, int kVDim, typename T, bool kCausal, Sm90Mode kMode>
 cudaError_t launch_attention_fwd_sm90(const FwdLaunchParams& p, const FwdTensorMaps& maps, cudaStream_t stream) {
   using Cfg = Sm90TileConfig<kQKDim, kVDim>;
   constexpr bool kListable = kMode == Sm90Mode::kVarlen;
-  constexpr bool kPairCapable = kListable && kCausal && kQKDim >= 192;
-  constexpr int kSchedMax = kCausal ? std::max(Cfg::causal_sched_bytes(Cfg::kSchedItems), Cfg::sched_bytes(Cfg::kSchedSeqs))
-                                    : Cfg::sched_bytes(Cfg::kSchedSeqs);
+  constexpr bool kPairCapable = kSm90PairListCapable<kQKDim, kCausal, kMode>;
+  // The room of the largest list the instance may build (a pair list is laid out as a full one).
+  constexpr int kItemBytes = Cfg::causal_sched_bytes(Cfg::kSchedItems), kSeqBytes = Cfg::sched_bytes(Cfg::kSchedSeqs);
+  constexpr int kSchedMax = !kCausal ? kSeqBytes : kPairCapable ? std::max(kItemBytes, kSeqBytes) : kItemBytes;
   constexpr int kSmemMax = Cfg::kSmemBytes + (kListable ? kSchedMax : 0);
   static_assert(kSmemMax <= 227 * 1024, "over the sm90 shared-memory limit per CTA");
   auto kernel = attention_fwd_sm90_kernel<kQKDim, kVDim, T, kCausal, kMode>;

@@ -481,38 +481,73 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
 }
 
 // Whether an instance may deal causal varlen calls by pair items (attention_varlen_schedule.hpp,
-// "Causal pair lists"): the buckets 192, 192/128 and 256 in varlen mode; the launch decides per
+// "Causal pair lists"): the two-warpgroup buckets (d > 96) in varlen mode; the launch decides per
 // call (launch_attention_fwd_sm90).
 template <int kQKDim, bool kCausal, Sm90Mode kMode>
-constexpr bool kSm90PairListCapable = kMode == Sm90Mode::kVarlen && kCausal && kQKDim >= 192;
+constexpr bool kSm90PairListCapable = kMode == Sm90Mode::kVarlen && kCausal && kQKDim > 96;
+
+// Every thread of the CTA places its sequences b = tid, tid + threads, ... in a list of the
+// sequences by key (attention_varlen_schedule.hpp, step 2): keys[b] and entries[b] as step 1 left
+// them in shared memory.
+template <typename Cfg>
+__device__ __forceinline__ void rank_varlen_sequences(const FwdLaunchParams& p, const int32_t* keys,
+                                                      const int32_t* entries, int32_t* first_tile,
+                                                      int32_t* seq_of_rank) {
+  for (int b = static_cast<int>(threadIdx.x); b < p.batch; b += Cfg::kThreads) {
+    const VarlenRank r = varlen_seq_rank(keys, entries, p.batch, b);
+    seq_of_rank[r.rank] = b;
+    first_tile[r.rank] = r.first_tile;
+    if (r.rank == p.batch - 1) first_tile[p.batch] = r.first_tile + entries[b];
+  }
+  // These generic-proxy accesses to the Q tile come before the producer's TMA writes to it.
+  detail::fence_proxy_async_shared();
+}
 
 // The tile list of a persistent varlen grid (attention_varlen_schedule.hpp, steps 1 and 2), by
 // every thread of the CTA before the roles split: the sequences' keys and tile counts go to
 // `scratch` (the Q tile, free until the producer's first load), then each thread places its
 // sequences. Every CTA builds the same list from the same cu_seqlens. Not inlined: inlined into
 // the kernel it made ptxas spill 208 bytes a consumer thread at d = 96 (160 registers), though
-// it runs before the consumers' setmaxnreg. kPairs: the causal pair list (attention_varlen_schedule.hpp,
-// "Causal pair lists"), whose list entries are pair items instead of tiles.
-template <typename Cfg, bool kPairs>
+// it runs before the consumers' setmaxnreg.
+template <typename Cfg>
 __device__ __noinline__ void build_varlen_tile_list(const FwdLaunchParams& p, int32_t* scratch, int32_t* first_tile,
                                                     int32_t* seq_of_rank) {
   int32_t* const keys = scratch;
   int32_t* const tiles = scratch + Cfg::kSchedSeqs;
-  const int tid = static_cast<int>(threadIdx.x);
-  for (int b = tid; b < p.batch; b += Cfg::kThreads) {
+  for (int b = static_cast<int>(threadIdx.x); b < p.batch; b += Cfg::kThreads) {
     const SeqBounds s = launch_seq_bounds<true>(p, b);
-    keys[b] = kPairs ? varlen_pair_key(s, Cfg::kBlockM, Cfg::kBlockN) : varlen_seq_key(s, Cfg::kBlockN);
-    tiles[b] = kPairs ? varlen_pair_items(s, Cfg::kBlockM, p.heads_q) : varlen_seq_tiles(s, Cfg::kBlockM, p.heads_q);
+    keys[b] = varlen_seq_key(s, Cfg::kBlockN);
+    tiles[b] = varlen_seq_tiles(s, Cfg::kBlockM, p.heads_q);
   }
   __syncthreads();
+  rank_varlen_sequences<Cfg>(p, keys, tiles, first_tile, seq_of_rank);
+}
+
+// The causal pair list (attention_varlen_schedule.hpp, "Causal pair lists"), as above: the
+// sequences' pair keys and query tiles, then each one's entries (pair items, or tiles in the
+// tail) and the count of those outside the tail (*cut, the first tail rank), then the ranks.
+template <typename Cfg>
+__device__ __noinline__ void build_varlen_pair_list(const FwdLaunchParams& p, int32_t* scratch, int32_t* first_tile,
+                                                    int32_t* seq_of_rank, int32_t* cut) {
+  int32_t* const keys = scratch;
+  int32_t* const tiles = scratch + Cfg::kSchedSeqs;
+  int32_t* const entries = scratch + 2 * Cfg::kSchedSeqs;
+  const int tid = static_cast<int>(threadIdx.x);
+  if (tid == 0) *cut = 0;
   for (int b = tid; b < p.batch; b += Cfg::kThreads) {
-    const VarlenRank r = varlen_seq_rank(keys, tiles, p.batch, b);
-    seq_of_rank[r.rank] = b;
-    first_tile[r.rank] = r.first_tile;
-    if (r.rank == p.batch - 1) first_tile[p.batch] = r.first_tile + tiles[b];
+    const SeqBounds s = launch_seq_bounds<true>(p, b);
+    keys[b] = varlen_pair_key(s, Cfg::kBlockM, Cfg::kBlockN);
+    tiles[b] = static_cast<int32_t>((s.len_q + Cfg::kBlockM - 1) / Cfg::kBlockM);
   }
-  // These generic-proxy accesses to the Q tile come before the producer's TMA writes to it.
-  detail::fence_proxy_async_shared();
+  __syncthreads();
+  const int grid = static_cast<int>(gridDim.x);
+  for (int b = tid; b < p.batch; b += Cfg::kThreads) {
+    const bool tail = varlen_pair_in_tail(keys, tiles, p.batch, b, p.heads_q, grid);
+    entries[b] = varlen_pair_entries(tiles[b], p.heads_q, tail);
+    if (!tail) atomicAdd(cut, 1);
+  }
+  __syncthreads();
+  rank_varlen_sequences<Cfg>(p, keys, entries, first_tile, seq_of_rank);
 }
 
 // The causal list of a persistent varlen grid (attention_varlen_schedule.hpp, "Causal lists"):
@@ -543,6 +578,55 @@ __device__ __noinline__ void build_varlen_causal_list(const FwdLaunchParams& p, 
   detail::fence_proxy_async_shared();
 }
 
+// The dealing of a pair list's rounds (attention_varlen_schedule.hpp, "Causal pair lists"), by
+// the producer warpgroup's three other warps (st: 0..95) while the CTA works: the work of every
+// CTA of the grid, round after round, and this CTA's slot of rounds 1, 2, ... into the ring (-1:
+// none, in the last round only). Round 0 needs no dealing (slot blockIdx.x), so the CTA starts
+// at once; the rounds after it take the three warps ~1 us each, far less than a round of tiles,
+// and run ahead of their use by up to kPairRing rounds, held back by the ring's empty barriers
+// (ring_bars: kPairRing full ones, then kPairRing empty ones). A thread keeps the work ranks of
+// CTAs st and st + 96 (grid <= kPairMaxGrid) in registers: the producer warpgroup has few.
+template <typename Cfg>
+__device__ __forceinline__ void simulate_pair_rounds(const FwdLaunchParams& p, const int32_t* first_tile,
+                                                     const int32_t* seq_of_rank, int32_t cut, int32_t slots,
+                                                     int32_t* work, int32_t* cost, int32_t* item_of_rank,
+                                                     volatile int32_t* ring, uint32_t ring_bars, int st) {
+  constexpr int kThreads = Cfg::kPairSimThreads;
+  constexpr int kBar = 7;  // named barrier: 1..6 are the consumers'
+  const int g = static_cast<int>(gridDim.x), me = static_cast<int>(blockIdx.x);
+  auto slot_cost = [&](int s) {
+    const VarlenSlot v = varlen_pair_slot_at(first_tile, seq_of_rank, p.batch, p.heads_q, cut, s);
+    const SeqBounds b = launch_seq_bounds<true>(p, v.seq);
+    const int32_t tiles = static_cast<int32_t>((b.len_q + Cfg::kBlockM - 1) / Cfg::kBlockM);
+    return varlen_pair_slot_cost(v, static_cast<int32_t>(b.len_k), tiles, Cfg::kBlockM, Cfg::kBlockN);
+  };
+  for (int i = st; i < g; i += kThreads) work[i] = i < slots ? slot_cost(i) : 0;
+  detail::named_bar_sync(kBar, kThreads);
+  for (int r = 1; r < (slots + g - 1) / g; ++r) {
+    const int base = r * g, m = slots - base < g ? slots - base : g;
+    for (int i = st; i < m; i += kThreads) cost[i] = slot_cost(base + i);
+    detail::named_bar_sync(kBar, kThreads);
+    for (int i = st; i < m; i += kThreads) item_of_rank[lpt_cost_rank(cost, m, i)] = i;
+    const int i1 = st + kThreads;
+    const int rank0 = st < g ? lpt_work_rank(work, g, st) : g;
+    const int rank1 = i1 < g ? lpt_work_rank(work, g, i1) : g;
+    detail::named_bar_sync(kBar, kThreads);
+    auto take = [&](int i, int rank) {
+      const int item = rank < m ? item_of_rank[rank] : -1;
+      if (item >= 0) work[i] += cost[item];
+      if (i == me) {
+        const int e = (r - 1) % Cfg::kPairRing;
+        detail::mbar_wait(ring_bars + 8 * (Cfg::kPairRing + e), (((r - 1) / Cfg::kPairRing) & 1) ^ 1);
+        ring[e] = item >= 0 ? base + item : -1;
+        detail::mbar_arrive(ring_bars + 8 * e);
+      }
+    };
+    if (st < g) take(st, rank0);
+    if (i1 < g) take(i1, rank1);
+    detail::named_bar_sync(kBar, kThreads);
+  }
+}
+
 template <int kQKDim, int kVDim, typename T, bool kCausal, Sm90Mode kMode>
 __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
     attention_fwd_sm90_kernel(const __grid_constant__ FwdLaunchParams p, const __grid_constant__ FwdTensorMaps maps,
@@ -568,6 +652,9 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
   auto empty_k = [&](int s) { return bars + 8 * (1 + 2 * kStages + s); };
   auto empty_v = [&](int s) { return bars + 8 * (1 + 3 * kStages + s); };
   const uint32_t q_empty = bars + 8 * (1 + 4 * kStages);
+  // Pair lists: the ring of this CTA's slots, a full and an empty barrier an entry.
+  auto ring_full = [&](int e) { return bars + 8 * (2 + 4 * kStages + e); };
+  auto ring_empty = [&](int e) { return bars + 8 * (2 + 4 * kStages + Cfg::kPairRing + e); };
 
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -576,15 +663,22 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
   const bool varlen = kMode == Sm90Mode::kVarlen || (kMode == Sm90Mode::kGeneral && p.cu_seqlens_q != nullptr);
   // Varlen on the persistent grid: tiles from the list every CTA builds below
   // (attention_varlen_schedule.hpp) after the barriers: full attention, and causal pair lists,
-  // first_tile[batch + 1] and seq_of_rank[batch]; other causal lists, the item count and the
-  // items. The host sets varlen_listed only for such calls, and varlen_pairs for the causal
-  // calls of the d >= 192 buckets that get a pair list (sm90_varlen_pair_list).
+  // first_tile[batch + 1] and seq_of_rank[batch], and for pair lists the first tail rank and
+  // the dealing's state (Sm90TileConfig::pair_sched_bytes); other causal lists, the item count and
+  // the items. The host sets varlen_listed only for such calls, and varlen_pairs for the causal
+  // calls of the two-warpgroup buckets that get a pair list (sm90_varlen_pair_list).
   constexpr bool kListable = kMode == Sm90Mode::kVarlen;
   constexpr bool kPairCapable = kSm90PairListCapable<kQKDim, kCausal, kMode>;
+  static_assert(!kPairCapable || 2 + 4 * kStages + 2 * Cfg::kPairRing <= 16, "no room for the ring's barriers");
   const bool listed = kListable && varlen_listed;
   const bool pair_listed = kPairCapable && listed && varlen_pairs;
   int32_t* const sched_first = reinterpret_cast<int32_t*>(smem + Cfg::kSchedOffset);
   int32_t* const sched_seq = sched_first + p.batch + 1;
+  int32_t* const pair_cut = sched_seq + p.batch;
+  int32_t* const lpt_work = pair_cut + 1;                   // [gridDim.x]
+  int32_t* const lpt_cost = lpt_work + gridDim.x;           // [gridDim.x]
+  int32_t* const lpt_item = lpt_cost + gridDim.x;           // [gridDim.x]
+  volatile int32_t* const lpt_ring = lpt_item + gridDim.x;  // [kPairRing]
   const int window_left = kMode == Sm90Mode::kGeneral ? p.window_left : -1;
   const int m_blocks = (p.seqlen_q + kBlockM - 1) / kBlockM;  // varlen: of max_seqlen_q
   // attention_fwd's causal tiles end at the last query row, so the partial tile (seqlen_q %
@@ -618,14 +712,22 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
     int hb;
     if (varlen) {
       int m_block = 0, m_idx = 0;
-      if (listed) {
-        // Pair lists: position t is the long (even t) or short (odd t) tile of pair item t / 2.
-        const VarlenTile v = pair_listed ? varlen_tile_at(sched_first, sched_seq, p.batch, p.heads_q, t >> 1)
-                             : kCausal ? varlen_causal_tile_at(sched_first + 1, p.heads_q, t)
-                                       : varlen_tile_at(sched_first, sched_seq, p.batch, p.heads_q, t);
+      bool tail = false;  // pair lists: a single tile of the tail
+      if (pair_listed) {
+        // Position t is the long (even t) or short (odd t) tile of slot t / 2; a tail slot has
+        // its tile at even t only.
+        const VarlenSlot v = varlen_pair_slot_at(sched_first, sched_seq, p.batch, p.heads_q, *pair_cut, t >> 1);
         tl.head = v.head;
         tl.batch = v.seq;
-        m_block = v.m_block;  // causal: the tile's place from the sequence's end; pair list: the item
+        m_block = v.item;
+        m_idx = v.item;
+        tail = v.tail;
+      } else if (listed) {
+        const VarlenTile v = kCausal ? varlen_causal_tile_at(sched_first + 1, p.heads_q, t)
+                                     : varlen_tile_at(sched_first, sched_seq, p.batch, p.heads_q, t);
+        tl.head = v.head;
+        tl.batch = v.seq;
+        m_block = v.m_block;  // causal: the tile's place from the sequence's end
         m_idx = v.m_block;
       } else {
         m_idx = t / heads_batches;
@@ -638,7 +740,7 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
       tl.len_k = static_cast<int>(s.len_k);
       tl.q_row0 = static_cast<int>(s.q_start);
       tl.k_row0 = static_cast<int>(s.k_start);
-      if (pair_listed) {
+      if (pair_listed && !tail) {
         m_idx = varlen_pair_tile((tl.len_q + kBlockM - 1) / kBlockM, m_block, t & 1);
         // The short half of a middle item: no tile (no rows, no keys: nothing loaded or stored).
         if (m_idx < 0) tl.len_q = 0, m_idx = 0;
@@ -672,16 +774,45 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
   // The k-th tile this CTA takes (num_tiles: none left): rounds of gridDim.x tiles; causal
   // and listed rounds alternate direction (CTA i takes position i of even rounds and
   // gridDim.x - 1 - i of odd ones), so long and short tiles pair up across rounds. A grid of
-  // num_tiles CTAs (varlen, not listed) takes one tile each.
+  // num_tiles CTAs (varlen, not listed) takes one tile each. Pair lists: pair_walk below.
   auto scheduled = [&](int k) {
     const int g = static_cast<int>(gridDim.x), b = static_cast<int>(blockIdx.x);
     if (pairs) return causal_pair_position(plan(), k, b);
-    if (pair_listed) {  // pair items in snake rounds, each item's two tiles in turn
-      const int round = k >> 1, item = round * g + ((round & 1) ? g - 1 - b : b);
-      return 2 * item + (k & 1) < num_tiles ? 2 * item + (k & 1) : num_tiles;
-    }
     const int pos = k * g + (((kCausal || listed) && (k & 1)) ? g - 1 - b : b);
     return pos < num_tiles ? pos : num_tiles;
+  };
+  // Pair lists: this CTA's next tile (num_tiles: none left), the slot of each round in turn
+  // (round 0: slot blockIdx.x; later ones from the ring the dealing fills, simulate_pair_rounds)
+  // and both tiles of a pair slot. Every consumer warp and the producer's issuing thread walk
+  // the list so; each releases a ring entry once it has read it (a warp: its lane 0, after all
+  // lanes' reads).
+  struct PairWalk {
+    int round = -1, slot = 0, sub = 1;
+    bool pair = false;
+  };
+  auto pair_walk = [&](PairWalk& w) {
+    if (w.pair && w.sub == 0) {
+      w.sub = 1;
+      return 2 * w.slot + 1;
+    }
+    const int g = static_cast<int>(gridDim.x), slots = num_tiles >> 1;
+    ++w.round;
+    if (w.round * g >= slots) return num_tiles;
+    int s = static_cast<int>(blockIdx.x);
+    if (w.round == 0) {
+      if (s >= slots) return num_tiles;
+    } else {
+      const int e = (w.round - 1) % Cfg::kPairRing;
+      mbar_wait(ring_full(e), ((w.round - 1) / Cfg::kPairRing) & 1);
+      s = lpt_ring[e];
+      __syncwarp(__activemask());
+      if (lane == 0) mbar_arrive(ring_empty(e));
+      if (s < 0) return num_tiles;  // no slot in the last round
+    }
+    w.slot = s;
+    w.sub = 0;
+    w.pair = varlen_rank_at(sched_first, p.batch, s) < *pair_cut;
+    return 2 * s;
   };
   // A varlen CTA (one per tile) whose tile holds no row of its sequence has nothing to write.
   if (varlen && !listed) {
@@ -691,12 +822,13 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
   if constexpr (kListable) {
     if (listed) {
       if constexpr (kPairCapable) {
-        if (pair_listed) build_varlen_tile_list<Cfg, true>(p, reinterpret_cast<int32_t*>(smem), sched_first, sched_seq);
+        if (pair_listed)
+          build_varlen_pair_list<Cfg>(p, reinterpret_cast<int32_t*>(smem), sched_first, sched_seq, pair_cut);
         else build_varlen_causal_list<Cfg>(p, reinterpret_cast<int32_t*>(smem), sched_first);
       } else if constexpr (kCausal) {
         build_varlen_causal_list<Cfg>(p, reinterpret_cast<int32_t*>(smem), sched_first);
       } else {
-        build_varlen_tile_list<Cfg, false>(p, reinterpret_cast<int32_t*>(smem), sched_first, sched_seq);
+        build_varlen_tile_list<Cfg>(p, reinterpret_cast<int32_t*>(smem), sched_first, sched_seq);
       }
     }
   }
@@ -710,18 +842,31 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
       mbar_init(empty_v(s), Cfg::kConsumerWarps);
     }
     mbar_init(q_empty, Cfg::kConsumerWarps);
+    if (pair_listed)
+      for (int e = 0; e < Cfg::kPairRing; ++e) {
+        mbar_init(ring_full(e), 1);
+        mbar_init(ring_empty(e), Cfg::kConsumerWarps + 1);  // every consumer warp and the producer's thread
+      }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
   if (listed)
     num_tiles = pair_listed ? 2 * sched_first[p.batch] : kCausal ? sched_first[0] * p.heads_q : sched_first[p.batch];
+  // The next tile of this CTA, by pair_walk or scheduled (k: the tiles taken so far).
+  auto next_tile = [&](int k, PairWalk& w) { return pair_listed ? pair_walk(w) : scheduled(k); };
 
   if (warp >= Cfg::kConsumerWarps) {  // producer warpgroup; one thread issues every copy
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Cfg::kProducerRegs));
-    if (warp == Cfg::kConsumerWarps && lane == 0) {
+    if (pair_listed && warp > Cfg::kConsumerWarps) {
+      // The producer warpgroup's other three warps deal the pair list's rounds ahead of use.
+      if constexpr (kPairCapable)
+        simulate_pair_rounds<Cfg>(p, sched_first, sched_seq, *pair_cut, num_tiles >> 1, lpt_work, lpt_cost, lpt_item,
+                                  lpt_ring, bars + 8 * (2 + 4 * kStages), tid - (Cfg::kConsumerWarps + 1) * 32);
+    } else if (warp == Cfg::kConsumerWarps && lane == 0) {
       int kv = 0;       // K/V blocks loaded so far (ring position)
       int q_tiles = 0;  // Q tiles loaded so far
-      for (int k = 0, t; (t = scheduled(k)) < num_tiles; ++k) {
+      PairWalk walk;
+      for (int k = 0, t; (t = next_tile(k, walk)) < num_tiles; ++k) {
         const Sm90Tile tl = tile_of(t);
         const int n_blocks = tl.n_blocks();
         if (n_blocks == 0) continue;
@@ -749,7 +894,8 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Cfg::kConsumerRegs));
     int kv = 0, q_tiles = 0;
-    for (int k = 0, t; (t = scheduled(k)) < num_tiles; ++k) {
+    PairWalk walk;
+    for (int k = 0, t; (t = next_tile(k, walk)) < num_tiles; ++k) {
       const Sm90Tile tl = tile_of(t);
       consume_tile<kQKDim, kVDim, T, kCausal, kMode>(p, o_stage, sQ, sK, sV, bars, tl, warp, lane, kv, q_tiles & 1);
       if (tl.n_blocks() > 0) {
@@ -775,20 +921,20 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
 // Causal varlen: its tiles' costs differ within a sequence, so its list is of (sequence, tile)
 // items sorted by cost (a list of tiles by sequence balanced worse in a model than the hardware's
 // dealing of one CTA per tile, cuda/NOTES.md); up to kSchedItems items bound by max_seqlen_q and
-// items x batch <= kSchedWork, else one CTA per tile. The d >= 192 buckets take a list by
-// sequence of pair items instead when the call has at least 6 rounds of them (tiles j and
-// T - 1 - j of a head cost about the same: attention_varlen_schedule.hpp, "Causal pair lists"),
-// head-major, so that the CTAs side by side read a few heads' K and V from L2 (cuda/NOTES.md,
-// run 15: +11-15% on the 2k mix at d192 / d256, where d128 gained 0-3% and lost 2-4% on longer
-// mixes).
+// items x batch <= kSchedWork, else one CTA per tile. The two-warpgroup buckets (d >= 128) take a
+// list by sequence of pair items instead (tiles j and T - 1 - j of a head cost about the same:
+// attention_varlen_schedule.hpp, "Causal pair lists"), head-major, so that the CTAs side by side
+// read a few heads' K and V from L2 (cuda/NOTES.md, run 15: +11-15% on the 2k mix at d192 / d256),
+// with a tail of single tiles, dealt a round at a time longest first onto the least loaded CTAs:
+// dealt in snake rounds, pairs were too coarse to end the grid evenly (3 x 2176 at d128: -24%).
 template <int kQKDim, int kVDim, typename T, bool kCausal, Sm90Mode kMode>
 cudaError_t launch_attention_fwd_sm90(const FwdLaunchParams& p, const FwdTensorMaps& maps, cudaStream_t stream) {
   using Cfg = Sm90TileConfig<kQKDim, kVDim>;
   constexpr bool kListable = kMode == Sm90Mode::kVarlen;
   constexpr bool kPairCapable = kSm90PairListCapable<kQKDim, kCausal, kMode>;
-  // The room of the largest list the instance may build (a pair list is laid out as a full one).
+  // The room of the largest list the instance may build (pair lists: all the room there is).
   constexpr int kItemBytes = Cfg::causal_sched_bytes(Cfg::kSchedItems), kSeqBytes = Cfg::sched_bytes(Cfg::kSchedSeqs);
-  constexpr int kSchedMax = !kCausal ? kSeqBytes : kPairCapable ? std::max(kItemBytes, kSeqBytes) : kItemBytes;
+  constexpr int kSchedMax = !kCausal ? kSeqBytes : kPairCapable ? Cfg::kSchedRoom : kItemBytes;
   constexpr int kSmemMax = Cfg::kSmemBytes + (kListable ? kSchedMax : 0);
   static_assert(kSmemMax <= 227 * 1024, "over the sm90 shared-memory limit per CTA");
   auto kernel = attention_fwd_sm90_kernel<kQKDim, kVDim, T, kCausal, kMode>;
@@ -798,21 +944,26 @@ cudaError_t launch_attention_fwd_sm90(const FwdLaunchParams& p, const FwdTensorM
   // Tiles of max_seqlen_q per sequence (listed: an upper bound on the list's length).
   const int64_t items = static_cast<int64_t>((p.seqlen_q + Cfg::kBlockM - 1) / Cfg::kBlockM) * p.batch;
   const int64_t tiles = items * p.heads_q;
-  // Causal pair lists where there are at least 6 rounds of pair items by total_q (the host's
-  // bound on the rows): with fewer, a pair is too coarse a unit to end the grid evenly (a model of
-  // the dealing put most calls of 4-6 rounds 6-28% behind the tile list's balance, cuda/NOTES.md).
-  // Their positions (two an item, middles included) must count in int32 too.
-  const bool pairs = kPairCapable && sm90_varlen_pair_list() &&
-                     static_cast<int64_t>(p.heads_q) * p.total_q >= int64_t(12) * Cfg::kBlockM * sm90_sm_count() &&
-                     2 * (tiles + static_cast<int64_t>(p.heads_q) * p.batch) <= INT32_MAX;
+  const int64_t persistent_grid = std::min<int64_t>(tiles, sm90_sm_count());
+  // Causal pair lists where their state fits: the list and the dealing's (a few KiB; d256 has
+  // ~1.9 KiB of room, so up to ~40 sequences there), a grid whose work ranks the dealing's
+  // threads hold, slot positions (two a slot, middles included) and every CTA's work in
+  // int32 (at most every tile's key blocks and fixed cost).
+  const int64_t key_blocks = (p.seqlen_k + Cfg::kBlockN - 1) / Cfg::kBlockN;
+  const bool pairs = kPairCapable && sm90_varlen_pair_list() && persistent_grid <= Cfg::kPairMaxGrid &&
+                     Cfg::pair_sched_bytes(p.batch, persistent_grid) <= Cfg::kSchedRoom &&
+                     2 * (tiles + static_cast<int64_t>(p.heads_q) * p.batch) <= INT32_MAX &&
+                     tiles * (key_blocks + kVarlenTileOverheadBlocks) <= INT32_MAX;
   const bool fits = kCausal && !pairs ? items <= Cfg::kSchedItems && items * p.batch <= Cfg::kSchedWork : true;
   const bool listed = kListable && p.batch <= Cfg::kSchedSeqs && fits && sm90_varlen_persistent();
-  const int smem = Cfg::kSmemBytes + (listed ? (kCausal && !pairs ? Cfg::causal_sched_bytes(static_cast<int>(items))
-                                                                  : Cfg::sched_bytes(p.batch))
-                                             : 0);
+  const int smem =
+      Cfg::kSmemBytes +
+      (!listed ? 0
+       : pairs ? static_cast<int>(Cfg::pair_sched_bytes(p.batch, persistent_grid))
+       : kCausal ? Cfg::causal_sched_bytes(static_cast<int>(items))
+                 : Cfg::sched_bytes(p.batch));
   if (tiles > INT32_MAX) return cudaErrorNotSupported;
-  const int grid = varlen && !listed ? static_cast<int>(tiles)
-                                     : static_cast<int>(std::min<int64_t>(tiles, sm90_sm_count()));
+  const int grid = varlen && !listed ? static_cast<int>(tiles) : static_cast<int>(persistent_grid);
   if (grid == 0) return cudaSuccess;
   kernel<<<grid, Cfg::kThreads, smem, stream>>>(p, maps, listed, listed && pairs);
   return cudaGetLastError();

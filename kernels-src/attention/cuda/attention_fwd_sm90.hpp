@@ -90,7 +90,17 @@ struct Sm90TileConfig {
   static constexpr int kSchedItems = (kSchedRoom - 4) / 4 / 32 * 32 < 4096 ? (kSchedRoom - 4) / 4 / 32 * 32 : 4096;
   static constexpr int64_t kSchedWork = int64_t(1) << 17;
   static constexpr int causal_sched_bytes(int items) { return (items + 1) * 4; }
-  static_assert(kSchedSeqs >= 32 && 2 * kSchedSeqs * 4 <= kQBytes, "no room for the varlen tile list");
+  // Causal pair lists (attention_varlen_schedule.hpp, "Causal pair lists"): the list of the
+  // sequences as above, the first tail rank, then the dealing's state, kept while the kernel
+  // runs: every CTA's work, one round's slot costs and its slots by cost rank (grid each), and
+  // a ring of kPairRing rounds' slots of this CTA. The ring's mbarriers follow the kernel's
+  // others (a full and an empty one an entry).
+  static constexpr int kPairRing = 3;
+  static constexpr int64_t pair_sched_bytes(int64_t batch, int64_t grid) { return (2 * batch + 2 + 3 * grid + kPairRing) * 4; }
+  // The dealing's state sits in one thread's registers for up to two CTAs of the grid.
+  static constexpr int kPairSimThreads = 96;
+  static constexpr int kPairMaxGrid = 2 * kPairSimThreads;
+  static_assert(kSchedSeqs >= 32 && 3 * kSchedSeqs * 4 <= kQBytes, "no room for the varlen lists' scratch");
 };
 
 // Where a 4-D tensor map puts the row, head and batch dims (1..3; dim 0 is head_dim): the
@@ -118,9 +128,10 @@ int sm90_sm_count();
 // switch it between calls; nothing else in the process should change it while calls run.
 bool sm90_varlen_persistent();
 
-// Whether causal attention_varlen_fwd calls of the d >= 192 buckets may take the pair list
-// (attention_varlen_schedule.hpp, "Causal pair lists"): yes unless KH_ATTENTION_VARLEN_PAIRS=0
-// (the list of tiles by cost, for comparisons). Read at each such call, as above.
+// Whether causal attention_varlen_fwd calls of the two-warpgroup buckets (d >= 128) may take the
+// pair list (attention_varlen_schedule.hpp, "Causal pair lists"): yes unless
+// KH_ATTENTION_VARLEN_PAIRS=0 (the list of tiles by cost, for comparisons). Read at each such
+// call, as above.
 bool sm90_varlen_pair_list();
 
 // One per translation unit; causal is chosen inside.

@@ -66,16 +66,21 @@ struct VarlenTile {
   int32_t seq = 0, head = 0, m_block = 0;
 };
 
-KH_ATTN_HD VarlenTile varlen_tile_at(const int32_t* first_tile, const int32_t* seq_of_rank, int32_t n, int32_t heads,
-                                     int32_t p) {
-  // The last rank whose first tile is <= p: it has tiles (ranks without any come last, and
-  // their first tile is the total, > p).
+// The last rank whose first tile is <= p: it has tiles (ranks without any come last, and their
+// first tile is the total, > p).
+KH_ATTN_HD int32_t varlen_rank_at(const int32_t* first_tile, int32_t n, int32_t p) {
   int32_t lo = 0, hi = n - 1;
   while (lo < hi) {
     const int32_t mid = (lo + hi + 1) >> 1;
     if (first_tile[mid] <= p) lo = mid;
     else hi = mid - 1;
   }
+  return lo;
+}
+
+KH_ATTN_HD VarlenTile varlen_tile_at(const int32_t* first_tile, const int32_t* seq_of_rank, int32_t n, int32_t heads,
+                                     int32_t p) {
+  const int32_t lo = varlen_rank_at(first_tile, n, p);
   const int32_t m_blocks = (first_tile[lo + 1] - first_tile[lo]) / heads;
   const int32_t off = p - first_tile[lo];
   VarlenTile t;
@@ -134,16 +139,35 @@ KH_ATTN_HD VarlenTile varlen_causal_tile_at(const int32_t* items, int32_t heads,
   return t;
 }
 
-// Causal pair lists (the sm90a buckets 192, 192/128 and 256, for calls with at least six rounds
-// of pairs: see the launch). As attention_fwd's pair schedule (attention_causal_schedule.hpp)
-// does for equal lengths, a CTA takes tiles j and T - 1 - j of one (sequence, head) in turn (j
-// counts from the sequence's end as above, T: the sequence's tiles): the two see about as many
-// keys as any other pair of the sequence, so the list can run head-major within a sequence (the
-// CTAs side by side read a few heads' K and V from L2) and still be ordered by cost. It is the
-// full-attention list of the sequences (varlen_seq_rank, varlen_tile_at) with each sequence's key
-// its first pair's cost and its tiles heads x ceil(T / 2) pair items; a sequence with odd T has
-// its middle tile alone as item ceil(T / 2) - 1 of each head (varlen_tile_at deals a head's
-// items from the highest down, so that one comes first).
+// Causal pair lists (the sm90a two-warpgroup buckets, d >= 128). As attention_fwd's pair
+// schedule (attention_causal_schedule.hpp) does for equal lengths, a CTA takes tiles j and
+// T - 1 - j of one (sequence, head) in turn (j counts from the sequence's end as above, T: the
+// sequence's tiles): the two see about as many keys as any other pair of the sequence, so the
+// list can run head-major within a sequence (the CTAs side by side read a few heads' K and V from
+// L2) and still be ordered by cost. It is the full-attention list of the sequences
+// (varlen_seq_rank) with each sequence's key its first pair's cost and its entries heads x
+// ceil(T / 2) pair items; a sequence with odd T has its middle tile alone as item ceil(T / 2) - 1
+// of each head (dealt first of the head's items).
+//
+// Pairs are a coarse unit to end a grid with, so the lowest-ranked sequences form a tail of
+// single tiles: the suffix of the rank order whose sequences after each one hold fewer than
+// kVarlenPairTailRounds x grid tiles. A tail sequence's entries are its heads x T tiles, tile-major
+// (j slowest, from the sequence's end; head fastest), so that they too run from the most
+// expensive down.
+//
+// The entries ("slots") are dealt in rounds of one a CTA: round 0 gives slot b to CTA b; in each
+// later round r, the slots [r grid, r grid + m) are sorted by cost (descending, ties: the lower
+// slot first) and the CTAs by the work dealt to them so far (ascending, ties: the lower CTA first),
+// and the slot of cost rank q goes to the CTA of work rank q (longest processing time first, a
+// round at a time; the CTAs side by side still take neighbouring slots). A model of the dealing
+// over random mixes put its busiest CTA within 1.5% of the causal tile list's at the 90th
+// percentile at every size, where alternating rounds ("snake") over pair items ran 3-17% behind
+// (cuda/NOTES.md). Every CTA computes the whole dealing (the work of all of them) from the list
+// alone: the same on every CTA, no atomics, no state across calls.
+constexpr int32_t kVarlenPairTailRounds = 4;
+// A tile's fixed cost in the dealing's model, in key blocks (its Q load, prologue and epilogue).
+constexpr int32_t kVarlenTileOverheadBlocks = 1;
+
 KH_ATTN_HD int32_t varlen_pair_key(const SeqBounds& s, int32_t block_m, int32_t block_n) {
   if (s.len_q <= 0) return -1;
   const int32_t tiles = static_cast<int32_t>((s.len_q + block_m - 1) / block_m);
@@ -152,9 +176,22 @@ KH_ATTN_HD int32_t varlen_pair_key(const SeqBounds& s, int32_t block_m, int32_t 
   return tiles > 1 ? first + varlen_causal_key(len_k, tiles - 1, block_m, block_n) : first;
 }
 
-KH_ATTN_HD int32_t varlen_pair_items(const SeqBounds& s, int32_t block_m, int32_t heads) {
-  const int32_t tiles = static_cast<int32_t>((s.len_q + block_m - 1) / block_m);
-  return heads * ((tiles + 1) / 2);
+// Whether sequence i is in the tail: the sequences ranked after it (keys: varlen_pair_key;
+// tiles: query tiles T) hold fewer than kVarlenPairTailRounds x grid tiles of `heads` heads.
+KH_ATTN_HD bool varlen_pair_in_tail(const int32_t* keys, const int32_t* tiles, int32_t n, int32_t i, int32_t heads,
+                                    int32_t grid) {
+  const int32_t key = keys[i];
+  int64_t after = 0;
+  for (int32_t j = 0; j < n; ++j) {
+    const int32_t kj = keys[j];
+    if (kj < key || (kj == key && j > i)) after += tiles[j];
+  }
+  return after * heads < static_cast<int64_t>(kVarlenPairTailRounds) * grid;
+}
+
+// A sequence's entries in the list: pair items, or in the tail its tiles.
+KH_ATTN_HD int32_t varlen_pair_entries(int32_t tiles, int32_t heads, bool tail) {
+  return heads * (tail ? tiles : (tiles + 1) / 2);
 }
 
 // The tile (from the sequence's end) of pair item i of a sequence with `tiles` tiles, its long
@@ -162,6 +199,57 @@ KH_ATTN_HD int32_t varlen_pair_items(const SeqBounds& s, int32_t block_m, int32_
 KH_ATTN_HD int32_t varlen_pair_tile(int32_t tiles, int32_t i, int32_t sub) {
   if (2 * i + 1 == tiles) return sub == 0 ? i : -1;  // the middle tile of an odd count
   return sub == 0 ? i : tiles - 1 - i;
+}
+
+// Slot s (0 <= s < first_tile[n]) of a pair list: first_tile[0..n] and seq_of_rank[0..n) as
+// varlen_seq_rank over the entries leaves them; ranks from `cut` on are the tail. item: the pair
+// item, or in the tail the tile from the sequence's end.
+struct VarlenSlot {
+  int32_t seq = 0, head = 0, item = 0;
+  bool tail = false;
+};
+
+KH_ATTN_HD VarlenSlot varlen_pair_slot_at(const int32_t* first_tile, const int32_t* seq_of_rank, int32_t n,
+                                          int32_t heads, int32_t cut, int32_t s) {
+  const int32_t lo = varlen_rank_at(first_tile, n, s);
+  const int32_t per_head = (first_tile[lo + 1] - first_tile[lo]) / heads;
+  const int32_t off = s - first_tile[lo];
+  VarlenSlot v;
+  v.seq = seq_of_rank[lo];
+  v.tail = lo >= cut;
+  if (v.tail) {
+    v.item = off / heads;
+    v.head = off - v.item * heads;
+  } else {
+    v.head = off / per_head;
+    v.item = per_head - 1 - (off - v.head * per_head);
+  }
+  return v;
+}
+
+// A slot's cost in the dealing's model: its tiles' key blocks and fixed costs.
+KH_ATTN_HD int32_t varlen_pair_slot_cost(const VarlenSlot& v, int32_t len_k, int32_t tiles, int32_t block_m,
+                                         int32_t block_n) {
+  if (v.tail) return varlen_causal_key(len_k, v.item, block_m, block_n) + kVarlenTileOverheadBlocks;
+  const int32_t lo = varlen_pair_tile(tiles, v.item, 1);
+  return varlen_causal_key(len_k, v.item, block_m, block_n) + kVarlenTileOverheadBlocks +
+         (lo >= 0 ? varlen_causal_key(len_k, lo, block_m, block_n) + kVarlenTileOverheadBlocks : 0);
+}
+
+// A round's ranks: slot i's among cost[0..m) (descending, ties: the lower first), and CTA i's
+// among work[0..grid) (ascending, ties: the lower first).
+KH_ATTN_HD int32_t lpt_cost_rank(const int32_t* cost, int32_t m, int32_t i) {
+  const int32_t c = cost[i];
+  int32_t rank = 0;
+  for (int32_t j = 0; j < m; ++j) rank += cost[j] > c || (cost[j] == c && j < i);
+  return rank;
+}
+
+KH_ATTN_HD int32_t lpt_work_rank(const int32_t* work, int32_t grid, int32_t i) {
+  const int32_t w = work[i];
+  int32_t rank = 0;
+  for (int32_t j = 0; j < grid; ++j) rank += work[j] < w || (work[j] == w && j < i);
+  return rank;
 }
 
 }  // namespace kh_attention

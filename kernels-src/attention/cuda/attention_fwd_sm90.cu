@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <string>
 
 #include "attention_fwd_sm90.hpp"
+#include "attention_varlen_schedule.hpp"
 
 namespace kh_attention::sm90 {
 namespace {
@@ -112,6 +114,14 @@ bool sm90_varlen_persistent() {
 bool sm90_varlen_pair_list() {
   const char* v = std::getenv("KH_ATTENTION_VARLEN_PAIRS");
   return v == nullptr || v[0] != '0';
+}
+
+int sm90_varlen_pair_tail() {
+  const char* v = std::getenv("KH_ATTENTION_VARLEN_PAIR_TAIL");
+  const std::string s = v != nullptr ? v : "";
+  return static_cast<int>(s == "head"   ? VarlenPairTail::kHeadMajor
+                          : s == "none" ? VarlenPairTail::kNone
+                                        : VarlenPairTail::kTileMajor);
 }
 
 cudaError_t run_attention_fwd_sm90(const FwdLaunchParams& p, cudaStream_t stream) {

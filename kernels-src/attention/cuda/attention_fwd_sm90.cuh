@@ -528,7 +528,7 @@ __device__ __noinline__ void build_varlen_tile_list(const FwdLaunchParams& p, in
 // tail) and the count of those outside the tail (*cut, the first tail rank), then the ranks.
 template <typename Cfg>
 __device__ __noinline__ void build_varlen_pair_list(const FwdLaunchParams& p, int32_t* scratch, int32_t* first_tile,
-                                                    int32_t* seq_of_rank, int32_t* cut) {
+                                                    int32_t* seq_of_rank, int32_t* cut, int32_t tail_rounds) {
   int32_t* const keys = scratch;
   int32_t* const tiles = scratch + Cfg::kSchedSeqs;
   int32_t* const entries = scratch + 2 * Cfg::kSchedSeqs;
@@ -542,7 +542,7 @@ __device__ __noinline__ void build_varlen_pair_list(const FwdLaunchParams& p, in
   __syncthreads();
   const int grid = static_cast<int>(gridDim.x);
   for (int b = tid; b < p.batch; b += Cfg::kThreads) {
-    const bool tail = varlen_pair_in_tail(keys, tiles, p.batch, b, p.heads_q, grid);
+    const bool tail = varlen_pair_in_tail(keys, tiles, p.batch, b, p.heads_q, grid, tail_rounds);
     entries[b] = varlen_pair_entries(tiles[b], p.heads_q, tail);
     if (!tail) atomicAdd(cut, 1);
   }
@@ -590,12 +590,13 @@ template <typename Cfg>
 __device__ __forceinline__ void simulate_pair_rounds(const FwdLaunchParams& p, const int32_t* first_tile,
                                                      const int32_t* seq_of_rank, int32_t cut, int32_t slots,
                                                      int32_t* work, int32_t* cost, int32_t* item_of_rank,
-                                                     volatile int32_t* ring, uint32_t ring_bars, int st) {
+                                                     volatile int32_t* ring, uint32_t ring_bars, int st,
+                                                     bool tile_major_tail) {
   constexpr int kThreads = Cfg::kPairSimThreads;
   constexpr int kBar = 7;  // named barrier: 1..6 are the consumers'
   const int g = static_cast<int>(gridDim.x), me = static_cast<int>(blockIdx.x);
   auto slot_cost = [&](int s) {
-    const VarlenSlot v = varlen_pair_slot_at(first_tile, seq_of_rank, p.batch, p.heads_q, cut, s);
+    const VarlenSlot v = varlen_pair_slot_at(first_tile, seq_of_rank, p.batch, p.heads_q, cut, s, tile_major_tail);
     const SeqBounds b = launch_seq_bounds<true>(p, v.seq);
     const int32_t tiles = static_cast<int32_t>((b.len_q + Cfg::kBlockM - 1) / Cfg::kBlockM);
     return varlen_pair_slot_cost(v, static_cast<int32_t>(b.len_k), tiles, Cfg::kBlockM, Cfg::kBlockN);
@@ -630,7 +631,7 @@ __device__ __forceinline__ void simulate_pair_rounds(const FwdLaunchParams& p, c
 template <int kQKDim, int kVDim, typename T, bool kCausal, Sm90Mode kMode>
 __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
     attention_fwd_sm90_kernel(const __grid_constant__ FwdLaunchParams p, const __grid_constant__ FwdTensorMaps maps,
-                              const bool varlen_listed, const bool varlen_pairs) {
+                              const bool varlen_listed, const bool varlen_pairs, const int varlen_pair_tail) {
   using namespace detail;
   using Cfg = Sm90TileConfig<kQKDim, kVDim>;
   constexpr int kBlockM = Cfg::kBlockM;
@@ -672,6 +673,7 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
   static_assert(!kPairCapable || 2 + 4 * kStages + 2 * Cfg::kPairRing <= 16, "no room for the ring's barriers");
   const bool listed = kListable && varlen_listed;
   const bool pair_listed = kPairCapable && listed && varlen_pairs;
+  const bool tile_major_tail = varlen_pair_tail == static_cast<int>(VarlenPairTail::kTileMajor);
   int32_t* const sched_first = reinterpret_cast<int32_t*>(smem + Cfg::kSchedOffset);
   int32_t* const sched_seq = sched_first + p.batch + 1;
   int32_t* const pair_cut = sched_seq + p.batch;
@@ -716,7 +718,8 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
       if (pair_listed) {
         // Position t is the long (even t) or short (odd t) tile of slot t / 2; a tail slot has
         // its tile at even t only.
-        const VarlenSlot v = varlen_pair_slot_at(sched_first, sched_seq, p.batch, p.heads_q, *pair_cut, t >> 1);
+        const VarlenSlot v = varlen_pair_slot_at(sched_first, sched_seq, p.batch, p.heads_q, *pair_cut, t >> 1,
+                                                 tile_major_tail);
         tl.head = v.head;
         tl.batch = v.seq;
         m_block = v.item;
@@ -823,7 +826,9 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
     if (listed) {
       if constexpr (kPairCapable) {
         if (pair_listed)
-          build_varlen_pair_list<Cfg>(p, reinterpret_cast<int32_t*>(smem), sched_first, sched_seq, pair_cut);
+          build_varlen_pair_list<Cfg>(p, reinterpret_cast<int32_t*>(smem), sched_first, sched_seq, pair_cut,
+                                      varlen_pair_tail == static_cast<int>(VarlenPairTail::kNone) ? 0
+                                                                                                  : kVarlenPairTailRounds);
         else build_varlen_causal_list<Cfg>(p, reinterpret_cast<int32_t*>(smem), sched_first);
       } else if constexpr (kCausal) {
         build_varlen_causal_list<Cfg>(p, reinterpret_cast<int32_t*>(smem), sched_first);
@@ -861,7 +866,8 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
       // The producer warpgroup's other three warps deal the pair list's rounds ahead of use.
       if constexpr (kPairCapable)
         simulate_pair_rounds<Cfg>(p, sched_first, sched_seq, *pair_cut, num_tiles >> 1, lpt_work, lpt_cost, lpt_item,
-                                  lpt_ring, bars + 8 * (2 + 4 * kStages), tid - (Cfg::kConsumerWarps + 1) * 32);
+                                  lpt_ring, bars + 8 * (2 + 4 * kStages), tid - (Cfg::kConsumerWarps + 1) * 32,
+                                  tile_major_tail);
     } else if (warp == Cfg::kConsumerWarps && lane == 0) {
       int kv = 0;       // K/V blocks loaded so far (ring position)
       int q_tiles = 0;  // Q tiles loaded so far
@@ -925,8 +931,9 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
 // list by sequence of pair items instead (tiles j and T - 1 - j of a head cost about the same:
 // attention_varlen_schedule.hpp, "Causal pair lists"), head-major, so that the CTAs side by side
 // read a few heads' K and V from L2 (cuda/NOTES.md, run 15: +11-15% on the 2k mix at d192 / d256),
-// with a tail of single tiles, dealt a round at a time longest first onto the least loaded CTAs:
-// dealt in snake rounds, pairs were too coarse to end the grid evenly (3 x 2176 at d128: -24%).
+// with a tail of single tiles, dealt a round at a time longest first onto the least loaded CTAs
+// (dealt in snake rounds, pairs were too coarse to end the grid evenly), in calls of at least six
+// rounds of pairs.
 template <int kQKDim, int kVDim, typename T, bool kCausal, Sm90Mode kMode>
 cudaError_t launch_attention_fwd_sm90(const FwdLaunchParams& p, const FwdTensorMaps& maps, cudaStream_t stream) {
   using Cfg = Sm90TileConfig<kQKDim, kVDim>;
@@ -945,12 +952,18 @@ cudaError_t launch_attention_fwd_sm90(const FwdLaunchParams& p, const FwdTensorM
   const int64_t items = static_cast<int64_t>((p.seqlen_q + Cfg::kBlockM - 1) / Cfg::kBlockM) * p.batch;
   const int64_t tiles = items * p.heads_q;
   const int64_t persistent_grid = std::min<int64_t>(tiles, sm90_sm_count());
-  // Causal pair lists where their state fits: the list and the dealing's (a few KiB; d256 has
-  // ~1.9 KiB of room, so up to ~40 sequences there), a grid whose work ranks the dealing's
-  // threads hold, slot positions (two a slot, middles included) and every CTA's work in
-  // int32 (at most every tile's key blocks and fixed cost).
+  // Causal pair lists where there are at least 6 rounds of pairs by total_q (the host's bound on
+  // the rows): smaller calls measured 3-28% slower with them on the H200 (3 x 2176 and 2 x 1024
+  // tokens, 16 heads; cuda/NOTES.md), as their short tiles end before the dealing's warps have
+  // the next rounds ready, and their tail would be the whole call. And where their state fits:
+  // the list and the dealing's (a few KiB; d256 has ~1.9 KiB of room, so up to ~40 sequences
+  // there), a grid whose work ranks the dealing's threads hold, slot positions (two a slot,
+  // middles included) and every CTA's work in int32 (at most every tile's key blocks and fixed
+  // cost).
   const int64_t key_blocks = (p.seqlen_k + Cfg::kBlockN - 1) / Cfg::kBlockN;
-  const bool pairs = kPairCapable && sm90_varlen_pair_list() && persistent_grid <= Cfg::kPairMaxGrid &&
+  const bool pairs = kPairCapable && sm90_varlen_pair_list() &&
+                     static_cast<int64_t>(p.heads_q) * p.total_q >= int64_t(12) * Cfg::kBlockM * sm90_sm_count() &&
+                     persistent_grid <= Cfg::kPairMaxGrid &&
                      Cfg::pair_sched_bytes(p.batch, persistent_grid) <= Cfg::kSchedRoom &&
                      2 * (tiles + static_cast<int64_t>(p.heads_q) * p.batch) <= INT32_MAX &&
                      tiles * (key_blocks + kVarlenTileOverheadBlocks) <= INT32_MAX;
@@ -965,7 +978,7 @@ cudaError_t launch_attention_fwd_sm90(const FwdLaunchParams& p, const FwdTensorM
   if (tiles > INT32_MAX) return cudaErrorNotSupported;
   const int grid = varlen && !listed ? static_cast<int>(tiles) : static_cast<int>(persistent_grid);
   if (grid == 0) return cudaSuccess;
-  kernel<<<grid, Cfg::kThreads, smem, stream>>>(p, maps, listed, listed && pairs);
+  kernel<<<grid, Cfg::kThreads, smem, stream>>>(p, maps, listed, listed && pairs, sm90_varlen_pair_tail());
   return cudaGetLastError();
 }
 

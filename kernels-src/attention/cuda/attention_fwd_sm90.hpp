@@ -134,6 +134,10 @@ bool sm90_varlen_persistent();
 // call, as above.
 bool sm90_varlen_pair_list();
 
+// The layout of a pair list's tail (VarlenPairTail): KH_ATTENTION_VARLEN_PAIR_TAIL=head or none
+// (for comparisons), else tile-major. Read at each such call, as above.
+int sm90_varlen_pair_tail();
+
 // One per translation unit; causal is chosen inside.
 template <int kQKDim, int kVDim, ElementType kType>
 cudaError_t run_attention_fwd_sm90_instance(const FwdLaunchParams& p, const FwdTensorMaps& maps,

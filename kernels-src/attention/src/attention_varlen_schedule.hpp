@@ -151,9 +151,11 @@ KH_ATTN_HD VarlenTile varlen_causal_tile_at(const int32_t* items, int32_t heads,
 //
 // Pairs are a coarse unit to end a grid with, so the lowest-ranked sequences form a tail of
 // single tiles: the suffix of the rank order whose sequences after each one hold fewer than
-// kVarlenPairTailRounds x grid tiles. A tail sequence's entries are its heads x T tiles, tile-major
-// (j slowest, from the sequence's end; head fastest), so that they too run from the most
-// expensive down.
+// kVarlenPairTailRounds x grid tiles. A tail sequence's entries are its heads x T tiles,
+// tile-major (j slowest, from the sequence's end; head fastest), so that the tail too runs from
+// its most expensive tiles down. On the H200 it beat a head-major tail (each head's tiles from
+// j = 0 down, as its pairs would have run) by 1-2% on the bench's 2k mix at d128, d192 and d256,
+// and no tail by 1%; the longer mixes were within the spread (cuda/NOTES.md).
 //
 // The entries ("slots") are dealt in rounds of one a CTA: round 0 gives slot b to CTA b; in each
 // later round r, the slots [r grid, r grid + m) are sorted by cost (descending, ties: the lower
@@ -165,6 +167,9 @@ KH_ATTN_HD VarlenTile varlen_causal_tile_at(const int32_t* items, int32_t heads,
 // (cuda/NOTES.md). Every CTA computes the whole dealing (the work of all of them) from the list
 // alone: the same on every CTA, no atomics, no state across calls.
 constexpr int32_t kVarlenPairTailRounds = 4;
+// The tail's layout, the launch's choice (KH_ATTENTION_VARLEN_PAIR_TAIL, for comparisons):
+// tile-major as above, head-major, or no tail (every sequence's entries pair items).
+enum class VarlenPairTail : int32_t { kTileMajor = 0, kHeadMajor = 1, kNone = 2 };
 // A tile's fixed cost in the dealing's model, in key blocks (its Q load, prologue and epilogue).
 constexpr int32_t kVarlenTileOverheadBlocks = 1;
 
@@ -177,16 +182,17 @@ KH_ATTN_HD int32_t varlen_pair_key(const SeqBounds& s, int32_t block_m, int32_t 
 }
 
 // Whether sequence i is in the tail: the sequences ranked after it (keys: varlen_pair_key;
-// tiles: query tiles T) hold fewer than kVarlenPairTailRounds x grid tiles of `heads` heads.
+// tiles: query tiles T) hold fewer than tail_rounds (kVarlenPairTailRounds, or 0: no tail) x grid
+// tiles of `heads` heads.
 KH_ATTN_HD bool varlen_pair_in_tail(const int32_t* keys, const int32_t* tiles, int32_t n, int32_t i, int32_t heads,
-                                    int32_t grid) {
+                                    int32_t grid, int32_t tail_rounds) {
   const int32_t key = keys[i];
   int64_t after = 0;
   for (int32_t j = 0; j < n; ++j) {
     const int32_t kj = keys[j];
     if (kj < key || (kj == key && j > i)) after += tiles[j];
   }
-  return after * heads < static_cast<int64_t>(kVarlenPairTailRounds) * grid;
+  return after * heads < static_cast<int64_t>(tail_rounds) * grid;
 }
 
 // A sequence's entries in the list: pair items, or in the tail its tiles.
@@ -203,27 +209,29 @@ KH_ATTN_HD int32_t varlen_pair_tile(int32_t tiles, int32_t i, int32_t sub) {
 
 // Slot s (0 <= s < first_tile[n]) of a pair list: first_tile[0..n] and seq_of_rank[0..n) as
 // varlen_seq_rank over the entries leaves them; ranks from `cut` on are the tail. item: the pair
-// item, or in the tail the tile from the sequence's end.
+// item (a head's from the highest down), or in the tail the tile from the sequence's end;
+// tile_major_tail: the tail's layout (VarlenPairTail).
 struct VarlenSlot {
   int32_t seq = 0, head = 0, item = 0;
   bool tail = false;
 };
 
 KH_ATTN_HD VarlenSlot varlen_pair_slot_at(const int32_t* first_tile, const int32_t* seq_of_rank, int32_t n,
-                                          int32_t heads, int32_t cut, int32_t s) {
+                                          int32_t heads, int32_t cut, int32_t s, bool tile_major_tail) {
   const int32_t lo = varlen_rank_at(first_tile, n, s);
   const int32_t per_head = (first_tile[lo + 1] - first_tile[lo]) / heads;
   const int32_t off = s - first_tile[lo];
   VarlenSlot v;
   v.seq = seq_of_rank[lo];
   v.tail = lo >= cut;
-  if (v.tail) {
+  if (v.tail && tile_major_tail) {
     v.item = off / heads;
     v.head = off - v.item * heads;
-  } else {
-    v.head = off / per_head;
-    v.item = per_head - 1 - (off - v.head * per_head);
+    return v;
   }
+  v.head = off / per_head;
+  v.item = off - v.head * per_head;
+  if (!v.tail) v.item = per_head - 1 - v.item;
   return v;
 }
 

@@ -120,6 +120,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=1, help="rounds over the libraries")
     ap.add_argument("--pairs-off", action="store_true",
                     help="also time the last library with KH_ATTENTION_VARLEN_PAIRS=0 (its causal tile list)")
+    ap.add_argument("--variant", action="append", default=[],
+                    help="LABEL:NAME=VALUE: also time the last library with that environment setting")
     ap.add_argument("--only", choices=("varlen", "fixed"), help="run one op 5 times, untimed (for a profiler)")
     ap.add_argument("--label", default="")
     args = ap.parse_args()
@@ -142,6 +144,10 @@ def main():
                 tag = f" r{r + 1}" if args.rounds > 1 else ""
                 for label, c in calls:
                     time_row(f"{label}{tag} d{d}", c, lens, args.heads, d, args.causal)
+                for v in args.variant:
+                    label, setting = v.split(":", 1)
+                    name, value = setting.split("=", 1)
+                    time_row(f"{label}{tag} d{d}", calls[-1][1], lens, args.heads, d, args.causal, {name: value})
                 if args.pairs_off:
                     time_row(f"off{tag} d{d}", calls[-1][1], lens, args.heads, d, args.causal,
                              {"KH_ATTENTION_VARLEN_PAIRS": "0"})

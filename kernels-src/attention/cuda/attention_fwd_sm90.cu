@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
-#include <string>
+#include <cstring>
 
 #include "attention_fwd_sm90.hpp"
 #include "attention_varlen_schedule.hpp"
@@ -118,10 +118,11 @@ bool sm90_varlen_pair_list() {
 
 int sm90_varlen_pair_tail() {
   const char* v = std::getenv("KH_ATTENTION_VARLEN_PAIR_TAIL");
-  const std::string s = v != nullptr ? v : "";
-  return static_cast<int>(s == "head"   ? VarlenPairTail::kHeadMajor
-                          : s == "none" ? VarlenPairTail::kNone
-                                        : VarlenPairTail::kTileMajor);
+  const VarlenPairTail t = v == nullptr                  ? VarlenPairTail::kTileMajor
+                           : std::strcmp(v, "head") == 0 ? VarlenPairTail::kHeadMajor
+                           : std::strcmp(v, "none") == 0 ? VarlenPairTail::kNone
+                                                         : VarlenPairTail::kTileMajor;
+  return static_cast<int>(t);
 }
 
 cudaError_t run_attention_fwd_sm90(const FwdLaunchParams& p, cudaStream_t stream) {

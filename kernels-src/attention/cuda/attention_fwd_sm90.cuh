@@ -978,7 +978,8 @@ cudaError_t launch_attention_fwd_sm90(const FwdLaunchParams& p, const FwdTensorM
   if (tiles > INT32_MAX) return cudaErrorNotSupported;
   const int grid = varlen && !listed ? static_cast<int>(tiles) : static_cast<int>(persistent_grid);
   if (grid == 0) return cudaSuccess;
-  kernel<<<grid, Cfg::kThreads, smem, stream>>>(p, maps, listed, listed && pairs, sm90_varlen_pair_tail());
+  kernel<<<grid, Cfg::kThreads, smem, stream>>>(p, maps, listed, listed && pairs,
+                                                listed && pairs ? sm90_varlen_pair_tail() : 0);
   return cudaGetLastError();
 }
 

@@ -139,7 +139,8 @@ KH_ATTN_HD VarlenTile varlen_causal_tile_at(const int32_t* items, int32_t heads,
   return t;
 }
 
-// Causal pair lists (the sm90a two-warpgroup buckets, d >= 128). As attention_fwd's pair
+// Causal pair lists (the sm90a two-warpgroup buckets, d >= 128, for calls with at least six
+// rounds of pairs: see the launch). As attention_fwd's pair
 // schedule (attention_causal_schedule.hpp) does for equal lengths, a CTA takes tiles j and
 // T - 1 - j of one (sequence, head) in turn (j counts from the sequence's end as above, T: the
 // sequence's tiles): the two see about as many keys as any other pair of the sequence, so the

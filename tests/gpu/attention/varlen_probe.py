@@ -104,7 +104,10 @@ def time_row(label, calls, lens, h, d, causal, env=None):
     eq = sum(lens) // len(lens)
     tf_var = flops(lens, h, d, causal) / t_var / 1e9
     tf_fix = flops([eq] * len(lens), h, d, causal) / t_fix / 1e9
-    setting = " ".join(f"{k}={v}" for k, v in sorted((env or {}).items()))
+    # The process's own KH_ATTENTION settings, with this row's on top.
+    merged = {k: v for k, v in os.environ.items() if k.startswith("KH_ATTENTION")}
+    merged.update(env or {})
+    setting = " ".join(f"{k}={v}" for k, v in sorted(merged.items()))
     print(f"| {label} {'causal' if causal else 'full'} lens {','.join(map(str, lens))} | {setting or '-'} "
           f"| {t_var:.3f} | {tf_var:.0f} | {t_fix:.3f} | {tf_fix:.0f} | {tf_var / tf_fix:.2f}x |", flush=True)
 
@@ -119,12 +122,14 @@ def main():
     ap.add_argument("--causal", action="store_true")
     ap.add_argument("--rounds", type=int, default=1, help="rounds over the libraries")
     ap.add_argument("--pairs-off", action="store_true",
-                    help="also time the last library with KH_ATTENTION_VARLEN_PAIRS=0 (its causal tile list)")
+                    help="shorthand for --variant off:KH_ATTENTION_VARLEN_PAIRS=0 (the causal tile list)")
     ap.add_argument("--variant", action="append", default=[],
                     help="LABEL:NAME=VALUE: also time the last library with that environment setting")
     ap.add_argument("--only", choices=("varlen", "fixed"), help="run one op 5 times, untimed (for a profiler)")
     ap.add_argument("--label", default="")
     args = ap.parse_args()
+    if args.pairs_off:
+        args.variant.append("off:KH_ATTENTION_VARLEN_PAIRS=0")
     mods = [m.split("=", 1) if "=" in m else [args.label, m] for m in args.module]
     libs = [(label, Ops(path)) for label, path in mods]
     mixes = [[int(x) for x in mix.split(",")] for mix in args.lens.split(";")]
@@ -148,9 +153,6 @@ def main():
                     label, setting = v.split(":", 1)
                     name, value = setting.split("=", 1)
                     time_row(f"{label}{tag} d{d}", calls[-1][1], lens, args.heads, d, args.causal, {name: value})
-                if args.pairs_off:
-                    time_row(f"off{tag} d{d}", calls[-1][1], lens, args.heads, d, args.causal,
-                             {"KH_ATTENTION_VARLEN_PAIRS": "0"})
 
 
 if __name__ == "__main__":

@@ -78,12 +78,12 @@ cudaError_t launch_mma(const DecodeParams& p, int row_tiles, int num_splits, con
   return cudaGetLastError();
 }
 
-template <typename Tag, int TPR, int ROWS>
+template <typename Tag, int DP, int ROWS>
 cudaError_t launch_staged(const DecodeParams& p, int row_tiles, int num_splits, const dim3& grid, cudaStream_t stream) {
-  constexpr size_t bytes = decode_staged_smem_bytes<TPR, ROWS>();
-  static const cudaError_t ready = allow_smem(decode_staged_kernel<Tag, TPR, ROWS>, bytes);
+  constexpr size_t bytes = decode_staged_smem_bytes<DP, ROWS>();
+  static const cudaError_t ready = allow_smem(decode_staged_kernel<Tag, DP, ROWS>, bytes);
   if (ready != cudaSuccess) return ready;
-  decode_staged_kernel<Tag, TPR, ROWS><<<grid, kThreads, bytes, stream>>>(p, row_tiles, num_splits);
+  decode_staged_kernel<Tag, DP, ROWS><<<grid, kThreads, bytes, stream>>>(p, row_tiles, num_splits);
   return cudaGetLastError();
 }
 
@@ -96,11 +96,29 @@ int occupancy_of(Kernel kernel, size_t bytes) {
   return err == cudaSuccess && blocks > 0 ? blocks : 1;
 }
 
-// The staged kernel takes head dims up to 128 (TPR <= 16; its ring holds 3 CTAs an SM there);
-// wider rows, and KH_ATTENTION_DECODE_VARIANT=tcpv, run the register kernel.
+// The staged kernel's head-dim bucket at lane-group width TPR: the width's own (32, 64, 128), and
+// 192 at width 32. Head dims above 192 take the register kernel (tcpv's): a 16 KiB-a-stage ring
+// leaves one CTA an SM (0.61 of the copy floor against the register kernel's 0.86, even with
+// three stages: cuda/NOTES.md "Decode", head dims).
 template <int TPR>
-constexpr bool staged_takes(int variant) {
-  return variant == kVariantStaged && TPR <= 16;
+constexpr int kStagedDim = TPR < 32 ? TPR * 8 : 192;
+
+template <int TPR>
+constexpr bool staged_takes(int head_dim, int variant) {
+  return variant == kVariantStaged && head_dim <= kStagedDim<TPR>;
+}
+
+template <typename Tag, int DP>
+cudaError_t launch_staged_rows(const DecodeParams& p, int rows, int row_tiles, int num_splits, const dim3& grid,
+                               cudaStream_t stream) {
+  return rows == 4 ? launch_staged<Tag, DP, 4>(p, row_tiles, num_splits, grid, stream)
+                   : launch_staged<Tag, DP, 8>(p, row_tiles, num_splits, grid, stream);
+}
+
+template <typename Tag, int DP>
+int staged_occupancy(int rows) {
+  return rows == 4 ? occupancy_of(decode_staged_kernel<Tag, DP, 4>, decode_staged_smem_bytes<DP, 4>())
+                   : occupancy_of(decode_staged_kernel<Tag, DP, 8>, decode_staged_smem_bytes<DP, 8>());
 }
 
 // variant: kVariantStaged (the default: K/V through a shared-memory ring of whole lines, both
@@ -120,24 +138,17 @@ cudaError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int
       decode_split_kernel<Tag, TPR, 8><<<grid, kThreads, 0, stream>>>(p, row_tiles, num_splits);
     return cudaGetLastError();
   }
-  if constexpr (TPR <= 16) {
-    if (staged_takes<TPR>(variant))
-      return rows == 4 ? launch_staged<Tag, TPR, 4>(p, row_tiles, num_splits, grid, stream)
-                       : launch_staged<Tag, TPR, 8>(p, row_tiles, num_splits, grid, stream);
-  }
+  if (staged_takes<TPR>(p.head_dim, variant))
+    return launch_staged_rows<Tag, kStagedDim<TPR>>(p, rows, row_tiles, num_splits, grid, stream);
   return rows == 4 ? launch_mma<Tag, TPR, 4>(p, row_tiles, num_splits, grid, stream)
                    : launch_mma<Tag, TPR, 8>(p, row_tiles, num_splits, grid, stream);
 }
 
 template <typename Tag, int TPR>
-int decode_split_occupancy(int rows, int variant) {
+int decode_split_occupancy(int rows, int head_dim, int variant) {
   if (variant == kVariantSimt)
     return rows == 4 ? occupancy_of(decode_split_kernel<Tag, TPR, 4>, 0) : occupancy_of(decode_split_kernel<Tag, TPR, 8>, 0);
-  if constexpr (TPR <= 16) {
-    if (staged_takes<TPR>(variant))
-      return rows == 4 ? occupancy_of(decode_staged_kernel<Tag, TPR, 4>, decode_staged_smem_bytes<TPR, 4>())
-                       : occupancy_of(decode_staged_kernel<Tag, TPR, 8>, decode_staged_smem_bytes<TPR, 8>());
-  }
+  if (staged_takes<TPR>(head_dim, variant)) return staged_occupancy<Tag, kStagedDim<TPR>>(rows);
   return rows == 4 ? occupancy_of(decode_mma_kernel<Tag, TPR, 4>, decode_mma_smem_bytes<4>())
                    : occupancy_of(decode_mma_kernel<Tag, TPR, 8>, decode_mma_smem_bytes<8>());
 }
@@ -146,13 +157,13 @@ int decode_split_occupancy(int rows, int variant) {
 // is compiled once, in its own translation unit.
 #define KH_DECODE_EXTERN(Tag, TPR)                                                                           \
   extern template cudaError_t run_decode_split<Tag, TPR>(const DecodeParams&, int, int, int, int, cudaStream_t); \
-  extern template int decode_split_occupancy<Tag, TPR>(int, int);
+  extern template int decode_split_occupancy<Tag, TPR>(int, int, int);
 #define KH_DECODE_EXTERN_ALL(Tag) \
   KH_DECODE_EXTERN(Tag, 4) KH_DECODE_EXTERN(Tag, 8) KH_DECODE_EXTERN(Tag, 16) KH_DECODE_EXTERN(Tag, 32)
 
 #define KH_DECODE_INSTANTIATE(Tag, TPR)                                                                   \
   template cudaError_t run_decode_split<Tag, TPR>(const DecodeParams&, int, int, int, int, cudaStream_t); \
-  template int decode_split_occupancy<Tag, TPR>(int, int);
+  template int decode_split_occupancy<Tag, TPR>(int, int, int);
 
 }  // namespace decode
 }  // namespace kh_attention

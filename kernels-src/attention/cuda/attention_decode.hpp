@@ -14,7 +14,7 @@ struct Bf16Tag;
 struct F16Tag;
 
 // Split-kernel variants (KH_ATTENTION_DECODE_VARIANT=staged|tcpv|simt; staged by default, which
-// serves head dims up to 128 and hands wider rows to tcpv's kernel).
+// serves head dims up to 192 and hands wider rows to tcpv's kernel).
 constexpr int kVariantStaged = 0, kVariantTensorPv = 1, kVariantSimt = 2;
 
 // The split kernel over grid (num_splits, heads_kv * row_tiles, batch); rows: 4 or 8 query rows
@@ -23,9 +23,9 @@ template <typename Tag, int TPR>
 cudaError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int num_splits, int variant,
                              cudaStream_t stream);
 
-// CTAs of the split kernel one SM holds at once.
+// CTAs of the split kernel (for rows query rows and the head dim's kernel) one SM holds at once.
 template <typename Tag, int TPR>
-int decode_split_occupancy(int rows, int variant);
+int decode_split_occupancy(int rows, int head_dim, int variant);
 
 // Merges the splits' partials in the workspace into out and lse.
 cudaError_t run_decode_combine(const DecodeParams& p, int num_splits, bool dependent, cudaStream_t stream);

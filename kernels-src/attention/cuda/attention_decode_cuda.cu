@@ -59,10 +59,27 @@ int variant() {
   return v;
 }
 
-template <typename Tag>
-cudaError_t run_split(const DecodeParams& p, int tpr, int rows, int row_tiles, int splits, cudaStream_t s) {
+// The split kernel of a call: the process's variant, except that the staged kernel's 192 bucket
+// (100 KiB of shared memory a CTA) needs a device that grants that much to one CTA: sm80/sm90
+// parts do, sm86/sm89 ones (99 KiB) take the register kernel instead.
+int call_variant(int head_dim, int tpr, int device) {
   const int v = variant();
-  switch (tpr) {
+  if (v != kVariantStaged || tpr < 32 || head_dim > kStagedDim<32>) return v;
+  static std::atomic<int> optin[64];
+  int bytes = device >= 0 && device < 64 ? optin[device].load(std::memory_order_relaxed) : 0;
+  if (bytes <= 0) {
+    if (cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) bytes = 0;
+    if (device >= 0 && device < 64) optin[device].store(bytes > 0 ? bytes : 1, std::memory_order_relaxed);
+  }
+  constexpr int kDim = kStagedDim<32>;
+  const size_t need = std::max(decode_staged_smem_bytes<kDim, 4>(), decode_staged_smem_bytes<kDim, 8>());
+  return static_cast<size_t>(bytes) >= need ? v : kVariantTensorPv;
+}
+
+template <typename Tag>
+cudaError_t run_split(const DecodeParams& p, const DecodePlan& plan, cudaStream_t s) {
+  const int rows = plan.rows, row_tiles = plan.row_tiles, splits = plan.splits, v = plan.variant;
+  switch (plan.tpr) {
     case 4: return run_decode_split<Tag, 4>(p, rows, row_tiles, splits, v, s);
     case 8: return run_decode_split<Tag, 8>(p, rows, row_tiles, splits, v, s);
     case 16: return run_decode_split<Tag, 16>(p, rows, row_tiles, splits, v, s);
@@ -71,30 +88,36 @@ cudaError_t run_split(const DecodeParams& p, int tpr, int rows, int row_tiles, i
 }
 
 template <typename Tag>
-int occupancy(int tpr, int rows) {
-  const int v = variant();
+int occupancy(int tpr, int rows, int head_dim, int v) {
   switch (tpr) {
-    case 4: return decode_split_occupancy<Tag, 4>(rows, v);
-    case 8: return decode_split_occupancy<Tag, 8>(rows, v);
-    case 16: return decode_split_occupancy<Tag, 16>(rows, v);
-    default: return decode_split_occupancy<Tag, 32>(rows, v);
+    case 4: return decode_split_occupancy<Tag, 4>(rows, head_dim, v);
+    case 8: return decode_split_occupancy<Tag, 8>(rows, head_dim, v);
+    case 16: return decode_split_occupancy<Tag, 16>(rows, head_dim, v);
+    default: return decode_split_occupancy<Tag, 32>(rows, head_dim, v);
   }
 }
 
-// CTAs of one variant the device holds at once, cached per (device, variant): the first call
-// asks the runtime, later ones (graph captures among them) read the cache.
-int resident_ctas(int device, bool bf16, int tpr, int rows) {
+// Which split kernel a head dim gets, as a cache index: the staged kernel's buckets 32, 64, 128,
+// 192, and the register kernel above them.
+int head_dim_class(int head_dim) {
+  return head_dim <= 32 ? 0 : head_dim <= 64 ? 1 : head_dim <= 128 ? 2 : head_dim <= 192 ? 3 : 4;
+}
+
+// CTAs of one split kernel the device holds at once, cached per (device, dtype, head-dim class,
+// rows): the first call asks the runtime, later ones (graph captures among them) read the cache.
+int resident_ctas(int device, bool bf16, int tpr, int rows, int head_dim, int variant_id) {
   constexpr int kDevices = 64;
-  static std::atomic<int> cache[kDevices][2][4][2];
-  const int ti = tpr == 4 ? 0 : tpr == 8 ? 1 : tpr == 16 ? 2 : 3, ri = rows == 4 ? 0 : 1;
-  std::atomic<int>* slot = device >= 0 && device < kDevices ? &cache[device][bf16][ti][ri] : nullptr;
+  static std::atomic<int> cache[kDevices][2][5][2];
+  const int hi = head_dim_class(head_dim), ri = rows == 4 ? 0 : 1;
+  std::atomic<int>* slot = device >= 0 && device < kDevices ? &cache[device][bf16][hi][ri] : nullptr;
   if (slot != nullptr) {
     const int v = slot->load(std::memory_order_relaxed);
     if (v > 0) return v;
   }
   int sms = 0;
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) sms = 1;
-  const int per_sm = bf16 ? occupancy<Bf16Tag>(tpr, rows) : occupancy<F16Tag>(tpr, rows);
+  const int per_sm = bf16 ? occupancy<Bf16Tag>(tpr, rows, head_dim, variant_id)
+                          : occupancy<F16Tag>(tpr, rows, head_dim, variant_id);
   const int v = std::max(1, sms * per_sm);
   if (slot != nullptr) slot->store(v, std::memory_order_relaxed);
   return v;
@@ -108,12 +131,14 @@ DecodePlan plan_decode(const DecodeParams& p, int device) {
   const int total_rows = p.q_len * (p.heads_q / p.heads_kv);
   plan.rows = total_rows <= 4 ? 4 : 8;
   plan.row_tiles = (total_rows + plan.rows - 1) / plan.rows;
+  plan.variant = call_variant(p.head_dim, plan.tpr, device);
   // Split-KV: the split count in [1, max_splits] (the workspace rule's bound) whose CTAs
   // fill the device's resident slots best (CTAs / (waves x slots)): the first that reaches
   // 95%, else the best. A last wave that is mostly empty costs as much as a full one: b64 x 8k
   // unsplit is 512 CTAs on 396 slots, 65% (run 2 of cuda/NOTES.md "decode").
   const int64_t units = static_cast<int64_t>(p.batch) * p.heads_kv * plan.row_tiles;
-  const int64_t slots = resident_ctas(device, p.dtype == ElementType::kBF16, plan.tpr, plan.rows);
+  const int64_t slots =
+      resident_ctas(device, p.dtype == ElementType::kBF16, plan.tpr, plan.rows, p.head_dim, plan.variant);
   const int64_t smax = p.max_splits();
   int64_t best = 1;
   double best_fill = -1.0;
@@ -155,8 +180,7 @@ cudaError_t launch_decode(const DecodeParams& params, const DecodePlan& plan, cu
   DecodeParams p = params;
   p.grid_heads_first = plan.heads_first ? 1 : 0;
   const bool bf16 = p.dtype == ElementType::kBF16;
-  cudaError_t err = bf16 ? run_split<Bf16Tag>(p, plan.tpr, plan.rows, plan.row_tiles, plan.splits, stream)
-                         : run_split<F16Tag>(p, plan.tpr, plan.rows, plan.row_tiles, plan.splits, stream);
+  cudaError_t err = bf16 ? run_split<Bf16Tag>(p, plan, stream) : run_split<F16Tag>(p, plan, stream);
   if (err == cudaSuccess && plan.splits > 1) err = run_decode_combine(p, plan.splits, plan.dependent_combine, stream);
   return err;
 }

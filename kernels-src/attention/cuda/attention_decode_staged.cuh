@@ -1,9 +1,10 @@
 // attention_decode_staged.cuh: the CUDA decode split kernel whose K and V tiles go through shared
-// memory (head dims up to 128): cp.async copies whole 128-byte lines into a per-warp ring,
-// ldmatrix turns them into mma fragments, and both products run on the tensor cores
-// (mma.sync m16n8k16: S^T = K Q^T, then O^T += V^T P^T). Included by attention_decode.cuh after
-// attention_decode_mma.cuh (mma_16816, tile_probabilities, movmatrix_trans, pack_pair, key_row,
-// the cp.async helpers), sharing Tile, MergeSmem, decode_epilogue and the combine kernel.
+// memory (head dims up to 192, in buckets 32, 64, 128, 192): cp.async copies whole 128-byte lines
+// into a per-warp ring, ldmatrix turns them into mma fragments, and both products run on the
+// tensor cores (mma.sync m16n8k16: S^T = K Q^T, then O^T += V^T P^T). Included by
+// attention_decode.cuh after attention_decode_mma.cuh (mma_16816, tile_probabilities,
+// movmatrix_trans, pack_pair, key_row, the cp.async helpers), sharing Tile, MergeSmem,
+// decode_epilogue and the combine kernel.
 //
 // Why (cuda/NOTES.md "Decode", run 7): the register kernels load K (and, with P V on the tensor
 // cores, V) straight into fragments, where each warp instruction reads 64 bytes of 16 rows. Nsight
@@ -12,7 +13,8 @@
 // whole 256-byte rows (d 128) an instruction, and fragments come out of shared memory.
 //  - Each warp walks its own 16-key tiles (as in the register kernels) through a 2-stage ring:
 //    tile i + 1's copies are in flight while tile i is computed.
-//  - Rows are XOR-swizzled in 16-byte chunks so that ldmatrix's 8 rows hit 8 bank groups.
+//  - Rows are XOR-swizzled in 16-byte chunks (or, at 192, padded to an odd pitch) so that
+//    ldmatrix's 8 rows hit 8 bank groups.
 //  - q sits in B fragments in the standard order (dims 16 kb + 2c, + 8), loaded once.
 //  - Accumulator: lane (g, c) holds rows 2c, 2c + 1 of dims 16 mb + g and 16 mb + g + 8.
 #pragma once
@@ -32,33 +34,46 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t add
                : "r"(addr));
 }
 
-// One warp's ring: kStages x (K tile, V tile), each tile 16 keys x TPR chunks of 16 bytes.
-template <int TPR>
+// One warp's ring for head-dim bucket DP (head dims up to DP): kStages x (K tile, V tile), each
+// tile 16 key rows of DP / 8 chunks of 16 bytes.
+template <int DP>
 struct StagedRing {
-  static_assert(TPR >= 4 && TPR <= 16, "the staged kernel takes head dims up to 128");
+  static_assert(DP % 16 == 0 && DP >= 32 && DP <= 192, "the staged kernel's buckets: 32-192 in steps of 16");
   static constexpr int kStages = 2;
-  static constexpr int kTileChunks = 16 * TPR;
+  static constexpr int kChunks = DP / 8;  // chunks a key row copies
+  // Rows of 4, 8 or 16 chunks are XOR-swizzled in place; 192's rows of 24 are padded to a pitch
+  // of 25 instead, so that the 8 rows one ldmatrix reads, a pitch apart, still land in 8
+  // different 16-byte bank groups.
+  static constexpr bool kXor = kChunks == 4 || kChunks == 8 || kChunks == 16;
+  static constexpr int kPitch = kXor ? kChunks : (kChunks | 1);
+  static constexpr int kTileChunks = 16 * kPitch;  // a tile's slots
+  static constexpr int kCopies = 16 * kChunks / 32;  // copy instructions a tile and lane (per K and V)
   static constexpr size_t kBytes = static_cast<size_t>(kThreads / 32) * kStages * 2 * kTileChunks * 16;
-  // Where chunk `chunk` of key `key` sits in its row: the 8 rows one ldmatrix reads land in 8
-  // different 16-byte bank groups (rows of 4 chunks pair up, hence the shift).
-  static __device__ __forceinline__ int swz(int key, int chunk) {
-    return TPR >= 8 ? chunk ^ (key & 7) : chunk ^ ((key >> 1) & 3);
+  // The slot of chunk `chunk` of key `key` in a tile (rows of 4 chunks pair up, hence the shift).
+  static __device__ __forceinline__ int slot(int key, int chunk) {
+    if constexpr (!kXor) return key * kPitch + chunk;
+    return key * kPitch + (kChunks >= 8 ? chunk ^ (key & 7) : chunk ^ ((key >> 1) & 3));
   }
 };
 
-template <int TPR, int ROWS>
+// CTAs an SM the kernel is built for, as its ring allows: 2 at 192 (100 KiB a CTA), else 3 (up
+// to 64 KiB).
+constexpr int staged_min_ctas(int dp) { return dp == 192 ? 2 : 3; }
+
+template <int DP, int ROWS>
 constexpr size_t decode_staged_smem_bytes() {
-  return StagedRing<TPR>::kBytes > sizeof(MergeSmem<32, ROWS>) ? StagedRing<TPR>::kBytes : sizeof(MergeSmem<32, ROWS>);
+  return StagedRing<DP>::kBytes > sizeof(MergeSmem<32, ROWS>) ? StagedRing<DP>::kBytes : sizeof(MergeSmem<32, ROWS>);
 }
 
-template <typename Tag, int TPR, int ROWS>
-__global__ void __launch_bounds__(kThreads, 3) decode_staged_kernel(const DecodeParams p, const int row_tiles,
-                                                                    const int num_splits) {
+template <typename Tag, int DP, int ROWS>
+__global__ void __launch_bounds__(kThreads, staged_min_ctas(DP))
+    decode_staged_kernel(const DecodeParams p, const int row_tiles, const int num_splits) {
   static_assert(ROWS <= 8, "the query rows are the mma's n = 8");
-  using Ring = StagedRing<TPR>;
+  using Ring = StagedRing<DP>;
   constexpr int kWarps = kThreads / 32;
   constexpr int kStages = Ring::kStages;
-  constexpr int kBlocks = TPR / 2;  // 16-dim blocks of a row (the products' k and m steps)
+  constexpr int kBlocks = DP / 16;  // 16-dim blocks of a row (the products' k and m steps)
+  constexpr int kChunks = Ring::kChunks;
   constexpr int kTileStride = kWarps * 16;
   extern __shared__ __align__(16) unsigned char dec_smem[];
 
@@ -130,8 +145,8 @@ __global__ void __launch_bounds__(kThreads, 3) decode_staged_kernel(const Decode
       tv = blk * p.v_block_stride + static_cast<int64_t>(tl & bmask) * p.v_row_stride;
     }
 #pragma unroll
-    for (int n = 0; n < Ring::kTileChunks / 32; ++n) {
-      const int idx = lane + 32 * n, kk = idx / TPR, ch = idx - kk * TPR, key = tl + kk;
+    for (int n = 0; n < Ring::kCopies; ++n) {
+      const int idx = lane + 32 * n, kk = idx / kChunks, ch = idx - kk * kChunks, key = tl + kk;
       const bool on = ch < nch && key < key_end && key >= t.key_beg;
       int64_t rk = 0, rv = 0;
       if (on) {
@@ -143,7 +158,7 @@ __global__ void __launch_bounds__(kThreads, 3) decode_staged_kernel(const Decode
           rv = key_row(table, key, shift, bmask, p.v_block_stride, p.v_row_stride);
         }
       }
-      const int slot = kk * TPR + Ring::swz(kk, ch);
+      const int slot = Ring::slot(kk, ch);
       cp_async16(kdst + slot, on ? kbase + rk + ch * 8 : kbase, on ? 16 : 0);
       cp_async16(vdst + slot, on ? vbase + rv + ch * 8 : vbase, on ? 16 : 0);
     }
@@ -177,7 +192,7 @@ __global__ void __launch_bounds__(kThreads, 3) decode_staged_kernel(const Decode
     for (int kb = 0; kb < kBlocks; ++kb) {
       if (kb < nblk) {
         uint32_t a[4];
-        ldmatrix_x4(a, kst + static_cast<uint32_t>((k_key * TPR + Ring::swz(k_key, 2 * kb + k_half)) * 16));
+        ldmatrix_x4(a, kst + static_cast<uint32_t>(Ring::slot(k_key, 2 * kb + k_half) * 16));
         mma_16816<Tag>(sc, a[0], a[1], a[2], a[3], qf[kb][0], qf[kb][1]);
       }
     }
@@ -192,7 +207,7 @@ __global__ void __launch_bounds__(kThreads, 3) decode_staged_kernel(const Decode
     for (int mb = 0; mb < kBlocks; ++mb) {
       if (mb < nblk) {
         uint32_t a[4];
-        ldmatrix_x4_trans(a, vst + static_cast<uint32_t>((v_key * TPR + Ring::swz(v_key, 2 * mb + v_half)) * 16));
+        ldmatrix_x4_trans(a, vst + static_cast<uint32_t>(Ring::slot(v_key, 2 * mb + v_half) * 16));
         mma_16816<Tag>(ot[mb], a[0], a[1], a[2], a[3], pb[0], pb[1]);
       }
     }

@@ -12,7 +12,8 @@ blocks are contiguous runs of block_size x 256 bytes instead of 256-byte rows 2 
 shuffled.
 Correctness is checked against SDPA on every shape (rel. error < 1e-2) before timing.
 
-  python3 decode_probe.py --module LIB [--label TEXT] [--shapes b1x4096,b16x32768] [--sdpa] [--in-order]
+  python3 decode_probe.py --module LIB [--label TEXT] [--shapes b1x4096,b16x32768] [--head-dims 64,128]
+      [--sdpa] [--in-order]
 """
 import argparse
 import ctypes
@@ -111,7 +112,7 @@ def correctness(op):
     gen.manual_seed(7)
     for dtype in (torch.bfloat16, torch.float16):
         cases = list(check_decode.CASES)
-        for d in (32, 40, 64, 80, 96, 104, 128, 136, 192, 256):
+        for d in (32, 40, 64, 72, 80, 88, 96, 104, 128, 136, 184, 192, 256):
             cases.append(("head dims", 2, 2, 4, 2, d, 16, [300, 1], -1, 0.0))
             cases.append(("head dims q5 gqa8", 2, 5, 16, 2, d, 32, [900, 7], 100, 0.0))
         for case in cases:
@@ -210,6 +211,7 @@ def main():
     ap.add_argument("--q-len", type=int, default=1)
     ap.add_argument("--sdpa-only", action="store_true", help="run SDPA alone on each shape (for a profiler)")
     ap.add_argument("--in-order", action="store_true", help="block tables in order (contiguous K/V per sequence)")
+    ap.add_argument("--head-dims", default="128", help="comma-separated head dims (default 128)")
     args = ap.parse_args()
     op = DecodeOp(args.module)
     if args.check and not correctness(op):
@@ -229,8 +231,9 @@ def main():
         cases = [(f"GQA {hq}/{hkv} q_len {args.q_len}", b, hq, hkv)]
         if args.mqa_control:
             cases.append(("1 KV head, batch x8", b * 8, hq // hkv, 1))
-        for name, bb, hq, hkv in cases:
-            us, tbs, ratio, sdpa_us = probe(op, bb, kv, hq, hkv, 128, args.block_size, floor, args.sdpa, gen, args.q_len,
+        for (name, bb, hq, hkv), d in ((c, int(d)) for c in cases for d in args.head_dims.split(",")):
+            name += f" d{d}" if args.head_dims != "128" else ""
+            us, tbs, ratio, sdpa_us = probe(op, bb, kv, hq, hkv, d, args.block_size, floor, args.sdpa, gen, args.q_len,
                                             args.sdpa_only, args.in_order)
             s = f"{sdpa_us:.1f} | {sdpa_us / us:.2f}x" if sdpa_us else "- | -"
             print(f"| {shape} {name} | {us:.1f} | {tbs:.2f} | {ratio:.2f} | {s} |", flush=True)

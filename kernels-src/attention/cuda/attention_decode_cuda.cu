@@ -59,21 +59,24 @@ int variant() {
   return v;
 }
 
-// The split kernel of a call: the process's variant, except that the staged kernel's 192 bucket
-// (100 KiB of shared memory a CTA) needs a device that grants that much to one CTA: sm80/sm90
-// parts do, sm86/sm89 ones (99 KiB) take the register kernel instead.
-int call_variant(int head_dim, int tpr, int device) {
+// The split kernel of a call: the process's variant, except at head dims 136-192 on devices where
+// the staged kernel's 192 bucket (100 KiB of shared memory a CTA) holds fewer than 2 CTAs an SM:
+// it was measured at 2 (sm90: 0.94 of the copy floor against the register kernel's 0.72) and a
+// ring at 1 CTA an SM lost to the register kernel (the staged 256 of cuda/NOTES.md "Decode", head
+// dims: 0.61 against 0.86). sm80 parts hold 1 (164 KiB an SM) and sm86/sm89 none (99 KiB a CTA):
+// they keep the register kernel, as head dims above 192 do everywhere. Cached per device.
+int call_variant(int device, bool bf16, int tpr, int rows, int head_dim) {
   const int v = variant();
   if (v != kVariantStaged || tpr < 32 || head_dim > kStagedDim<32>) return v;
-  static std::atomic<int> optin[64];
-  int bytes = device >= 0 && device < 64 ? optin[device].load(std::memory_order_relaxed) : 0;
-  if (bytes <= 0) {
-    if (cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) bytes = 0;
-    if (device >= 0 && device < 64) optin[device].store(bytes > 0 ? bytes : 1, std::memory_order_relaxed);
+  static std::atomic<int> cache[64][2][2];
+  std::atomic<int>* slot = device >= 0 && device < 64 ? &cache[device][bf16][rows == 4 ? 0 : 1] : nullptr;
+  int per_sm = slot != nullptr ? slot->load(std::memory_order_relaxed) : 0;
+  if (per_sm <= 0) {
+    per_sm = bf16 ? decode_split_occupancy<Bf16Tag, 32>(rows, head_dim, kVariantStaged)
+                  : decode_split_occupancy<F16Tag, 32>(rows, head_dim, kVariantStaged);
+    if (slot != nullptr) slot->store(per_sm, std::memory_order_relaxed);
   }
-  constexpr int kDim = kStagedDim<32>;
-  const size_t need = std::max(decode_staged_smem_bytes<kDim, 4>(), decode_staged_smem_bytes<kDim, 8>());
-  return static_cast<size_t>(bytes) >= need ? v : kVariantTensorPv;
+  return per_sm >= 2 ? v : kVariantTensorPv;
 }
 
 template <typename Tag>
@@ -131,7 +134,7 @@ DecodePlan plan_decode(const DecodeParams& p, int device) {
   const int total_rows = p.q_len * (p.heads_q / p.heads_kv);
   plan.rows = total_rows <= 4 ? 4 : 8;
   plan.row_tiles = (total_rows + plan.rows - 1) / plan.rows;
-  plan.variant = call_variant(p.head_dim, plan.tpr, device);
+  plan.variant = call_variant(device, p.dtype == ElementType::kBF16, plan.tpr, plan.rows, p.head_dim);
   // Split-KV: the split count in [1, max_splits] (the workspace rule's bound) whose CTAs
   // fill the device's resident slots best (CTAs / (waves x slots)): the first that reaches
   // 95%, else the best. A last wave that is mostly empty costs as much as a full one: b64 x 8k

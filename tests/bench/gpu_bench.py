@@ -26,8 +26,10 @@ between rounds is printed, as the noise floor of the comparison).
              size 16 (blocks shuffled over the pool) and, on sm90a, 256; and 64 x 8k at head dims
              64, 80, 96, 192, 256 (sm90a, block size 16). Baselines: PyTorch SDPA
              (enable_gqa) on a contiguous copy of the gathered K and V, and the HBM floor: K + V
-             bytes over the copy bandwidth measured in this run. Cache sets rotated so that
-             small rows are not served from L2.
+             bytes over the copy bandwidth measured in this run; "1-pass us" is a device copy
+             moving the same bytes (read + write), timed as the calls are: one kernel's cost
+             at that size, launch included. Cache sets rotated so that small rows are not
+             served from L2.
   pointwise  activation (silu/gelu/gelu_tanh/fatrelu_and_mul at 8192 x 2 x 14336 and 32768 x 2 x
              4096) and rotary (8192 tokens, 32/8 heads, d 128, NeoX and GPT-J): bench_pointwise.py
              says what is measured against which same-run baselines (a copy, PyTorch eager).
@@ -262,6 +264,19 @@ def decode_workspace_floats(batch, q_len, hq, hkv, d, max_kv):
     return batch * q_len * hq * s * (d + 1) if s > 1 else 0
 
 
+def one_pass_ms(nbytes, nsets, reps):
+    """Event-timed milliseconds of one device copy that reads and writes nbytes in all (buffer
+    pairs rotated over nsets so that a pass is not served from L2): what one kernel moving a
+    decode call's bytes costs at that size, its launch included. At small sizes this is well
+    above nbytes / copy bandwidth, the floor the long shapes use."""
+    n = max(1, nbytes // 4)  # bf16 elements a side
+    srcs = [torch.ones(n, device="cuda", dtype=torch.bfloat16) for _ in range(nsets)]
+    dsts = [torch.empty_like(x) for x in srcs]
+    ms = Timing([(lambda i=i: dsts[i].copy_(srcs[i])) for i in range(nsets)], reps).ms
+    del srcs, dsts
+    return ms
+
+
 def bench_decode(kernels, reps, copy_tbs, failures):
     rows = []
     hq, hkv = DECODE_HQ, DECODE_HKV
@@ -272,6 +287,7 @@ def bench_decode(kernels, reps, copy_tbs, failures):
         kv_bytes = 2 * b * kv * hkv * d * 2  # K + V, bf16
         nsets = max(1, min(16, math.ceil(2 * L2_BYTES / kv_bytes)))
         floor_ms = kv_bytes / (copy_tbs * 1e9)
+        pass_ms = one_pass_ms(kv_bytes, nsets, reps)
         sdpa_ms = None
         bs16_ms = {}
         for bs in (16, 256) if d == DECODE_D else (16,):
@@ -313,7 +329,8 @@ def bench_decode(kernels, reps, copy_tbs, failures):
                 t = Timing(calls, reps)
                 row = dict(kind="decode", build=target, name=name, batch=b, kv=kv, head_dim=d, block_size=bs, us=t.ms * 1e3,
                            spread=t.spread, sdpa_us=sdpa_ms * 1e3, vs_sdpa=sdpa_ms / t.ms, floor_us=floor_ms * 1e3,
-                           floor_ratio=floor_ms / t.ms, tbs=kv_bytes / t.ms / 1e9, rel_err_vs_sdpa=err,
+                           floor_ratio=floor_ms / t.ms, pass_us=pass_ms * 1e3, tbs=kv_bytes / t.ms / 1e9,
+                           rel_err_vs_sdpa=err,
                            cache_sets=nsets)
                 if d != DECODE_D:
                     # "Full speed" for the issue's other fast head dims, read as the long-shape
@@ -345,14 +362,14 @@ def bench_decode(kernels, reps, copy_tbs, failures):
 
 
 def print_decode(rows):
-    print("\n| decode bf16 GQA 32/8 (d128 unless named) | build | us | SDPA us | vs SDPA | floor us | floor/time | TB/s "
-          "| spread | target | met |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("\n| decode bf16 GQA 32/8 (d128 unless named) | build | us | SDPA us | vs SDPA | floor us | floor/time "
+          "| 1-pass us | TB/s | spread | target | met |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         met = "-" if "met" not in r else ("met" if r["met"] else "MISSED")
         extra = f" (bs16/bs256 {r['bs16_vs_bs256']:.2f})" if "bs16_vs_bs256" in r else ""
         print(f"| {r['name']} | {r['build']} | {r['us']:.1f} | {r['sdpa_us']:.1f} | {r['vs_sdpa']:.2f}x "
-              f"| {r['floor_us']:.1f} | {r['floor_ratio']:.2f} | {r['tbs']:.2f} | {100 * r['spread']:.1f}% "
+              f"| {r['floor_us']:.1f} | {r['floor_ratio']:.2f} | {r['pass_us']:.1f} | {r['tbs']:.2f} | {100 * r['spread']:.1f}% "
               f"| {r.get('target', '-')}{extra} | {met} |")
 
 

@@ -78,22 +78,23 @@ cudaError_t launch_mma(const DecodeParams& p, int row_tiles, int num_splits, con
   return cudaGetLastError();
 }
 
-template <typename Tag, int DP, int ROWS>
+template <typename Tag, int DP, int ROWS, int WARPS>
 cudaError_t launch_staged(const DecodeParams& p, int row_tiles, int num_splits, const dim3& grid, cudaStream_t stream) {
-  constexpr size_t bytes = decode_staged_smem_bytes<DP, ROWS>();
-  static const cudaError_t ready = allow_smem(decode_staged_kernel<Tag, DP, ROWS>, bytes);
+  constexpr size_t bytes = decode_staged_smem_bytes<DP, ROWS, WARPS>();
+  static const cudaError_t ready = allow_smem(decode_staged_kernel<Tag, DP, ROWS, WARPS>, bytes);
   if (ready != cudaSuccess) return ready;
-  decode_staged_kernel<Tag, DP, ROWS><<<grid, kThreads, bytes, stream>>>(p, row_tiles, num_splits);
+  decode_staged_kernel<Tag, DP, ROWS, WARPS><<<grid, WARPS * 32, bytes, stream>>>(p, row_tiles, num_splits);
   return cudaGetLastError();
 }
 
-// Resident CTAs an SM of a kernel with `bytes` of dynamic shared memory.
+// Resident CTAs an SM of a kernel of `threads` threads with `bytes` of dynamic shared memory; 0
+// where it does not fit (the wide CTA's 192 KiB on an A100-class part).
 template <typename Kernel>
-int occupancy_of(Kernel kernel, size_t bytes) {
+int occupancy_of(Kernel kernel, size_t bytes, int threads = kThreads) {
   int blocks = 0;
-  if (allow_smem(kernel, bytes) != cudaSuccess) return 1;
-  const cudaError_t err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, bytes);
-  return err == cudaSuccess && blocks > 0 ? blocks : 1;
+  if (allow_smem(kernel, bytes) != cudaSuccess) return 0;
+  const cudaError_t err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, bytes);
+  return err == cudaSuccess && blocks > 0 ? blocks : 0;
 }
 
 // The staged kernel's head-dim bucket at lane-group width TPR: the width's own (32, 64, 128), and
@@ -108,25 +109,33 @@ constexpr bool staged_takes(int head_dim, int variant) {
   return variant == kVariantStaged && head_dim <= kStagedDim<TPR>;
 }
 
-template <typename Tag, int DP>
+// The wide CTA (kWideWarps) is built for the 128 bucket only (head dims 72-128): the issue's
+// d128 shapes, and each instantiation costs CI compile time. Elsewhere a wide plan is never made.
+template <int TPR>
+constexpr bool wide_built = TPR == 16;
+
+template <typename Tag, int DP, int WARPS>
 cudaError_t launch_staged_rows(const DecodeParams& p, int rows, int row_tiles, int num_splits, const dim3& grid,
                                cudaStream_t stream) {
-  return rows == 4 ? launch_staged<Tag, DP, 4>(p, row_tiles, num_splits, grid, stream)
-                   : launch_staged<Tag, DP, 8>(p, row_tiles, num_splits, grid, stream);
+  return rows == 4 ? launch_staged<Tag, DP, 4, WARPS>(p, row_tiles, num_splits, grid, stream)
+                   : launch_staged<Tag, DP, 8, WARPS>(p, row_tiles, num_splits, grid, stream);
 }
 
-template <typename Tag, int DP>
+template <typename Tag, int DP, int WARPS>
 int staged_occupancy(int rows) {
-  return rows == 4 ? occupancy_of(decode_staged_kernel<Tag, DP, 4>, decode_staged_smem_bytes<DP, 4>())
-                   : occupancy_of(decode_staged_kernel<Tag, DP, 8>, decode_staged_smem_bytes<DP, 8>());
+  return rows == 4 ? occupancy_of(decode_staged_kernel<Tag, DP, 4, WARPS>, decode_staged_smem_bytes<DP, 4, WARPS>(),
+                                  WARPS * 32)
+                   : occupancy_of(decode_staged_kernel<Tag, DP, 8, WARPS>, decode_staged_smem_bytes<DP, 8, WARPS>(),
+                                  WARPS * 32);
 }
 
 // variant: kVariantStaged (the default: K/V through a shared-memory ring of whole lines, both
 // products on the tensor cores, attention_decode_staged.cuh), kVariantTensorPv (K/V straight
 // into fragments, attention_decode_mma.cuh), kVariantSimt (all CUDA cores,
 // attention_decode_kernel.inl, the HIP kernel's design).
+// wide: CTAs of kWideWarps warps (staged, where wide_built), else of kThreads threads.
 template <typename Tag, int TPR>
-cudaError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int num_splits, int variant,
+cudaError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int num_splits, int variant, bool wide,
                              cudaStream_t stream) {
   const unsigned splits = static_cast<unsigned>(num_splits), heads = static_cast<unsigned>(p.heads_kv * row_tiles);
   const dim3 grid(p.grid_heads_first ? heads : splits, p.grid_heads_first ? splits : heads,
@@ -138,32 +147,44 @@ cudaError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int
       decode_split_kernel<Tag, TPR, 8><<<grid, kThreads, 0, stream>>>(p, row_tiles, num_splits);
     return cudaGetLastError();
   }
-  if (staged_takes<TPR>(p.head_dim, variant))
-    return launch_staged_rows<Tag, kStagedDim<TPR>>(p, rows, row_tiles, num_splits, grid, stream);
+  if (staged_takes<TPR>(p.head_dim, variant)) {
+    if constexpr (wide_built<TPR>) {
+      if (wide) return launch_staged_rows<Tag, kStagedDim<TPR>, kWideWarps>(p, rows, row_tiles, num_splits, grid, stream);
+    }
+    return launch_staged_rows<Tag, kStagedDim<TPR>, kThreads / 32>(p, rows, row_tiles, num_splits, grid, stream);
+  }
   return rows == 4 ? launch_mma<Tag, TPR, 4>(p, row_tiles, num_splits, grid, stream)
                    : launch_mma<Tag, TPR, 8>(p, row_tiles, num_splits, grid, stream);
 }
 
+// 0 for a wide plan where the wide CTA is not built or does not fit.
 template <typename Tag, int TPR>
-int decode_split_occupancy(int rows, int head_dim, int variant) {
+int decode_split_occupancy(int rows, int head_dim, int variant, bool wide) {
+  if (wide) {
+    if constexpr (wide_built<TPR>) {
+      if (staged_takes<TPR>(head_dim, variant)) return staged_occupancy<Tag, kStagedDim<TPR>, kWideWarps>(rows);
+    }
+    return 0;
+  }
   if (variant == kVariantSimt)
     return rows == 4 ? occupancy_of(decode_split_kernel<Tag, TPR, 4>, 0) : occupancy_of(decode_split_kernel<Tag, TPR, 8>, 0);
-  if (staged_takes<TPR>(head_dim, variant)) return staged_occupancy<Tag, kStagedDim<TPR>>(rows);
+  if (staged_takes<TPR>(head_dim, variant)) return staged_occupancy<Tag, kStagedDim<TPR>, kThreads / 32>(rows);
   return rows == 4 ? occupancy_of(decode_mma_kernel<Tag, TPR, 4>, decode_mma_smem_bytes<4>())
                    : occupancy_of(decode_mma_kernel<Tag, TPR, 8>, decode_mma_smem_bytes<8>());
 }
 
 // The launch/combine translation unit declares the instantiations extern: each split kernel
 // is compiled once, in its own translation unit.
-#define KH_DECODE_EXTERN(Tag, TPR)                                                                           \
-  extern template cudaError_t run_decode_split<Tag, TPR>(const DecodeParams&, int, int, int, int, cudaStream_t); \
-  extern template int decode_split_occupancy<Tag, TPR>(int, int, int);
+#define KH_DECODE_EXTERN(Tag, TPR)                                                                     \
+  extern template cudaError_t run_decode_split<Tag, TPR>(const DecodeParams&, int, int, int, int, bool, \
+                                                         cudaStream_t);                                 \
+  extern template int decode_split_occupancy<Tag, TPR>(int, int, int, bool);
 #define KH_DECODE_EXTERN_ALL(Tag) \
   KH_DECODE_EXTERN(Tag, 4) KH_DECODE_EXTERN(Tag, 8) KH_DECODE_EXTERN(Tag, 16) KH_DECODE_EXTERN(Tag, 32)
 
-#define KH_DECODE_INSTANTIATE(Tag, TPR)                                                                   \
-  template cudaError_t run_decode_split<Tag, TPR>(const DecodeParams&, int, int, int, int, cudaStream_t); \
-  template int decode_split_occupancy<Tag, TPR>(int, int, int);
+#define KH_DECODE_INSTANTIATE(Tag, TPR)                                                                         \
+  template cudaError_t run_decode_split<Tag, TPR>(const DecodeParams&, int, int, int, int, bool, cudaStream_t); \
+  template int decode_split_occupancy<Tag, TPR>(int, int, int, bool);
 
 }  // namespace decode
 }  // namespace kh_attention

@@ -72,8 +72,8 @@ int call_variant(int device, bool bf16, int tpr, int rows, int head_dim) {
   std::atomic<int>* slot = device >= 0 && device < 64 ? &cache[device][bf16][rows == 4 ? 0 : 1] : nullptr;
   int per_sm = slot != nullptr ? slot->load(std::memory_order_relaxed) : 0;
   if (per_sm <= 0) {
-    per_sm = bf16 ? decode_split_occupancy<Bf16Tag, 32>(rows, head_dim, kVariantStaged)
-                  : decode_split_occupancy<F16Tag, 32>(rows, head_dim, kVariantStaged);
+    per_sm = bf16 ? decode_split_occupancy<Bf16Tag, 32>(rows, head_dim, kVariantStaged, false)
+                  : decode_split_occupancy<F16Tag, 32>(rows, head_dim, kVariantStaged, false);
     if (slot != nullptr) slot->store(per_sm, std::memory_order_relaxed);
   }
   return per_sm >= 2 ? v : kVariantTensorPv;
@@ -82,21 +82,22 @@ int call_variant(int device, bool bf16, int tpr, int rows, int head_dim) {
 template <typename Tag>
 cudaError_t run_split(const DecodeParams& p, const DecodePlan& plan, cudaStream_t s) {
   const int rows = plan.rows, row_tiles = plan.row_tiles, splits = plan.splits, v = plan.variant;
+  const bool w = plan.wide;
   switch (plan.tpr) {
-    case 4: return run_decode_split<Tag, 4>(p, rows, row_tiles, splits, v, s);
-    case 8: return run_decode_split<Tag, 8>(p, rows, row_tiles, splits, v, s);
-    case 16: return run_decode_split<Tag, 16>(p, rows, row_tiles, splits, v, s);
-    default: return run_decode_split<Tag, 32>(p, rows, row_tiles, splits, v, s);
+    case 4: return run_decode_split<Tag, 4>(p, rows, row_tiles, splits, v, w, s);
+    case 8: return run_decode_split<Tag, 8>(p, rows, row_tiles, splits, v, w, s);
+    case 16: return run_decode_split<Tag, 16>(p, rows, row_tiles, splits, v, w, s);
+    default: return run_decode_split<Tag, 32>(p, rows, row_tiles, splits, v, w, s);
   }
 }
 
 template <typename Tag>
-int occupancy(int tpr, int rows, int head_dim, int v) {
+int occupancy(int tpr, int rows, int head_dim, int v, bool wide) {
   switch (tpr) {
-    case 4: return decode_split_occupancy<Tag, 4>(rows, head_dim, v);
-    case 8: return decode_split_occupancy<Tag, 8>(rows, head_dim, v);
-    case 16: return decode_split_occupancy<Tag, 16>(rows, head_dim, v);
-    default: return decode_split_occupancy<Tag, 32>(rows, head_dim, v);
+    case 4: return decode_split_occupancy<Tag, 4>(rows, head_dim, v, wide);
+    case 8: return decode_split_occupancy<Tag, 8>(rows, head_dim, v, wide);
+    case 16: return decode_split_occupancy<Tag, 16>(rows, head_dim, v, wide);
+    default: return decode_split_occupancy<Tag, 32>(rows, head_dim, v, wide);
   }
 }
 
@@ -107,23 +108,54 @@ int head_dim_class(int head_dim) {
 }
 
 // CTAs of one split kernel the device holds at once, cached per (device, dtype, head-dim class,
-// rows): the first call asks the runtime, later ones (graph captures among them) read the cache.
-int resident_ctas(int device, bool bf16, int tpr, int rows, int head_dim, int variant_id) {
+// rows, CTA width): the first call asks the runtime, later ones (graph captures among them) read
+// the cache. 0 only for a wide CTA that is not built or does not fit (cached as -1).
+int resident_ctas(int device, bool bf16, int tpr, int rows, int head_dim, int variant_id, bool wide) {
   constexpr int kDevices = 64;
-  static std::atomic<int> cache[kDevices][2][5][2];
+  static std::atomic<int> cache[kDevices][2][5][2][2];
   const int hi = head_dim_class(head_dim), ri = rows == 4 ? 0 : 1;
-  std::atomic<int>* slot = device >= 0 && device < kDevices ? &cache[device][bf16][hi][ri] : nullptr;
+  std::atomic<int>* slot = device >= 0 && device < kDevices ? &cache[device][bf16][hi][ri][wide] : nullptr;
   if (slot != nullptr) {
     const int v = slot->load(std::memory_order_relaxed);
-    if (v > 0) return v;
+    if (v != 0) return std::max(0, v);
   }
   int sms = 0;
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) sms = 1;
-  const int per_sm = bf16 ? occupancy<Bf16Tag>(tpr, rows, head_dim, variant_id)
-                          : occupancy<F16Tag>(tpr, rows, head_dim, variant_id);
-  const int v = std::max(1, sms * per_sm);
-  if (slot != nullptr) slot->store(v, std::memory_order_relaxed);
+  const int per_sm = bf16 ? occupancy<Bf16Tag>(tpr, rows, head_dim, variant_id, wide)
+                          : occupancy<F16Tag>(tpr, rows, head_dim, variant_id, wide);
+  const int v = wide ? sms * per_sm : std::max(1, sms * per_sm);
+  if (slot != nullptr) slot->store(v > 0 ? v : -1, std::memory_order_relaxed);
   return v;
+}
+
+struct SplitChoice {
+  int64_t splits = 1;
+  double fill = -1.0;
+};
+
+// The split count in [1, smax] (the workspace rule's bound) whose CTAs fill the device's
+// resident slots best (CTAs / (waves x slots)): the first that reaches 95%, else the best. A last
+// wave that is mostly empty costs as much as a full one: b64 x 8k unsplit is 512 CTAs on 396
+// slots, 65% (run 2 of cuda/NOTES.md "decode").
+SplitChoice best_split(int64_t units, int64_t slots, int64_t smax) {
+  SplitChoice best;
+  for (int64_t s = 1; s <= smax; ++s) {
+    const int64_t ctas = units * s, waves = (ctas + slots - 1) / slots;
+    const double fill = static_cast<double>(ctas) / static_cast<double>(waves * slots);
+    if (fill > best.fill + 1e-9) best = {s, fill};
+    if (fill >= 0.95) break;
+  }
+  return best;
+}
+
+// KH_ATTENTION_DECODE_WIDE=0|1 (comparisons): never / wherever built and fitting take the wide
+// CTA; unset: the rule of plan_decode.
+int wide_mode() {
+  static const int m = [] {
+    const char* v = std::getenv("KH_ATTENTION_DECODE_WIDE");
+    return v == nullptr ? -1 : v[0] == '1' ? 1 : 0;
+  }();
+  return m;
 }
 
 }  // namespace
@@ -134,25 +166,28 @@ DecodePlan plan_decode(const DecodeParams& p, int device) {
   const int total_rows = p.q_len * (p.heads_q / p.heads_kv);
   plan.rows = total_rows <= 4 ? 4 : 8;
   plan.row_tiles = (total_rows + plan.rows - 1) / plan.rows;
-  plan.variant = call_variant(device, p.dtype == ElementType::kBF16, plan.tpr, plan.rows, p.head_dim);
-  // Split-KV: the split count in [1, max_splits] (the workspace rule's bound) whose CTAs
-  // fill the device's resident slots best (CTAs / (waves x slots)): the first that reaches
-  // 95%, else the best. A last wave that is mostly empty costs as much as a full one: b64 x 8k
-  // unsplit is 512 CTAs on 396 slots, 65% (run 2 of cuda/NOTES.md "decode").
+  const bool bf16 = p.dtype == ElementType::kBF16;
+  plan.variant = call_variant(device, bf16, plan.tpr, plan.rows, p.head_dim);
+  // Split-KV: the split count of best fill (best_split) for CTAs of 4 warps; and, where the wide
+  // CTA is built and fits, for it too. The wide CTA is taken where it fills the device with no
+  // split while 4-warp CTAs would need several: no partials, no combine kernel (H200, d128:
+  // b16 x 4k -5%, b16 x 32k -2.3%, b64 x 8k and b128 x 4k -1.3%, d96 b16 x 8k -12%). With splits
+  // it lost at batch 1 x 4k (+5%), hence not taken there (cuda/NOTES.md "Decode", wide CTAs).
   const int64_t units = static_cast<int64_t>(p.batch) * p.heads_kv * plan.row_tiles;
-  const int64_t slots =
-      resident_ctas(device, p.dtype == ElementType::kBF16, plan.tpr, plan.rows, p.head_dim, plan.variant);
   const int64_t smax = p.max_splits();
-  int64_t best = 1;
-  double best_fill = -1.0;
-  for (int64_t s = 1; s <= smax; ++s) {
-    const int64_t ctas = units * s, waves = (ctas + slots - 1) / slots;
-    const double fill = static_cast<double>(ctas) / static_cast<double>(waves * slots);
-    if (fill > best_fill + 1e-9) {
-      best_fill = fill;
-      best = s;
+  const SplitChoice narrow =
+      best_split(units, resident_ctas(device, bf16, plan.tpr, plan.rows, p.head_dim, plan.variant, false), smax);
+  int64_t best = narrow.splits;
+  const int wm = wide_mode();
+  if (wm != 0) {
+    const int64_t wide_slots = resident_ctas(device, bf16, plan.tpr, plan.rows, p.head_dim, plan.variant, true);
+    if (wide_slots > 0) {
+      const SplitChoice wide = best_split(units, wide_slots, smax);
+      if (wm == 1 || (wide.splits == 1 && wide.fill >= 0.95 && narrow.splits > 1)) {
+        plan.wide = true;
+        best = wide.splits;
+      }
     }
-    if (fill >= 0.95) break;
   }
   // KH_ATTENTION_DECODE_SPLITS=<n> (comparisons, tests): n splits, within [1, max_splits].
   static const int64_t forced = [] {

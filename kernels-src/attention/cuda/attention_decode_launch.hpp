@@ -16,6 +16,7 @@ struct DecodePlan {
   int row_tiles = 1;  // CTAs per kv head: ceil(q_len * group / rows)
   int splits = 1;     // key splits per sequence, <= p.max_splits() (the workspace rule)
   int variant = 0;    // the split kernel: kVariantStaged, kVariantTensorPv or kVariantSimt (attention_decode.hpp)
+  bool wide = false;  // the staged kernel in CTAs of kWideWarps warps (attention_decode_staged.cuh)
   bool heads_first = false;  // grid (heads x row tiles, splits, batch): DecodeParams::grid_heads_first
   bool dependent_combine = false;  // the combine kernel as a programmatic dependent launch (sm90)
 };

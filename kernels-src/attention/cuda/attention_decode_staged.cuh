@@ -34,9 +34,11 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t add
                : "r"(addr));
 }
 
-// One warp's ring for head-dim bucket DP (head dims up to DP): kStages x (K tile, V tile), each
-// tile 16 key rows of DP / 8 chunks of 16 bytes.
-template <int DP>
+// The rings of a CTA of WARPS warps for head-dim bucket DP (head dims up to DP), one a warp:
+// kStages x (K tile, V tile), each tile 16 key rows of DP / 8 chunks of 16 bytes. Two stages:
+// tile i + 1 in flight while tile i is computed (three, at 9 warps a wide CTA, were slower:
+// cuda/NOTES.md "Decode", wide CTAs).
+template <int DP, int WARPS>
 struct StagedRing {
   static_assert(DP % 16 == 0 && DP >= 32 && DP <= 192, "the staged kernel's buckets: 32-192 in steps of 16");
   static constexpr int kStages = 2;
@@ -48,7 +50,7 @@ struct StagedRing {
   static constexpr int kPitch = kXor ? kChunks : (kChunks | 1);
   static constexpr int kTileChunks = 16 * kPitch;  // a tile's slots
   static constexpr int kCopies = 16 * kChunks / 32;  // copy instructions a tile and lane (per K and V)
-  static constexpr size_t kBytes = static_cast<size_t>(kThreads / 32) * kStages * 2 * kTileChunks * 16;
+  static constexpr size_t kBytes = static_cast<size_t>(WARPS) * kStages * 2 * kTileChunks * 16;
   // The slot of chunk `chunk` of key `key` in a tile (rows of 4 chunks pair up, hence the shift).
   static __device__ __forceinline__ int slot(int key, int chunk) {
     if constexpr (!kXor) return key * kPitch + chunk;
@@ -56,21 +58,28 @@ struct StagedRing {
   }
 };
 
-// CTAs an SM the kernel is built for, as its ring allows: 2 at 192 (100 KiB a CTA), else 3 (up
-// to 64 KiB).
-constexpr int staged_min_ctas(int dp) { return dp == 192 ? 2 : 3; }
+// CTA widths: kThreads / 32 = 4 warps (the default), or kWideWarps, a CTA that fills an SM's
+// shared memory alone (d <= 128: 12 x 16 KiB) so that a row tile's keys need fewer splits,
+// often one: no partials, no combine kernel (cuda/NOTES.md "Decode", wide CTAs).
+constexpr int kWideWarps = 12;
 
-template <int DP, int ROWS>
+// CTAs an SM the kernel is built for, as its ring allows: 2 at 192 (100 KiB a CTA), else 3 (up
+// to 64 KiB); 1 for the wide CTA.
+constexpr int staged_min_ctas(int dp, int warps) { return warps > 4 ? 1 : dp == 192 ? 2 : 3; }
+
+template <int DP, int ROWS, int WARPS>
 constexpr size_t decode_staged_smem_bytes() {
-  return StagedRing<DP>::kBytes > sizeof(MergeSmem<32, ROWS>) ? StagedRing<DP>::kBytes : sizeof(MergeSmem<32, ROWS>);
+  using Merge = MergeSmem<32, ROWS, WARPS * 32>;
+  using Ring = StagedRing<DP, WARPS>;
+  return Ring::kBytes > sizeof(Merge) ? Ring::kBytes : sizeof(Merge);
 }
 
-template <typename Tag, int DP, int ROWS>
-__global__ void __launch_bounds__(kThreads, staged_min_ctas(DP))
+template <typename Tag, int DP, int ROWS, int WARPS>
+__global__ void __launch_bounds__(WARPS * 32, staged_min_ctas(DP, WARPS))
     decode_staged_kernel(const DecodeParams p, const int row_tiles, const int num_splits) {
   static_assert(ROWS <= 8, "the query rows are the mma's n = 8");
-  using Ring = StagedRing<DP>;
-  constexpr int kWarps = kThreads / 32;
+  using Ring = StagedRing<DP, WARPS>;
+  constexpr int kWarps = WARPS;
   constexpr int kStages = Ring::kStages;
   constexpr int kBlocks = DP / 16;  // 16-dim blocks of a row (the products' k and m steps)
   constexpr int kChunks = Ring::kChunks;
@@ -171,16 +180,22 @@ __global__ void __launch_bounds__(kThreads, staged_min_ctas(DP))
   const int k_key = mr + 8 * (mq & 1), k_half = mq >> 1;
   const int v_key = mr + 8 * (mq >> 1), v_half = mq & 1;
 
+  // The first kStages - 1 tiles in flight before the loop; each iteration issues the tile
+  // kStages - 1 ahead into the stage read in the iteration before.
   const int first = t.tile_beg + warp * 16;
-  if (first < key_end) issue(first, 0, block_of(first));
-  cp_async_commit();
-  int32_t next_blk = block_of(first + kTileStride);
+#pragma unroll
+  for (int st = 0; st + 1 < kStages; ++st) {
+    const int tl = first + st * kTileStride;
+    if (tl < key_end) issue(tl, st, block_of(tl));
+    cp_async_commit();
+  }
+  int32_t next_blk = block_of(first + (kStages - 1) * kTileStride);
   int it = 0;
   for (int tile = first; tile < key_end; tile += kTileStride, ++it) {
     __syncwarp();  // every lane is done with the stage refilled now (read in iteration it - 1)
-    const int next = tile + kTileStride;
-    if (next < key_end) issue(next, (it + 1) % kStages, next_blk);
-    next_blk = block_of(next + kTileStride);
+    const int ahead = tile + (kStages - 1) * kTileStride;
+    if (ahead < key_end) issue(ahead, (it + kStages - 1) % kStages, next_blk);
+    next_blk = block_of(ahead + kTileStride);
     cp_async_commit();
     cp_async_wait<kStages - 1>();  // this lane's copies of tile `it` have landed
     __syncwarp();                  // ... and every lane's
@@ -216,7 +231,8 @@ __global__ void __launch_bounds__(kThreads, staged_min_ctas(DP))
   __syncthreads();  // the merge buffer below reuses the ring
 
   sum_rows_over_column(l);
-  MergeSmem<32, ROWS>& sm = *reinterpret_cast<MergeSmem<32, ROWS>*>(dec_smem);
+  using Merge = MergeSmem<32, ROWS, WARPS * 32>;
+  Merge& sm = *reinterpret_cast<Merge*>(dec_smem);
 #pragma unroll
   for (int mb = 0; mb < kBlocks; ++mb) {
     if (mb < nblk) {
@@ -227,7 +243,7 @@ __global__ void __launch_bounds__(kThreads, staged_min_ctas(DP))
       }
     }
   }
-  finish_split_tile<Tag, ROWS>(p, t, sm, warp, g, c, m, l, num_splits);
+  finish_split_tile<Tag, ROWS, WARPS * 32>(p, t, sm, warp, g, c, m, l, num_splits);
 }
 
 }  // namespace decode

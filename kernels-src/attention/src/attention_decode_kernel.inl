@@ -139,10 +139,11 @@ KH_DEC_DEV Tile make_tile(const DecodeParams& p, int rows, int row_tiles, int nu
   return t;
 }
 
-// Shared memory of the end-of-CTA merge: every lane group's state.
-template <int TPR, int ROWS>
+// Shared memory of the end-of-CTA merge: every lane group's state (THREADS: the CTA's threads;
+// the CUDA staged kernel also runs CTAs of 12 warps).
+template <int TPR, int ROWS, int THREADS = kThreads>
 struct MergeSmem {
-  static constexpr int kGroups = kThreads / TPR;
+  static constexpr int kGroups = THREADS / TPR;
   float acc[kGroups][ROWS][TPR * 8];
   float m[kGroups][ROWS];
   float l[kGroups][ROWS];
@@ -153,10 +154,10 @@ struct MergeSmem {
 // The end of a split CTA, after every lane group has put its state (m, l in base 2, and its
 // unnormalised accumulator) in sm and synchronised: merge the groups, then write out and
 // lse (one split) or the normalised partial and its log2-sum-exp (several).
-template <typename Tag, int TPR, int ROWS>
-KH_DEC_DEV void decode_epilogue(const DecodeParams& p, const Tile& t, MergeSmem<TPR, ROWS>& sm,
+template <typename Tag, int TPR, int ROWS, int THREADS = kThreads>
+KH_DEC_DEV void decode_epilogue(const DecodeParams& p, const Tile& t, MergeSmem<TPR, ROWS, THREADS>& sm,
                                 const int num_splits) {
-  constexpr int kGroups = kThreads / TPR;
+  constexpr int kGroups = THREADS / TPR;
   const int tid = threadIdx.x;
   KH_DEC_LAUNCH_DEPENDENTS();  // the key loop is done: the combine grid may be scheduled
   if (tid < t.nrows) {
@@ -175,7 +176,7 @@ KH_DEC_DEV void decode_epilogue(const DecodeParams& p, const Tile& t, MergeSmem<
   const int chunks = p.head_dim / 8;
   const bool single = num_splits == 1;
   const int64_t total_rows = static_cast<int64_t>(p.batch) * p.q_len * p.heads_q;
-  for (int c = tid; c < t.nrows * chunks; c += kThreads) {
+  for (int c = tid; c < t.nrows * chunks; c += THREADS) {
     const int r = c / chunks, ce = (c - r * chunks) * 8;
     float o[8];
 #pragma unroll

@@ -160,6 +160,9 @@ CASES = [
     ("window", 3, 2, 8, 2, 128, 64, [100, 3000, 10], 256, 0.0),
     ("softcap", 2, 1, 8, 8, 256, 256, [1500, 33], -1, 30.0),
     ("softcap+window q_len 5", 2, 5, 4, 2, 96, 16, [700, 4], 64, 20.0),
+    # 128 row tiles of the 128 bucket: on an H200 one unsplit 12-warp CTA each (the wide CTA).
+    ("wide CTA", 16, 1, 32, 8, 128, 16, [700, 1, 0, 129, 2048, 37], -1, 0.0),
+    ("wide CTA q_len 2 d96 window", 16, 2, 32, 8, 96, 32, [3000, 2, 45, 600], 256, 0.0),
 ]
 
 

@@ -12,26 +12,15 @@ out a program: a pure read), and an empty kernel (the launch alone).
   python3 one_pass_probe.py [--mib 16.8,134,268] [--reps 200]
 """
 import argparse
-import statistics
+import os
+import sys
 
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from decode_probe import time_us  # noqa: E402 (the decode probe's timing, so both time alike)
+
 L2_BYTES = 60 << 20
-
-
-def time_us(calls, reps):
-    for i in range(5):
-        calls[i % len(calls)]()
-    torch.cuda.synchronize()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    torch.cuda._sleep(20_000_000)
-    for i in range(reps):
-        starts[i].record()
-        calls[i % len(calls)]()
-        ends[i].record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends)) * 1e3
 
 
 def triton_reader():

@@ -70,10 +70,12 @@ int call_variant(int device, bool bf16, int tpr, int rows, int head_dim) {
   if (v != kVariantStaged || tpr < 32 || head_dim > kStagedDim<32>) return v;
   static std::atomic<int> cache[64][2][2];
   std::atomic<int>* slot = device >= 0 && device < 64 ? &cache[device][bf16][rows == 4 ? 0 : 1] : nullptr;
+  // 0 = not asked yet; a bucket that does not fit at all (sm86/sm89) is cached as -1.
   int per_sm = slot != nullptr ? slot->load(std::memory_order_relaxed) : 0;
-  if (per_sm <= 0) {
+  if (per_sm == 0) {
     per_sm = bf16 ? decode_split_occupancy<Bf16Tag, 32>(rows, head_dim, kVariantStaged, false)
                   : decode_split_occupancy<F16Tag, 32>(rows, head_dim, kVariantStaged, false);
+    if (per_sm <= 0) per_sm = -1;
     if (slot != nullptr) slot->store(per_sm, std::memory_order_relaxed);
   }
   return per_sm >= 2 ? v : kVariantTensorPv;

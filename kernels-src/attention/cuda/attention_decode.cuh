@@ -56,6 +56,7 @@ KH_DEC_DEV uint16_t kh_dec_float_to_f16(float f) { return __half_as_ushort(__flo
 
 #include "attention_decode_kernel.inl"
 #include "attention_decode_mma.cuh"
+#include "attention_decode_tma.cuh"
 #include "attention_decode_staged.cuh"
 
 namespace kh_attention {
@@ -78,12 +79,13 @@ cudaError_t launch_mma(const DecodeParams& p, int row_tiles, int num_splits, con
   return cudaGetLastError();
 }
 
-template <typename Tag, int DP, int ROWS, int WARPS>
-cudaError_t launch_staged(const DecodeParams& p, int row_tiles, int num_splits, const dim3& grid, cudaStream_t stream) {
-  constexpr size_t bytes = decode_staged_smem_bytes<DP, ROWS, WARPS>();
-  static const cudaError_t ready = allow_smem(decode_staged_kernel<Tag, DP, ROWS, WARPS>, bytes);
+template <typename Tag, int DP, int ROWS, int WARPS, bool TMA>
+cudaError_t launch_staged(const DecodeParams& p, int row_tiles, int num_splits, const dim3& grid, const DecodeTma& tma,
+                          cudaStream_t stream) {
+  constexpr size_t bytes = decode_staged_smem_bytes<DP, ROWS, WARPS, TMA>();
+  static const cudaError_t ready = allow_smem(decode_staged_kernel<Tag, DP, ROWS, WARPS, TMA>, bytes);
   if (ready != cudaSuccess) return ready;
-  decode_staged_kernel<Tag, DP, ROWS, WARPS><<<grid, WARPS * 32, bytes, stream>>>(p, row_tiles, num_splits);
+  decode_staged_kernel<Tag, DP, ROWS, WARPS, TMA><<<grid, WARPS * 32, bytes, stream>>>(p, row_tiles, num_splits, tma);
   return cudaGetLastError();
 }
 
@@ -114,29 +116,37 @@ constexpr bool staged_takes(int head_dim, int variant) {
 template <int TPR>
 constexpr bool wide_built = TPR == 16;
 
-template <typename Tag, int DP, int WARPS>
+// The wide CTA's TMA-filled ring (attention_decode_tma.cuh) exists in the sm90a build only.
+#if defined(KH_ATTENTION_SM90A)
+constexpr bool kDecodeTmaBuilt = true;
+#else
+constexpr bool kDecodeTmaBuilt = false;
+#endif
+
+template <typename Tag, int DP, int WARPS, bool TMA>
 cudaError_t launch_staged_rows(const DecodeParams& p, int rows, int row_tiles, int num_splits, const dim3& grid,
-                               cudaStream_t stream) {
-  return rows == 4 ? launch_staged<Tag, DP, 4, WARPS>(p, row_tiles, num_splits, grid, stream)
-                   : launch_staged<Tag, DP, 8, WARPS>(p, row_tiles, num_splits, grid, stream);
+                               const DecodeTma& tma, cudaStream_t stream) {
+  return rows == 4 ? launch_staged<Tag, DP, 4, WARPS, TMA>(p, row_tiles, num_splits, grid, tma, stream)
+                   : launch_staged<Tag, DP, 8, WARPS, TMA>(p, row_tiles, num_splits, grid, tma, stream);
 }
 
 template <typename Tag, int DP, int WARPS>
 int staged_occupancy(int rows) {
-  return rows == 4 ? occupancy_of(decode_staged_kernel<Tag, DP, 4, WARPS>, decode_staged_smem_bytes<DP, 4, WARPS>(),
-                                  WARPS * 32)
-                   : occupancy_of(decode_staged_kernel<Tag, DP, 8, WARPS>, decode_staged_smem_bytes<DP, 8, WARPS>(),
-                                  WARPS * 32);
+  return rows == 4 ? occupancy_of(decode_staged_kernel<Tag, DP, 4, WARPS, false>,
+                                  decode_staged_smem_bytes<DP, 4, WARPS, false>(), WARPS * 32)
+                   : occupancy_of(decode_staged_kernel<Tag, DP, 8, WARPS, false>,
+                                  decode_staged_smem_bytes<DP, 8, WARPS, false>(), WARPS * 32);
 }
 
 // variant: kVariantStaged (the default: K/V through a shared-memory ring of whole lines, both
 // products on the tensor cores, attention_decode_staged.cuh), kVariantTensorPv (K/V straight
 // into fragments, attention_decode_mma.cuh), kVariantSimt (all CUDA cores,
 // attention_decode_kernel.inl, the HIP kernel's design).
-// wide: CTAs of kWideWarps warps (staged, where wide_built), else of kThreads threads.
+// wide: CTAs of kWideWarps warps (staged, where wide_built), else of kThreads threads; tma
+// (the wide CTA in the sm90a build): the maps its ring is filled through, or null (cp.async).
 template <typename Tag, int TPR>
 cudaError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int num_splits, int variant, bool wide,
-                             cudaStream_t stream) {
+                             const DecodeTma* tma, cudaStream_t stream) {
   const unsigned splits = static_cast<unsigned>(num_splits), heads = static_cast<unsigned>(p.heads_kv * row_tiles);
   const dim3 grid(p.grid_heads_first ? heads : splits, p.grid_heads_first ? splits : heads,
                   static_cast<unsigned>(p.batch));
@@ -148,10 +158,16 @@ cudaError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int
     return cudaGetLastError();
   }
   if (staged_takes<TPR>(p.head_dim, variant)) {
+    constexpr int kDim = kStagedDim<TPR>;
     if constexpr (wide_built<TPR>) {
-      if (wide) return launch_staged_rows<Tag, kStagedDim<TPR>, kWideWarps>(p, rows, row_tiles, num_splits, grid, stream);
+      if constexpr (kDecodeTmaBuilt) {
+        if (wide && tma != nullptr)
+          return launch_staged_rows<Tag, kDim, kWideWarps, true>(p, rows, row_tiles, num_splits, grid, *tma, stream);
+      }
+      if (wide)
+        return launch_staged_rows<Tag, kDim, kWideWarps, false>(p, rows, row_tiles, num_splits, grid, DecodeTma{}, stream);
     }
-    return launch_staged_rows<Tag, kStagedDim<TPR>, kThreads / 32>(p, rows, row_tiles, num_splits, grid, stream);
+    return launch_staged_rows<Tag, kDim, kThreads / 32, false>(p, rows, row_tiles, num_splits, grid, DecodeTma{}, stream);
   }
   return rows == 4 ? launch_mma<Tag, TPR, 4>(p, row_tiles, num_splits, grid, stream)
                    : launch_mma<Tag, TPR, 8>(p, row_tiles, num_splits, grid, stream);
@@ -177,13 +193,14 @@ int decode_split_occupancy(int rows, int head_dim, int variant, bool wide) {
 // is compiled once, in its own translation unit.
 #define KH_DECODE_EXTERN(Tag, TPR)                                                                     \
   extern template cudaError_t run_decode_split<Tag, TPR>(const DecodeParams&, int, int, int, int, bool, \
-                                                         cudaStream_t);                                 \
+                                                         const DecodeTma*, cudaStream_t);               \
   extern template int decode_split_occupancy<Tag, TPR>(int, int, int, bool);
 #define KH_DECODE_EXTERN_ALL(Tag) \
   KH_DECODE_EXTERN(Tag, 4) KH_DECODE_EXTERN(Tag, 8) KH_DECODE_EXTERN(Tag, 16) KH_DECODE_EXTERN(Tag, 32)
 
-#define KH_DECODE_INSTANTIATE(Tag, TPR)                                                                         \
-  template cudaError_t run_decode_split<Tag, TPR>(const DecodeParams&, int, int, int, int, bool, cudaStream_t); \
+#define KH_DECODE_INSTANTIATE(Tag, TPR)                                                                  \
+  template cudaError_t run_decode_split<Tag, TPR>(const DecodeParams&, int, int, int, int, bool, const DecodeTma*, \
+                                                  cudaStream_t);                                                  \
   template int decode_split_occupancy<Tag, TPR>(int, int, int, bool);
 
 }  // namespace decode

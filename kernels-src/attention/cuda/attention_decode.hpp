@@ -17,15 +17,20 @@ struct F16Tag;
 // serves head dims up to 192 and hands wider rows to tcpv's kernel).
 constexpr int kVariantStaged = 0, kVariantTensorPv = 1, kVariantSimt = 2;
 
-// The split kernel over grid (num_splits, heads_kv * row_tiles, batch); rows: 4 or 8 query rows
-// a CTA; variant: which kernel (attention_decode_mma.cuh or attention_decode_kernel.inl).
-template <typename Tag, int TPR>
-cudaError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int num_splits, int variant,
-                             cudaStream_t stream);
+struct DecodeTma;
 
-// CTAs of the split kernel (for rows query rows and the head dim's kernel) one SM holds at once.
+// The split kernel over grid (num_splits, heads_kv * row_tiles, batch); rows: 4 or 8 query rows
+// a CTA; variant: which kernel (attention_decode_mma.cuh, attention_decode_staged.cuh or
+// attention_decode_kernel.inl); wide: the staged kernel's CTAs of kWideWarps warps; tma: the
+// tensor maps the wide CTA's ring is filled through (sm90a), or null for cp.async.
 template <typename Tag, int TPR>
-int decode_split_occupancy(int rows, int head_dim, int variant);
+cudaError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int num_splits, int variant, bool wide,
+                             const DecodeTma* tma, cudaStream_t stream);
+
+// CTAs of the split kernel (for rows query rows, the head dim's kernel and CTA width) one SM
+// holds at once; 0 for a wide CTA that is not built or does not fit.
+template <typename Tag, int TPR>
+int decode_split_occupancy(int rows, int head_dim, int variant, bool wide);
 
 // Merges the splits' partials in the workspace into out and lse.
 cudaError_t run_decode_combine(const DecodeParams& p, int num_splits, bool dependent, cudaStream_t stream);

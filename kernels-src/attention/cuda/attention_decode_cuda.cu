@@ -5,6 +5,9 @@
 // values: no host synchronisation, no allocation, no copy; safe inside CUDA graph capture.
 #include "attention_decode.cuh"
 #include "attention_decode_launch.hpp"
+#if defined(KH_ATTENTION_SM90A)
+#include "attention_fwd_sm90.hpp"  // encode_tiled
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -82,16 +85,38 @@ int call_variant(int device, bool bf16, int tpr, int rows, int head_dim) {
 }
 
 template <typename Tag>
-cudaError_t run_split(const DecodeParams& p, const DecodePlan& plan, cudaStream_t s) {
+cudaError_t run_split(const DecodeParams& p, const DecodePlan& plan, const DecodeTma* tma, cudaStream_t s) {
   const int rows = plan.rows, row_tiles = plan.row_tiles, splits = plan.splits, v = plan.variant;
   const bool w = plan.wide;
   switch (plan.tpr) {
-    case 4: return run_decode_split<Tag, 4>(p, rows, row_tiles, splits, v, w, s);
-    case 8: return run_decode_split<Tag, 8>(p, rows, row_tiles, splits, v, w, s);
-    case 16: return run_decode_split<Tag, 16>(p, rows, row_tiles, splits, v, w, s);
-    default: return run_decode_split<Tag, 32>(p, rows, row_tiles, splits, v, w, s);
+    case 4: return run_decode_split<Tag, 4>(p, rows, row_tiles, splits, v, w, tma, s);
+    case 8: return run_decode_split<Tag, 8>(p, rows, row_tiles, splits, v, w, tma, s);
+    case 16: return run_decode_split<Tag, 16>(p, rows, row_tiles, splits, v, w, tma, s);
+    default: return run_decode_split<Tag, 32>(p, rows, row_tiles, splits, v, w, tma, s);
   }
 }
+
+#if defined(KH_ATTENTION_SM90A)
+// A K or V cache as the wide CTA's TMA ring reads it (attention_decode_tma.cuh): false where the
+// driver lacks the encoder or refuses the cache's address or strides (TMA wants 16-byte
+// multiples); the cp.async ring then serves the call.
+bool encode_cache_map(CUtensorMap* map, const void* base, const DecodeParams& p, int64_t head_stride,
+                      int64_t row_stride, int64_t block_stride) {
+  const sm90::EncodeTiledFn fn = sm90::encode_tiled();
+  if (fn == nullptr) return false;
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(p.head_dim), static_cast<cuuint64_t>(p.heads_kv),
+                              static_cast<cuuint64_t>(p.block_size), static_cast<cuuint64_t>(p.num_blocks)};
+  const cuuint64_t strides[3] = {static_cast<cuuint64_t>(head_stride) * 2, static_cast<cuuint64_t>(row_stride) * 2,
+                                 static_cast<cuuint64_t>(block_stride) * 2};
+  const cuuint32_t box[4] = {kTmaBoxCols, 1, kTmaBoxRows, 1};
+  const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
+  const CUtensorMapDataType type =
+      p.dtype == ElementType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  return fn(map, type, 4, const_cast<void*>(base), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+#endif
 
 template <typename Tag>
 int occupancy(int tpr, int rows, int head_dim, int v, bool wide) {
@@ -198,6 +223,15 @@ DecodePlan plan_decode(const DecodeParams& p, int device) {
   }();
   if (forced > 0) best = std::min<int64_t>(forced, smax);
   plan.splits = static_cast<int>(best);
+  // The wide CTA's ring through TMA (sm90a, tiles within one cache block), at head dim 128 only:
+  // there b16 x 32k and b128 x 4k took 1.2-1.6% less time (b64 x 8k and b16 x 4k the same), while
+  // d96's 192-byte rows, whose boxes straddle lines, took 31-35% more (cuda/NOTES.md "Decode",
+  // TMA). KH_ATTENTION_DECODE_TMA=0 keeps cp.async (comparisons).
+  static const bool tma_on = [] {
+    const char* v = std::getenv("KH_ATTENTION_DECODE_TMA");
+    return v == nullptr || v[0] != '0';
+  }();
+  plan.tma = kDecodeTmaBuilt && tma_on && plan.wide && p.head_dim == 128 && p.block_shift >= 4;
   // The combine kernel is a programmatic dependent launch on sm90a (run 6 of cuda/NOTES.md
   // "Decode": 0.8-2.8 us sooner at batch 1 and 16, the same elsewhere); comparisons:
   // KH_ATTENTION_DECODE_PDL=0 launches it plainly, KH_ATTENTION_DECODE_HEADS_FIRST=1 orders the
@@ -220,7 +254,14 @@ cudaError_t launch_decode(const DecodeParams& params, const DecodePlan& plan, cu
   DecodeParams p = params;
   p.grid_heads_first = plan.heads_first ? 1 : 0;
   const bool bf16 = p.dtype == ElementType::kBF16;
-  cudaError_t err = bf16 ? run_split<Bf16Tag>(p, plan, stream) : run_split<F16Tag>(p, plan, stream);
+  const DecodeTma* tma = nullptr;
+#if defined(KH_ATTENTION_SM90A)
+  DecodeTma maps;
+  if (plan.tma && encode_cache_map(&maps.k, p.k, p, p.k_head_stride, p.k_row_stride, p.k_block_stride) &&
+      encode_cache_map(&maps.v, p.v, p, p.v_head_stride, p.v_row_stride, p.v_block_stride))
+    tma = &maps;
+#endif
+  cudaError_t err = bf16 ? run_split<Bf16Tag>(p, plan, tma, stream) : run_split<F16Tag>(p, plan, tma, stream);
   if (err == cudaSuccess && plan.splits > 1) err = run_decode_combine(p, plan.splits, plan.dependent_combine, stream);
   return err;
 }

@@ -17,6 +17,7 @@ struct DecodePlan {
   int splits = 1;     // key splits per sequence, <= p.max_splits() (the workspace rule)
   int variant = 0;    // the split kernel: kVariantStaged, kVariantTensorPv or kVariantSimt (attention_decode.hpp)
   bool wide = false;  // the staged kernel in CTAs of kWideWarps warps (attention_decode_staged.cuh)
+  bool tma = false;   // the wide CTA's ring filled by TMA (sm90a; attention_decode_tma.cuh)
   bool heads_first = false;  // grid (heads x row tiles, splits, batch): DecodeParams::grid_heads_first
   bool dependent_combine = false;  // the combine kernel as a programmatic dependent launch (sm90)
 };

@@ -67,24 +67,34 @@ constexpr int kWideWarps = 12;
 // to 64 KiB); 1 for the wide CTA.
 constexpr int staged_min_ctas(int dp, int warps) { return warps > 4 ? 1 : dp == 192 ? 2 : 3; }
 
+// The ring (or the merge buffer that reuses it), then with TMA one mbarrier a warp and stage.
 template <int DP, int ROWS, int WARPS>
-constexpr size_t decode_staged_smem_bytes() {
+__host__ __device__ constexpr size_t decode_staged_ring_bytes() {
   using Merge = MergeSmem<32, ROWS, WARPS * 32>;
   using Ring = StagedRing<DP, WARPS>;
-  return Ring::kBytes > sizeof(Merge) ? Ring::kBytes : sizeof(Merge);
+  return Ring::kBytes > sizeof(Merge) ? Ring::kBytes : (sizeof(Merge) + 7) / 8 * 8;
 }
 
-template <typename Tag, int DP, int ROWS, int WARPS>
+template <int DP, int ROWS, int WARPS, bool TMA>
+__host__ __device__ constexpr size_t decode_staged_smem_bytes() {
+  return decode_staged_ring_bytes<DP, ROWS, WARPS>() + (TMA ? WARPS * StagedRing<DP, WARPS>::kStages * 8 : 0);
+}
+
+// TMA: the ring's stages are filled by tensor copies (attention_decode_tma.cuh; sm90a, the 128
+// bucket, block size >= 16), else by cp.async.
+template <typename Tag, int DP, int ROWS, int WARPS, bool TMA>
 __global__ void __launch_bounds__(WARPS * 32, staged_min_ctas(DP, WARPS))
-    decode_staged_kernel(const DecodeParams p, const int row_tiles, const int num_splits) {
+    decode_staged_kernel(const DecodeParams p, const int row_tiles, const int num_splits,
+                         const __grid_constant__ DecodeTma tma) {
   static_assert(ROWS <= 8, "the query rows are the mma's n = 8");
+  static_assert(!TMA || DP == 2 * kTmaBoxCols, "TMA tiles are two 64-dim boxes");
   using Ring = StagedRing<DP, WARPS>;
   constexpr int kWarps = WARPS;
   constexpr int kStages = Ring::kStages;
   constexpr int kBlocks = DP / 16;  // 16-dim blocks of a row (the products' k and m steps)
   constexpr int kChunks = Ring::kChunks;
   constexpr int kTileStride = kWarps * 16;
-  extern __shared__ __align__(16) unsigned char dec_smem[];
+  extern __shared__ __align__(1024) unsigned char dec_smem[];  // 128-byte swizzled TMA boxes
 
   const Tile t = make_tile(p, ROWS, row_tiles, num_splits);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -135,10 +145,20 @@ __global__ void __launch_bounds__(WARPS * 32, staged_min_ctas(DP, WARPS))
   const uint16_t* kbase = static_cast<const uint16_t*>(p.k) + static_cast<int64_t>(t.kv_head) * p.k_head_stride;
   const uint16_t* vbase = static_cast<const uint16_t*>(p.v) + static_cast<int64_t>(t.kv_head) * p.v_head_stride;
   const int shift = p.block_shift, bmask = p.block_size - 1;
-  const bool whole_tiles = shift >= 4;
+  const bool whole_tiles = TMA || shift >= 4;
+  const uint64_t policy = kv_stream_policy(row_tiles == 1);
 
   uint4* ring = reinterpret_cast<uint4*>(dec_smem) + static_cast<size_t>(warp) * kStages * 2 * Ring::kTileChunks;
   const uint32_t ring_addr = static_cast<uint32_t>(__cvta_generic_to_shared(ring));
+  // With TMA: this warp's mbarriers, one a stage, after the ring.
+  constexpr uint32_t kRingBytes = static_cast<uint32_t>(decode_staged_ring_bytes<DP, ROWS, WARPS>());
+  const uint32_t bars = static_cast<uint32_t>(__cvta_generic_to_shared(dec_smem)) + kRingBytes + warp * kStages * 8;
+  if constexpr (TMA) {
+    if (lane == 0)
+      for (int st = 0; st < kStages; ++st) tma_bar_init(bars + 8 * st);
+    __syncwarp();
+  }
+  auto slot_of = [](int key, int chunk) { return TMA ? tma_tile_slot(key, chunk) : Ring::slot(key, chunk); };
   // The cache block of tile tl when tiles are whole blocks or parts of one (block size >= 16):
   // read one iteration before the tile's copies are issued, so that the table's load latency
   // (an L2 round trip on the busy fabric) is not on each iteration's path.
@@ -146,6 +166,12 @@ __global__ void __launch_bounds__(WARPS * 32, staged_min_ctas(DP, WARPS))
   // Tile tl's K and V rows into stage st: consecutive lanes copy consecutive 16-byte chunks of
   // a row (whole lines), zero past the head dim or outside the split's keys.
   auto issue = [&](int tl, int st, int32_t blk) {
+    if constexpr (TMA) {
+      const uint32_t kdst = ring_addr + static_cast<uint32_t>(st * 2 * Ring::kTileChunks * 16);
+      if (lane == 0)
+        tma_load_kv_tile(kdst, kdst + Ring::kTileChunks * 16, tma, bars + 8 * st, t.kv_head, tl & bmask, blk, policy);
+      return;
+    }
     uint4* kdst = ring + static_cast<size_t>(st) * 2 * Ring::kTileChunks;
     uint4* vdst = kdst + Ring::kTileChunks;
     int64_t tk = 0, tv = 0;
@@ -168,8 +194,8 @@ __global__ void __launch_bounds__(WARPS * 32, staged_min_ctas(DP, WARPS))
         }
       }
       const int slot = Ring::slot(kk, ch);
-      cp_async16(kdst + slot, on ? kbase + rk + ch * 8 : kbase, on ? 16 : 0);
-      cp_async16(vdst + slot, on ? vbase + rv + ch * 8 : vbase, on ? 16 : 0);
+      cp_async16(kdst + slot, on ? kbase + rk + ch * 8 : kbase, on ? 16 : 0, policy);
+      cp_async16(vdst + slot, on ? vbase + rv + ch * 8 : vbase, on ? 16 : 0, policy);
     }
   };
   // ldmatrix row addresses of this lane: matrix q = lane / 8, row lane % 8. For K (A of S^T):
@@ -187,7 +213,7 @@ __global__ void __launch_bounds__(WARPS * 32, staged_min_ctas(DP, WARPS))
   for (int st = 0; st + 1 < kStages; ++st) {
     const int tl = first + st * kTileStride;
     if (tl < key_end) issue(tl, st, block_of(tl));
-    cp_async_commit();
+    if constexpr (!TMA) cp_async_commit();
   }
   int32_t next_blk = block_of(first + (kStages - 1) * kTileStride);
   int it = 0;
@@ -196,9 +222,26 @@ __global__ void __launch_bounds__(WARPS * 32, staged_min_ctas(DP, WARPS))
     const int ahead = tile + (kStages - 1) * kTileStride;
     if (ahead < key_end) issue(ahead, (it + kStages - 1) % kStages, next_blk);
     next_blk = block_of(ahead + kTileStride);
-    cp_async_commit();
-    cp_async_wait<kStages - 1>();  // this lane's copies of tile `it` have landed
-    __syncwarp();                  // ... and every lane's
+    if constexpr (TMA) {
+      tma_bar_wait(bars + 8 * (it % kStages), (it / kStages) & 1);  // tile `it`'s boxes have landed
+      if (tile + 16 > key_end) {
+        // The boxes brought whole cache rows past the range's last key (past the sequence's
+        // length they may hold anything, NaN included): zero those V rows, whose probabilities
+        // are 0 (masked scores need no zeroing: they become -inf whatever K holds).
+        uint4* vrows = ring + static_cast<size_t>(it % kStages) * 2 * Ring::kTileChunks + Ring::kTileChunks;
+#pragma unroll
+        for (int n = 0; n < 16 * kChunks / 32; ++n) {
+          const int idx = lane + 32 * n, kk = idx / kChunks;
+          if (tile + kk >= key_end) vrows[tma_tile_slot(kk, idx - kk * kChunks)] = make_uint4(0u, 0u, 0u, 0u);
+        }
+        tma_fence_generic_writes();
+        __syncwarp();
+      }
+    } else {
+      cp_async_commit();
+      cp_async_wait<kStages - 1>();  // this lane's copies of tile `it` have landed
+      __syncwarp();                  // ... and every lane's
+    }
     const uint32_t kst = ring_addr + static_cast<uint32_t>((it % kStages) * 2 * Ring::kTileChunks * 16);
     const uint32_t vst = kst + static_cast<uint32_t>(Ring::kTileChunks * 16);
 
@@ -207,7 +250,7 @@ __global__ void __launch_bounds__(WARPS * 32, staged_min_ctas(DP, WARPS))
     for (int kb = 0; kb < kBlocks; ++kb) {
       if (kb < nblk) {
         uint32_t a[4];
-        ldmatrix_x4(a, kst + static_cast<uint32_t>(Ring::slot(k_key, 2 * kb + k_half) * 16));
+        ldmatrix_x4(a, kst + static_cast<uint32_t>(slot_of(k_key, 2 * kb + k_half) * 16));
         mma_16816<Tag>(sc, a[0], a[1], a[2], a[3], qf[kb][0], qf[kb][1]);
       }
     }
@@ -222,13 +265,13 @@ __global__ void __launch_bounds__(WARPS * 32, staged_min_ctas(DP, WARPS))
     for (int mb = 0; mb < kBlocks; ++mb) {
       if (mb < nblk) {
         uint32_t a[4];
-        ldmatrix_x4_trans(a, vst + static_cast<uint32_t>(Ring::slot(v_key, 2 * mb + v_half) * 16));
+        ldmatrix_x4_trans(a, vst + static_cast<uint32_t>(slot_of(v_key, 2 * mb + v_half) * 16));
         mma_16816<Tag>(ot[mb], a[0], a[1], a[2], a[3], pb[0], pb[1]);
       }
     }
   }
-  cp_async_wait<0>();
-  __syncthreads();  // the merge buffer below reuses the ring
+  if constexpr (!TMA) cp_async_wait<0>();
+  __syncthreads();  // the merge buffer below reuses the ring (every issued tile was waited for)
 
   sum_rows_over_column(l);
   using Merge = MergeSmem<32, ROWS, WARPS * 32>;

@@ -11,11 +11,6 @@
 #include "attention_varlen_schedule.hpp"
 
 namespace kh_attention::sm90 {
-namespace {
-
-using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                                   const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 
 EncodeTiledFn encode_tiled() {
   static const EncodeTiledFn fn = [] {
@@ -29,6 +24,8 @@ EncodeTiledFn encode_tiled() {
   }();
   return fn;
 }
+
+namespace {
 
 // A 4-D map of a (batch, seq, heads, head_dim) tensor: dim 0 is head_dim, then row, head and
 // batch ordered by stride (smallest first, as TMA expects); boxes are box_cols x box_rows,

@@ -119,6 +119,14 @@ struct FwdTensorMaps {
 // maps the driver refused): run the sm80 kernel instead.
 cudaError_t run_attention_fwd_sm90(const FwdLaunchParams& p, cudaStream_t stream);
 
+// The driver's cuTensorMapEncodeTiled (through the runtime's entry-point query, so that the
+// library links no libcuda), or null where the driver lacks it. Shared with the decode op's TMA
+// ring (attention_decode_cuda.cu).
+using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                   const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+EncodeTiledFn encode_tiled();
+
 // The current device's SM count (a persistent grid's size), cached per device.
 int sm90_sm_count();
 

@@ -32,8 +32,9 @@ def workspace_floats(batch, q_len, hq, hkv, d, max_kv):
     return batch * q_len * hq * s * (d + 1) if s > 1 else 0
 
 
-def make_paged(b, q_len, hq, hkv, d, bs, lens, dtype, gen, max_blocks=None, spare=3, dev="cuda"):
-    """q, k_cache, v_cache, block_table (a padded-row view), seq_lens, out (poisoned), lse."""
+def make_paged(b, q_len, hq, hkv, d, bs, lens, dtype, gen, max_blocks=None, spare=3, dev="cuda", nan_tails=True):
+    """q, k_cache, v_cache, block_table (a padded-row view), seq_lens, out (poisoned), lse.
+    nan_tails: the cache rows past each length are NaN (off where a test lengthens seq_lens later)."""
     lens = [lens[i % len(lens)] for i in range(b)]
     need = max(1, max(-(-n // bs) for n in lens)) if lens else 1
     mb = max_blocks or need
@@ -46,6 +47,15 @@ def make_paged(b, q_len, hq, hkv, d, bs, lens, dtype, gen, max_blocks=None, spar
     table = table_buf[:, 2:2 + mb]
     table.copy_(perm.view(b, mb))
     seq = torch.tensor(lens, device=dev, dtype=torch.int32)
+    # Rows past each sequence's length (in its last block and the blocks after) are NaN: an
+    # engine's cache holds anything there, and a kernel that copies whole blocks must keep it out.
+    rows = torch.arange(mb * bs, device=dev)
+    for i, n in enumerate(lens if nan_tails else []):
+        tail = rows[max(0, n):]
+        if tail.numel():
+            blk, r = table[i, tail // bs].long(), tail % bs
+            kc[blk, r] = float("nan")
+            vc[blk, r] = float("nan")
     out = torch.full((b, q_len, hq, d), float("nan"), device=dev, dtype=dtype)
     lse = torch.full((b, hq, q_len), float("nan"), device=dev, dtype=torch.float32)
     ws = torch.full((max(1, workspace_floats(b, q_len, hq, hkv, d, mb * bs)),), float("nan"), device=dev,
@@ -253,7 +263,7 @@ def check_graph(res, op, target, gen):
         try:
             dtype, hq, hkv, d, bs = torch.bfloat16, 32, 8, 128, 16
             q, kc, vc, table, seq, out, lse, ws = make_paged(b, 1, hq, hkv, d, bs, lens, dtype, gen,
-                                                             max_blocks=-(-max(lens) // bs) + 2)
+                                                             max_blocks=-(-max(lens) // bs) + 2, nan_tails=False)
             scale = 1.0 / math.sqrt(d)
             call(op, out, lse, q, kc, vc, table, seq, ws, scale, -1, 0.0)
             torch.cuda.synchronize()

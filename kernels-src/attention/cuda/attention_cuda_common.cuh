@@ -1,6 +1,7 @@
 // Device helpers both CUDA prefill attention kernels (sm80: mma.sync, sm90a: wgmma) use in
 // their softmax and epilogue: packing two floats into one register of two 16-bit values, the
-// hardware's approximate exp2, and a tanh for the soft-cap built on it.
+// hardware's approximate exp2, and a tanh for the soft-cap built on it; and the mbarrier wait of
+// the TMA rings (the sm90a prefill kernel's, the decode op's wide CTA's).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -38,6 +39,24 @@ __device__ __forceinline__ float fast_exp2(float x) {
 __device__ __forceinline__ float fast_tanh(float x) {
   constexpr float kTwoLog2e = 2.8853900817779268f;
   return 1.f - __fdividef(2.f, 1.f + fast_exp2(x * kTwoLog2e));
+}
+
+// Spins until the mbarrier at shared address `bar` completes the phase of parity `parity`.
+// sm_90's try_wait: the decode kernels are one source for the sm80 and sm90a builds, and their
+// sm80 code never reaches a TMA ring (it traps if it did).
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "{\n.reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+#else
+  (void)bar, (void)parity;
+  __trap();
+#endif
 }
 
 }  // namespace kh_attention::cuda_common

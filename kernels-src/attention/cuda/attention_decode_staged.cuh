@@ -223,7 +223,7 @@ __global__ void __launch_bounds__(WARPS * 32, staged_min_ctas(DP, WARPS))
     if (ahead < key_end) issue(ahead, (it + kStages - 1) % kStages, next_blk);
     next_blk = block_of(ahead + kTileStride);
     if constexpr (TMA) {
-      tma_bar_wait(bars + 8 * (it % kStages), (it / kStages) & 1);  // tile `it`'s boxes have landed
+      cuda_common::mbar_wait(bars + 8 * (it % kStages), (it / kStages) & 1);  // tile `it`'s boxes have landed
       if (tile + 16 > key_end) {
         // The boxes brought whole cache rows past the range's last key (past the sequence's
         // length they may hold anything, NaN included): zero those V rows, whose probabilities

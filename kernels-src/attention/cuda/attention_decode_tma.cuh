@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "attention_cuda_common.cuh"  // mbar_wait
+
 namespace kh_attention {
 namespace decode {
 
@@ -61,21 +63,6 @@ __device__ __forceinline__ void tma_load_kv_tile(uint32_t kdst, uint32_t vdst, c
           : "memory");
 #else
   (void)kdst, (void)vdst, (void)tma, (void)bar, (void)head, (void)row, (void)block, (void)policy;
-  __trap();
-#endif
-}
-
-__device__ __forceinline__ void tma_bar_wait(uint32_t bar, uint32_t parity) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile(
-      "{\n.reg .pred done;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT_%=;\n}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-#else
-  (void)bar, (void)parity;
   __trap();
 #endif
 }

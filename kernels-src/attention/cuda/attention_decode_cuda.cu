@@ -97,6 +97,19 @@ cudaError_t run_split(const DecodeParams& p, const DecodePlan& plan, const Decod
 }
 
 #if defined(KH_ATTENTION_SM90A)
+// The maps' L2 promotion: none (a box row is one whole 128-byte line already). H200, run 8 of
+// tests/bench/results/h200-2026-12-02.md: 128 B the same, 256 B 7-10% slower.
+// KH_ATTENTION_DECODE_TMA_L2=128|256 (comparisons).
+CUtensorMapL2promotion tma_l2_promotion() {
+  static const CUtensorMapL2promotion v = [] {
+    const char* e = std::getenv("KH_ATTENTION_DECODE_TMA_L2");
+    if (e != nullptr && std::strcmp(e, "128") == 0) return CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
+    if (e != nullptr && std::strcmp(e, "256") == 0) return CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+    return CU_TENSOR_MAP_L2_PROMOTION_NONE;
+  }();
+  return v;
+}
+
 // A K or V cache as the wide CTA's TMA ring reads it (attention_decode_tma.cuh): false where the
 // driver lacks the encoder or refuses the cache's address or strides (TMA wants 16-byte
 // multiples); the cp.async ring then serves the call.
@@ -113,8 +126,7 @@ bool encode_cache_map(CUtensorMap* map, const void* base, const DecodeParams& p,
   const CUtensorMapDataType type =
       p.dtype == ElementType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   return fn(map, type, 4, const_cast<void*>(base), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+            CU_TENSOR_MAP_SWIZZLE_128B, tma_l2_promotion(), CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 #endif
 

@@ -154,9 +154,17 @@ def workspace_floats(batch, hq, hkv, d, max_kv):
     return batch * hq * s * (d + 1) if s > 1 else 0
 
 
-def probe(op, b, kv, hq, hkv, d, bs, floor_tbs, with_sdpa, gen, q_len=1, sdpa_only=False, in_order=False):
-    kv_bytes = 2 * b * kv * hkv * d * 2
-    nsets = max(1, min(16, math.ceil(2 * L2_BYTES / kv_bytes)))
+def mixed_lengths(b, kv, lowest, gen):
+    """b sequence lengths spread evenly from lowest * kv to kv, in a shuffled order (int32, cuda)."""
+    lens = torch.linspace(max(1, int(lowest * kv)), kv, b, device="cuda").round().to(torch.int32)
+    return lens[torch.randperm(b, device="cuda", generator=gen)].contiguous()
+
+
+def probe(op, b, kv, hq, hkv, d, bs, floor_tbs, with_sdpa, gen, q_len=1, sdpa_only=False, in_order=False, mixed=None):
+    """mixed: None (every sequence kv long), or the shortest length as a fraction of kv (q_len 1)."""
+    if mixed is not None and q_len != 1:
+        raise ValueError("--mixed takes q_len 1")
+    nsets = max(1, min(16, math.ceil(2 * L2_BYTES / (2 * b * kv * hkv * d * 2))))
     nblk = kv // bs
     pool = nsets * b * nblk
     kc = torch.randn(pool, bs, hkv, d, device="cuda", dtype=torch.bfloat16, generator=gen)
@@ -166,7 +174,8 @@ def probe(op, b, kv, hq, hkv, d, bs, floor_tbs, with_sdpa, gen, q_len=1, sdpa_on
     order = torch.arange(pool, device="cuda") if in_order else torch.randperm(pool, device="cuda", generator=gen)
     perm = order.to(torch.int32).view(nsets, b, nblk)
     tables = [perm[i].contiguous() for i in range(nsets)]
-    seq = torch.full((b,), kv, device="cuda", dtype=torch.int32)
+    seq = torch.full((b,), kv, device="cuda", dtype=torch.int32) if mixed is None else mixed_lengths(b, kv, mixed, gen)
+    kv_bytes = 2 * int(seq.sum().item()) * hkv * d * 2  # the keys the call reads
     qs = [torch.randn(b, q_len, hq, d, device="cuda", dtype=torch.bfloat16, generator=gen) for _ in range(nsets)]
     outs = [torch.empty_like(qs[0]) for _ in range(nsets)]
     ws = torch.empty(max(1, q_len * workspace_floats(b, hq, hkv, d, kv)), device="cuda", dtype=torch.float32)
@@ -175,13 +184,15 @@ def probe(op, b, kv, hq, hkv, d, bs, floor_tbs, with_sdpa, gen, q_len=1, sdpa_on
     kd = kc[tables[0].long()].reshape(b, kv, hkv, d).transpose(1, 2).contiguous()
     vd = vc[tables[0].long()].reshape(b, kv, hkv, d).transpose(1, 2).contiguous()
     causal = torch.ones(q_len, kv, device="cuda", dtype=torch.bool).tril(kv - q_len) if q_len > 1 else None
+    if mixed is not None:  # each row sees its own sequence's keys (SDPA then runs a masked kernel)
+        causal = (torch.arange(kv, device="cuda").view(1, kv) < seq.view(b, 1)).view(b, 1, 1, kv)
     ref = F.scaled_dot_product_attention(qs[0].transpose(1, 2), kd, vd, attn_mask=causal, scale=scale,
                                          enable_gqa=True).transpose(1, 2)
     if sdpa_only:  # for a profiler: SDPA alone, a few times
         for _ in range(8):
             F.scaled_dot_product_attention(qs[0].transpose(1, 2), kd, vd, attn_mask=causal, scale=scale, enable_gqa=True)
         torch.cuda.synchronize()
-        return 0.0, 0.0, 0.0, None
+        return 0.0, 0.0, 0.0, None, kv
     outs[0].fill_(float("nan"))
     calls[0]()
     err = ((outs[0].float() - ref.float()).norm() / ref.float().norm()).item()
@@ -195,7 +206,7 @@ def probe(op, b, kv, hq, hkv, d, bs, floor_tbs, with_sdpa, gen, q_len=1, sdpa_on
                                                                       enable_gqa=True)
                            for t in dense])
     floor_us = kv_bytes / (floor_tbs * 1e12) * 1e6
-    return us, kv_bytes / (us * 1e-6) / 1e12, floor_us / us, sdpa_us
+    return us, kv_bytes / (us * 1e-6) / 1e12, floor_us / us, sdpa_us, kv_bytes / (4 * b * hkv * d)
 
 
 def main():
@@ -212,6 +223,10 @@ def main():
     ap.add_argument("--sdpa-only", action="store_true", help="run SDPA alone on each shape (for a profiler)")
     ap.add_argument("--in-order", action="store_true", help="block tables in order (contiguous K/V per sequence)")
     ap.add_argument("--head-dims", default="128", help="comma-separated head dims (default 128)")
+    ap.add_argument("--mixed", type=float, default=None,
+                    help="sequence lengths spread evenly from MIXED x KV to KV, shuffled (a mixed batch; TB/s and "
+                         "floor count the keys read; time the equal batch of the same keys as bBxMEAN, the mean "
+                         "printed in the row's name). SDPA's time is then a masked kernel's: no baseline")
     args = ap.parse_args()
     op = DecodeOp(args.module)
     if args.check and not correctness(op):
@@ -233,8 +248,9 @@ def main():
             cases.append(("1 KV head, batch x8", b * 8, hq // hkv, 1))
         for (name, bb, hq, hkv), d in ((c, int(d)) for c in cases for d in args.head_dims.split(",")):
             name += f" d{d}" if args.head_dims != "128" else ""
-            us, tbs, ratio, sdpa_us = probe(op, bb, kv, hq, hkv, d, args.block_size, floor, args.sdpa, gen, args.q_len,
-                                            args.sdpa_only, args.in_order)
+            us, tbs, ratio, sdpa_us, mean = probe(op, bb, kv, hq, hkv, d, args.block_size, floor, args.sdpa, gen,
+                                                  args.q_len, args.sdpa_only, args.in_order, args.mixed)
+            name += f", lengths {max(1, int(args.mixed * kv))}-{kv} (mean {mean:.0f})" if args.mixed is not None else ""
             s = f"{sdpa_us:.1f} | {sdpa_us / us:.2f}x" if sdpa_us else "- | -"
             print(f"| {shape} {name} | {us:.1f} | {tbs:.2f} | {ratio:.2f} | {s} |", flush=True)
             torch.cuda.empty_cache()

@@ -9,11 +9,11 @@ ratio to the copy-bandwidth floor measured here, SDPA on contiguous K/V, and a l
 the same bytes as one KV head (MQA-shaped: heads_q 4, heads_kv 1, batch x 8), whose cache
 blocks are contiguous runs of block_size x 256 bytes instead of 256-byte rows 2 KiB apart.
 --in-order puts the cache blocks of each sequence in order (its K and V contiguous) instead of
-shuffled.
+shuffled. --mixed F makes a mixed batch: lengths spread evenly from F x KV to KV, shuffled.
 Correctness is checked against SDPA on every shape (rel. error < 1e-2) before timing.
 
   python3 decode_probe.py --module LIB [--label TEXT] [--shapes b1x4096,b16x32768] [--head-dims 64,128]
-      [--sdpa] [--in-order]
+      [--sdpa] [--in-order] [--mixed 0.0625]
 """
 import argparse
 import ctypes

@@ -173,6 +173,9 @@ CASES = [
     # 128 row tiles of the 128 bucket: on an H200 one unsplit 12-warp CTA each (the wide CTA).
     ("wide CTA", 16, 1, 32, 8, 128, 16, [700, 1, 0, 129, 2048, 37], -1, 0.0),
     ("wide CTA q_len 2 d96 window", 16, 2, 32, 8, 96, 32, [3000, 2, 45, 600], 256, 0.0),
+    # The same at d128: on sm90a the wide CTA's ring comes through TMA (a window's first tile
+    # starts mid-tile; the last tile's rows past the length are NaN in the cache).
+    ("wide CTA TMA q_len 2 window", 16, 2, 32, 8, 128, 16, [3000, 2, 45, 600, 0, 17], 256, 0.0),
 ]
 
 

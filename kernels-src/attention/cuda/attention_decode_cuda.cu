@@ -49,6 +49,12 @@ bool env_flag(const char* name) {
   return v != nullptr && v[0] == '1';
 }
 
+// A default-on path's comparison switch: on unless KH_ATTENTION_DECODE_<name>=0.
+bool env_on_unless_zero(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr || v[0] != '0';
+}
+
 // KH_ATTENTION_DECODE_VARIANT=tcpv|simt (comparisons): the register kernel at every head dim, or
 // the CUDA-core split kernel, instead of the staged kernel; KH_ATTENTION_DECODE_SIMT=1 = simt.
 int variant() {
@@ -239,20 +245,14 @@ DecodePlan plan_decode(const DecodeParams& p, int device) {
   // there b16 x 32k and b128 x 4k took 1.2-1.6% less time (b64 x 8k and b16 x 4k the same), while
   // d96's 192-byte rows, whose boxes straddle lines, took 31-35% more (cuda/NOTES.md "Decode",
   // TMA). KH_ATTENTION_DECODE_TMA=0 keeps cp.async (comparisons).
-  static const bool tma_on = [] {
-    const char* v = std::getenv("KH_ATTENTION_DECODE_TMA");
-    return v == nullptr || v[0] != '0';
-  }();
+  static const bool tma_on = env_on_unless_zero("KH_ATTENTION_DECODE_TMA");
   plan.tma = kDecodeTmaBuilt && tma_on && plan.wide && p.head_dim == 128 && p.block_shift >= 4;
   // The combine kernel is a programmatic dependent launch on sm90a (run 6 of cuda/NOTES.md
   // "Decode": 0.8-2.8 us sooner at batch 1 and 16, the same elsewhere); comparisons:
   // KH_ATTENTION_DECODE_PDL=0 launches it plainly, KH_ATTENTION_DECODE_HEADS_FIRST=1 orders the
   // split grid heads first (run 5: no difference).
   static const bool heads_first = env_flag("KH_ATTENTION_DECODE_HEADS_FIRST");
-  static const bool pdl = [] {
-    const char* v = std::getenv("KH_ATTENTION_DECODE_PDL");
-    return v == nullptr || v[0] != '0';
-  }();
+  static const bool pdl = env_on_unless_zero("KH_ATTENTION_DECODE_PDL");
   plan.heads_first = heads_first;
 #if defined(KH_ATTENTION_SM90A)
   plan.dependent_combine = pdl;

@@ -89,12 +89,8 @@ __device__ __forceinline__ int64_t key_row(const int32_t* table, int key, int sh
   return static_cast<int64_t>(table[key >> shift]) * block_stride + static_cast<int64_t>(key & mask) * row_stride;
 }
 
-// cp.async helpers (sm80+): 16 bytes global -> shared, zero-filled when src_bytes is 0.
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes));
-}
-// The same with an L2 eviction policy (createpolicy): the staged kernel streams K and V once.
+// cp.async helpers (sm80+): 16 bytes global -> shared, zero-filled when src_bytes is 0, under
+// an L2 eviction policy (createpolicy; kv_stream_policy below).
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes, uint64_t policy) {
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(gmem),

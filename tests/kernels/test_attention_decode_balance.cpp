@@ -3,7 +3,7 @@
 // unit's tiles are exactly those that hold a key some query row sees; the working CTAs' shares
 // cover every tile of every unit once, differ by at most one tile, never cut a unit into more
 // parts than the workspace holds, and number each unit's parts 0, 1, ... in key order from the
-// CTA that holds its first tile; equal units the grid holds at once stay whole.
+// CTA that holds its first tile; equal units that fill the grid at once stay whole.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -92,7 +92,7 @@ void check_partition(const std::vector<int64_t>& tiles, int64_t heads, int64_t g
   std::vector<int64_t> shares;
   const auto parts = walk_shares(tiles, heads, ctas, &shares);
   CHECK(*std::max_element(shares.begin(), shares.end()) - *std::min_element(shares.begin(), shares.end()) <= 1);
-  const bool equal_whole = n_max == n_min && units <= grid;
+  const bool equal_whole = n_max == n_min && units <= grid && 20 * units >= 19 * grid;
   for (int64_t b = 0; b < static_cast<int64_t>(tiles.size()); ++b)
     for (int64_t h = 0; h < heads; ++h) {
       const auto it = parts.find(b * heads + h);
@@ -133,6 +133,10 @@ TEST_CASE("decode balance: equal units the grid holds stay whole, one a CTA") {
   CHECK(decode_balance_ctas(128 * 2048, 2048, 2048, 128, 132, 32) == 128);
   check_partition(std::vector<int64_t>(64, 512), 8, 132, 8);  // b64 x 8k: 512 units, cut at the shares
   CHECK(decode_balance_ctas(512 * 512, 512, 512, 512, 132, 8) == 132);
+  // 14 equal sequences (112 units) leave 15% of 132 SMs idle: cut to fill them.
+  check_partition(std::vector<int64_t>(14, 256), 8, 132, 8);
+  CHECK(decode_balance_ctas(112 * 256, 256, 256, 112, 132, 8) == 132);
+  CHECK(decode_balance_ctas(126 * 256, 256, 256, 126, 132, 8) == 126);  // 95.5%: whole
 }
 
 TEST_CASE("decode balance: a long unit among short ones is cut into at most max_parts parts") {

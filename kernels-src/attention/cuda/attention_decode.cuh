@@ -58,6 +58,7 @@ KH_DEC_DEV uint16_t kh_dec_float_to_f16(float f) { return __half_as_ushort(__flo
 #include "attention_decode_mma.cuh"
 #include "attention_decode_tma.cuh"
 #include "attention_decode_staged.cuh"
+#include "attention_decode_balanced.cuh"
 
 namespace kh_attention {
 namespace decode {
@@ -86,6 +87,17 @@ cudaError_t launch_staged(const DecodeParams& p, int row_tiles, int num_splits, 
   static const cudaError_t ready = allow_smem(decode_staged_kernel<Tag, DP, ROWS, WARPS, TMA>, bytes);
   if (ready != cudaSuccess) return ready;
   decode_staged_kernel<Tag, DP, ROWS, WARPS, TMA><<<grid, WARPS * 32, bytes, stream>>>(p, row_tiles, num_splits, tma);
+  return cudaGetLastError();
+}
+
+template <typename Tag, int DP, int ROWS, bool TMA>
+cudaError_t launch_balanced(const DecodeParams& p, int grid, int slots, const DecodeTma& tma, cudaStream_t stream) {
+  constexpr int kWarps = kWideWarps;
+  static const cudaError_t ready = allow_smem(decode_balanced_kernel<Tag, DP, ROWS, kWarps, TMA>,
+                                              decode_balanced_smem_bytes<DP, ROWS, kWarps, TMA>(kBalancedMaxBatch));
+  if (ready != cudaSuccess) return ready;
+  decode_balanced_kernel<Tag, DP, ROWS, kWarps, TMA>
+      <<<grid, kWarps * 32, decode_balanced_smem_bytes<DP, ROWS, kWarps, TMA>(p.batch), stream>>>(p, slots, tma);
   return cudaGetLastError();
 }
 
@@ -130,6 +142,23 @@ cudaError_t launch_staged_rows(const DecodeParams& p, int rows, int row_tiles, i
                    : launch_staged<Tag, DP, 8, WARPS, TMA>(p, row_tiles, num_splits, grid, tma, stream);
 }
 
+template <typename Tag, int DP, bool TMA>
+cudaError_t launch_balanced_rows(const DecodeParams& p, int rows, int grid, int slots, const DecodeTma& tma,
+                                 cudaStream_t stream) {
+  return rows == 4 ? launch_balanced<Tag, DP, 4, TMA>(p, grid, slots, tma, stream)
+                   : launch_balanced<Tag, DP, 8, TMA>(p, grid, slots, tma, stream);
+}
+
+// The balanced kernel's CTAs an SM with the shared memory of the largest batch (its tables).
+template <typename Tag, int DP>
+int balanced_occupancy(int rows) {
+  constexpr int kThreadsWide = kWideWarps * 32;
+  return rows == 4 ? occupancy_of(decode_balanced_kernel<Tag, DP, 4, kWideWarps, false>,
+                                  decode_balanced_smem_bytes<DP, 4, kWideWarps, true>(kBalancedMaxBatch), kThreadsWide)
+                   : occupancy_of(decode_balanced_kernel<Tag, DP, 8, kWideWarps, false>,
+                                  decode_balanced_smem_bytes<DP, 8, kWideWarps, true>(kBalancedMaxBatch), kThreadsWide);
+}
+
 template <typename Tag, int DP, int WARPS>
 int staged_occupancy(int rows) {
   return rows == 4 ? occupancy_of(decode_staged_kernel<Tag, DP, 4, WARPS, false>,
@@ -144,9 +173,11 @@ int staged_occupancy(int rows) {
 // attention_decode_kernel.inl, the HIP kernel's design).
 // wide: CTAs of kWideWarps warps (staged, where wide_built), else of kThreads threads; tma
 // (the wide CTA in the sm90a build): the maps its ring is filled through, or null (cp.async).
+// balanced_grid > 0 (a wide plan): the length-balanced grid of that many CTAs
+// (attention_decode_balanced.cuh), num_splits then the workspace's slots a row.
 template <typename Tag, int TPR>
 cudaError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int num_splits, int variant, bool wide,
-                             const DecodeTma* tma, cudaStream_t stream) {
+                             const DecodeTma* tma, int balanced_grid, cudaStream_t stream) {
   const unsigned splits = static_cast<unsigned>(num_splits), heads = static_cast<unsigned>(p.heads_kv * row_tiles);
   const dim3 grid(p.grid_heads_first ? heads : splits, p.grid_heads_first ? splits : heads,
                   static_cast<unsigned>(p.batch));
@@ -160,6 +191,12 @@ cudaError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int
   if (staged_takes<TPR>(p.head_dim, variant)) {
     constexpr int kDim = kStagedDim<TPR>;
     if constexpr (wide_built<TPR>) {
+      if (wide && balanced_grid > 0) {
+        if constexpr (kDecodeTmaBuilt) {
+          if (tma != nullptr) return launch_balanced_rows<Tag, kDim, true>(p, rows, balanced_grid, num_splits, *tma, stream);
+        }
+        return launch_balanced_rows<Tag, kDim, false>(p, rows, balanced_grid, num_splits, DecodeTma{}, stream);
+      }
       if constexpr (kDecodeTmaBuilt) {
         if (wide && tma != nullptr)
           return launch_staged_rows<Tag, kDim, kWideWarps, true>(p, rows, row_tiles, num_splits, grid, *tma, stream);
@@ -173,9 +210,16 @@ cudaError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int
                    : launch_mma<Tag, TPR, 8>(p, row_tiles, num_splits, grid, stream);
 }
 
-// 0 for a wide plan where the wide CTA is not built or does not fit.
+// 0 for a wide plan where the wide CTA is not built or does not fit, and for a balanced one
+// (wide CTAs on the balanced grid, with its tables) likewise.
 template <typename Tag, int TPR>
-int decode_split_occupancy(int rows, int head_dim, int variant, bool wide) {
+int decode_split_occupancy(int rows, int head_dim, int variant, bool wide, bool balanced) {
+  if (balanced) {
+    if constexpr (wide_built<TPR>) {
+      if (staged_takes<TPR>(head_dim, variant)) return balanced_occupancy<Tag, kStagedDim<TPR>>(rows);
+    }
+    return 0;
+  }
   if (wide) {
     if constexpr (wide_built<TPR>) {
       if (staged_takes<TPR>(head_dim, variant)) return staged_occupancy<Tag, kStagedDim<TPR>, kWideWarps>(rows);
@@ -193,15 +237,15 @@ int decode_split_occupancy(int rows, int head_dim, int variant, bool wide) {
 // is compiled once, in its own translation unit.
 #define KH_DECODE_EXTERN(Tag, TPR)                                                                     \
   extern template cudaError_t run_decode_split<Tag, TPR>(const DecodeParams&, int, int, int, int, bool, \
-                                                         const DecodeTma*, cudaStream_t);               \
-  extern template int decode_split_occupancy<Tag, TPR>(int, int, int, bool);
+                                                         const DecodeTma*, int, cudaStream_t);          \
+  extern template int decode_split_occupancy<Tag, TPR>(int, int, int, bool, bool);
 #define KH_DECODE_EXTERN_ALL(Tag) \
   KH_DECODE_EXTERN(Tag, 4) KH_DECODE_EXTERN(Tag, 8) KH_DECODE_EXTERN(Tag, 16) KH_DECODE_EXTERN(Tag, 32)
 
 #define KH_DECODE_INSTANTIATE(Tag, TPR)                                                                  \
   template cudaError_t run_decode_split<Tag, TPR>(const DecodeParams&, int, int, int, int, bool, const DecodeTma*, \
-                                                  cudaStream_t);                                                  \
-  template int decode_split_occupancy<Tag, TPR>(int, int, int, bool);
+                                                  int, cudaStream_t);                                             \
+  template int decode_split_occupancy<Tag, TPR>(int, int, int, bool, bool);
 
 }  // namespace decode
 }  // namespace kh_attention

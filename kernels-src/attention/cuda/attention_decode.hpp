@@ -25,12 +25,12 @@ struct DecodeTma;
 // tensor maps the wide CTA's ring is filled through (sm90a), or null for cp.async.
 template <typename Tag, int TPR>
 cudaError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int num_splits, int variant, bool wide,
-                             const DecodeTma* tma, cudaStream_t stream);
+                             const DecodeTma* tma, int balanced_grid, cudaStream_t stream);
 
-// CTAs of the split kernel (for rows query rows, the head dim's kernel and CTA width) one SM
-// holds at once; 0 for a wide CTA that is not built or does not fit.
+// CTAs of the split kernel (for rows query rows, the head dim's kernel, CTA width, balanced
+// grid or not) one SM holds at once; 0 for a wide or balanced CTA that is not built or does not fit.
 template <typename Tag, int TPR>
-int decode_split_occupancy(int rows, int head_dim, int variant, bool wide);
+int decode_split_occupancy(int rows, int head_dim, int variant, bool wide, bool balanced);
 
 // Merges the splits' partials in the workspace into out and lse.
 cudaError_t run_decode_combine(const DecodeParams& p, int num_splits, bool dependent, cudaStream_t stream);

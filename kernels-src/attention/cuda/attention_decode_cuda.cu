@@ -22,10 +22,10 @@ KH_DECODE_EXTERN_ALL(F16Tag)
 
 // dependent: launched as a programmatic dependent of the split kernel just queued (sm90): the
 // combine grid is scheduled while the split kernel's last CTAs finish, instead of after.
-cudaError_t run_decode_combine(const DecodeParams& p, int num_splits, bool dependent, cudaStream_t stream) {
-  const CombineShape shape = decode_combine_shape(p, num_splits);
+template <typename Kernel, typename... Args>
+cudaError_t launch_combine(Kernel kernel, int64_t blocks, bool dependent, cudaStream_t stream, Args... args) {
   cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(shape.blocks));
+  config.gridDim = dim3(static_cast<unsigned>(blocks));
   config.blockDim = dim3(kCombineThreads);
   config.dynamicSmemBytes = 0;
   config.stream = stream;
@@ -34,9 +34,24 @@ cudaError_t run_decode_combine(const DecodeParams& p, int num_splits, bool depen
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attr;
   config.numAttrs = dependent ? 1 : 0;
+  return cudaLaunchKernelEx(&config, kernel, args...);
+}
+
+cudaError_t run_decode_combine(const DecodeParams& p, int num_splits, bool dependent, cudaStream_t stream) {
+  const CombineShape shape = decode_combine_shape(p, num_splits);
   const int wpr = shape.warps_per_row;
-  if (p.dtype == ElementType::kBF16) return cudaLaunchKernelEx(&config, decode_combine_kernel<Bf16Tag>, p, num_splits, wpr);
-  return cudaLaunchKernelEx(&config, decode_combine_kernel<F16Tag>, p, num_splits, wpr);
+  if (p.dtype == ElementType::kBF16)
+    return launch_combine(decode_combine_kernel<Bf16Tag>, shape.blocks, dependent, stream, p, num_splits, wpr);
+  return launch_combine(decode_combine_kernel<F16Tag>, shape.blocks, dependent, stream, p, num_splits, wpr);
+}
+
+// After the balanced grid of `grid` CTAs: one combine CTA a share's record (a group of heads_kv
+// CTAs a share).
+cudaError_t run_balanced_combine(const DecodeParams& p, int grid, int slots, bool dependent, cudaStream_t stream) {
+  const int groups = grid / p.heads_kv;
+  if (p.dtype == ElementType::kBF16)
+    return launch_combine(decode_balanced_combine_kernel<Bf16Tag>, groups, dependent, stream, p, slots);
+  return launch_combine(decode_balanced_combine_kernel<F16Tag>, groups, dependent, stream, p, slots);
 }
 
 namespace {
@@ -82,8 +97,8 @@ int call_variant(int device, bool bf16, int tpr, int rows, int head_dim) {
   // 0 = not asked yet; a bucket that does not fit at all (sm86/sm89) is cached as -1.
   int per_sm = slot != nullptr ? slot->load(std::memory_order_relaxed) : 0;
   if (per_sm == 0) {
-    per_sm = bf16 ? decode_split_occupancy<Bf16Tag, 32>(rows, head_dim, kVariantStaged, false)
-                  : decode_split_occupancy<F16Tag, 32>(rows, head_dim, kVariantStaged, false);
+    per_sm = bf16 ? decode_split_occupancy<Bf16Tag, 32>(rows, head_dim, kVariantStaged, false, false)
+                  : decode_split_occupancy<F16Tag, 32>(rows, head_dim, kVariantStaged, false, false);
     if (per_sm <= 0) per_sm = -1;
     if (slot != nullptr) slot->store(per_sm, std::memory_order_relaxed);
   }
@@ -92,13 +107,15 @@ int call_variant(int device, bool bf16, int tpr, int rows, int head_dim) {
 
 template <typename Tag>
 cudaError_t run_split(const DecodeParams& p, const DecodePlan& plan, const DecodeTma* tma, cudaStream_t s) {
-  const int rows = plan.rows, row_tiles = plan.row_tiles, splits = plan.splits, v = plan.variant;
+  const int rows = plan.rows, row_tiles = plan.row_tiles, v = plan.variant, bg = plan.balanced_grid;
+  // The balanced grid's "splits" are the workspace's slots a row.
+  const int splits = bg > 0 ? static_cast<int>(p.max_splits()) : plan.splits;
   const bool w = plan.wide;
   switch (plan.tpr) {
-    case 4: return run_decode_split<Tag, 4>(p, rows, row_tiles, splits, v, w, tma, s);
-    case 8: return run_decode_split<Tag, 8>(p, rows, row_tiles, splits, v, w, tma, s);
-    case 16: return run_decode_split<Tag, 16>(p, rows, row_tiles, splits, v, w, tma, s);
-    default: return run_decode_split<Tag, 32>(p, rows, row_tiles, splits, v, w, tma, s);
+    case 4: return run_decode_split<Tag, 4>(p, rows, row_tiles, splits, v, w, tma, bg, s);
+    case 8: return run_decode_split<Tag, 8>(p, rows, row_tiles, splits, v, w, tma, bg, s);
+    case 16: return run_decode_split<Tag, 16>(p, rows, row_tiles, splits, v, w, tma, bg, s);
+    default: return run_decode_split<Tag, 32>(p, rows, row_tiles, splits, v, w, tma, bg, s);
   }
 }
 
@@ -136,13 +153,17 @@ bool encode_cache_map(CUtensorMap* map, const void* base, const DecodeParams& p,
 }
 #endif
 
+// The CTA kinds a plan may launch, as cache indices.
+enum CtaKind { kNarrowCta = 0, kWideCta = 1, kBalancedCta = 2 };
+
 template <typename Tag>
-int occupancy(int tpr, int rows, int head_dim, int v, bool wide) {
+int occupancy(int tpr, int rows, int head_dim, int v, int kind) {
+  const bool wide = kind != kNarrowCta, bal = kind == kBalancedCta;
   switch (tpr) {
-    case 4: return decode_split_occupancy<Tag, 4>(rows, head_dim, v, wide);
-    case 8: return decode_split_occupancy<Tag, 8>(rows, head_dim, v, wide);
-    case 16: return decode_split_occupancy<Tag, 16>(rows, head_dim, v, wide);
-    default: return decode_split_occupancy<Tag, 32>(rows, head_dim, v, wide);
+    case 4: return decode_split_occupancy<Tag, 4>(rows, head_dim, v, wide, bal);
+    case 8: return decode_split_occupancy<Tag, 8>(rows, head_dim, v, wide, bal);
+    case 16: return decode_split_occupancy<Tag, 16>(rows, head_dim, v, wide, bal);
+    default: return decode_split_occupancy<Tag, 32>(rows, head_dim, v, wide, bal);
   }
 }
 
@@ -153,21 +174,22 @@ int head_dim_class(int head_dim) {
 }
 
 // CTAs of one split kernel the device holds at once, cached per (device, dtype, head-dim class,
-// rows, CTA width): the first call asks the runtime, later ones (graph captures among them) read
-// the cache. 0 only for a wide CTA that is not built or does not fit (cached as -1).
-int resident_ctas(int device, bool bf16, int tpr, int rows, int head_dim, int variant_id, bool wide) {
+// rows, CTA kind): the first call asks the runtime, later ones (graph captures among them) read
+// the cache. 0 only for a wide or balanced CTA that is not built or does not fit (cached as -1).
+int resident_ctas(int device, bool bf16, int tpr, int rows, int head_dim, int variant_id, int kind) {
   constexpr int kDevices = 64;
-  static std::atomic<int> cache[kDevices][2][5][2][2];
+  static std::atomic<int> cache[kDevices][2][5][2][3];
   const int hi = head_dim_class(head_dim), ri = rows == 4 ? 0 : 1;
-  std::atomic<int>* slot = device >= 0 && device < kDevices ? &cache[device][bf16][hi][ri][wide] : nullptr;
+  const bool wide = kind != kNarrowCta;
+  std::atomic<int>* slot = device >= 0 && device < kDevices ? &cache[device][bf16][hi][ri][kind] : nullptr;
   if (slot != nullptr) {
     const int v = slot->load(std::memory_order_relaxed);
     if (v != 0) return std::max(0, v);
   }
   int sms = 0;
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) sms = 1;
-  const int per_sm = bf16 ? occupancy<Bf16Tag>(tpr, rows, head_dim, variant_id, wide)
-                          : occupancy<F16Tag>(tpr, rows, head_dim, variant_id, wide);
+  const int per_sm = bf16 ? occupancy<Bf16Tag>(tpr, rows, head_dim, variant_id, kind)
+                          : occupancy<F16Tag>(tpr, rows, head_dim, variant_id, kind);
   const int v = wide ? sms * per_sm : std::max(1, sms * per_sm);
   if (slot != nullptr) slot->store(v > 0 ? v : -1, std::memory_order_relaxed);
   return v;
@@ -221,11 +243,11 @@ DecodePlan plan_decode(const DecodeParams& p, int device) {
   const int64_t units = static_cast<int64_t>(p.batch) * p.heads_kv * plan.row_tiles;
   const int64_t smax = p.max_splits();
   const SplitChoice narrow =
-      best_split(units, resident_ctas(device, bf16, plan.tpr, plan.rows, p.head_dim, plan.variant, false), smax);
+      best_split(units, resident_ctas(device, bf16, plan.tpr, plan.rows, p.head_dim, plan.variant, kNarrowCta), smax);
   int64_t best = narrow.splits;
   const int wm = wide_mode();
   if (wm != 0) {
-    const int64_t wide_slots = resident_ctas(device, bf16, plan.tpr, plan.rows, p.head_dim, plan.variant, true);
+    const int64_t wide_slots = resident_ctas(device, bf16, plan.tpr, plan.rows, p.head_dim, plan.variant, kWideCta);
     if (wide_slots > 0) {
       const SplitChoice wide = best_split(units, wide_slots, smax);
       if (wm == 1 || (wide.splits == 1 && wide.fill >= 0.95 && narrow.splits > 1)) {
@@ -241,6 +263,32 @@ DecodePlan plan_decode(const DecodeParams& p, int device) {
   }();
   if (forced > 0) best = std::min<int64_t>(forced, smax);
   plan.splits = static_cast<int>(best);
+  // An unsplit wide plan runs on the length-balanced grid (attention_decode_balanced.cuh), so
+  // that a batch of mixed lengths is not as slow as its longest sequence (H200, b16 with lengths
+  // 2k-32k: 277 us against 296; its cost on equal lengths: 1-3%, cuda/NOTES.md "Decode"), where:
+  //  - the table holds >= kBalancedMinKeys keys a sequence: below, the most it can save is small
+  //    (no sequence takes longer than ~65 us at b16 x 4k) and its fixed cost (~4 us: the scan of
+  //    seq_lens, the combine launch) is 6% of an equal batch;
+  //  - its kernel fits, and the workspace has >= 3 slots a row (a sequence is cut into at most
+  //    slots - 1 parts, and the last slots hold the shares' records, head_dim / 2 a row: enough
+  //    for the grid's groups of heads_kv CTAs, of which there is at least one);
+  //  - the batch fits its shared tables, whose int32 tile counts stay below 2^31.
+  // KH_ATTENTION_DECODE_BALANCED=0 / 1: never / regardless of the table's width (comparisons).
+  static const int balanced_mode = [] {
+    const char* v = std::getenv("KH_ATTENTION_DECODE_BALANCED");
+    return v == nullptr ? -1 : v[0] == '1' ? 1 : 0;
+  }();
+  constexpr int64_t kBalancedMinKeys = 8192;
+  const int64_t max_tiles = static_cast<int64_t>(p.batch) * p.heads_kv * ((p.max_kv() + 15) / 16 + 1);
+  const int64_t records = static_cast<int64_t>(p.batch) * p.q_len * p.heads_q * (p.head_dim / 2);
+  const bool balanced_wanted = balanced_mode == 1 || (balanced_mode == -1 && p.max_kv() >= kBalancedMinKeys);
+  if (balanced_wanted && plan.wide && best == 1 && plan.row_tiles == 1 && smax >= 3 &&
+      p.batch <= kBalancedMaxBatch && max_tiles < (int64_t{1} << 31)) {
+    const int grid = resident_ctas(device, bf16, plan.tpr, plan.rows, p.head_dim, plan.variant, kBalancedCta);
+    // Whole groups only: a CTA past the last group would idle.
+    const int groups = grid / p.heads_kv;
+    if (groups >= 1 && groups <= records) plan.balanced_grid = groups * p.heads_kv;
+  }
   // The wide CTA's ring through TMA (sm90a, tiles within one cache block), at head dim 128 only:
   // there b16 x 32k and b128 x 4k took 1.2-1.6% less time (b64 x 8k and b16 x 4k the same), while
   // d96's 192-byte rows, whose boxes straddle lines, took 31-35% more (cuda/NOTES.md "Decode",
@@ -274,8 +322,12 @@ cudaError_t launch_decode(const DecodeParams& params, const DecodePlan& plan, cu
     tma = &maps;
 #endif
   cudaError_t err = bf16 ? run_split<Bf16Tag>(p, plan, tma, stream) : run_split<F16Tag>(p, plan, tma, stream);
-  if (err == cudaSuccess && plan.splits > 1) err = run_decode_combine(p, plan.splits, plan.dependent_combine, stream);
-  return err;
+  if (err != cudaSuccess) return err;
+  if (plan.balanced_grid > 0)
+    return run_balanced_combine(p, plan.balanced_grid, static_cast<int>(p.max_splits()), plan.dependent_combine,
+                                stream);
+  if (plan.splits > 1) return run_decode_combine(p, plan.splits, plan.dependent_combine, stream);
+  return cudaSuccess;
 }
 
 }  // namespace decode

@@ -18,6 +18,8 @@ struct DecodePlan {
   int variant = 0;    // the split kernel: kVariantStaged, kVariantTensorPv or kVariantSimt (attention_decode.hpp)
   bool wide = false;  // the staged kernel in CTAs of kWideWarps warps (attention_decode_staged.cuh)
   bool tma = false;   // the wide CTA's ring filled by TMA (sm90a; attention_decode_tma.cuh)
+  int balanced_grid = 0;  // > 0: the wide CTA on the length-balanced grid of that many CTAs
+                          // (attention_decode_balanced.cuh), and a counted combine after it
   bool heads_first = false;  // grid (heads x row tiles, splits, batch): DecodeParams::grid_heads_first
   bool dependent_combine = false;  // the combine kernel as a programmatic dependent launch (sm90)
 };

@@ -50,7 +50,7 @@ KH_DEC_DEV void sum_rows_over_column(float (&l)[2]) {
 
 template <typename Tag, int ROWS, int THREADS = kThreads>
 KH_DEC_DEV void finish_split_tile(const DecodeParams& p, const Tile& t, MergeSmem<32, ROWS, THREADS>& sm, int warp,
-                                  int g, int c, const float (&m)[2], const float (&l)[2], int num_splits) {
+                                  int g, int c, const float (&m)[2], const float (&l)[2]) {
   if (g == 0) {
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
@@ -62,7 +62,7 @@ KH_DEC_DEV void finish_split_tile(const DecodeParams& p, const Tile& t, MergeSme
     }
   }
   __syncthreads();
-  decode_epilogue<Tag, 32, ROWS, THREADS>(p, t, sm, num_splits);
+  decode_epilogue<Tag, 32, ROWS, THREADS>(p, t, sm);
 }
 
 template <typename Tag>
@@ -359,7 +359,7 @@ __global__ void __launch_bounds__(kThreads, TPR >= 32 ? 2 : 3) decode_mma_kernel
         }
     }
   }
-  finish_split_tile<Tag, ROWS>(p, t, sm, warp, g, c, m, l, num_splits);
+  finish_split_tile<Tag, ROWS>(p, t, sm, warp, g, c, m, l);
 }
 
 }  // namespace decode

@@ -80,12 +80,15 @@ __host__ __device__ constexpr size_t decode_staged_smem_bytes() {
   return decode_staged_ring_bytes<DP, ROWS, WARPS>() + (TMA ? WARPS * StagedRing<DP, WARPS>::kStages * 8 : 0);
 }
 
-// TMA: the ring's stages are filled by tensor copies (attention_decode_tma.cuh; sm90a, the 128
-// bucket, block size >= 16), else by cp.async.
+// The keys [t.key_beg, t.key_end) of tile t's rows through this warp's ring, then the CTA's merge
+// and epilogue (every thread of the CTA calls it; smem: the kernel's dynamic shared memory).
+// read_once: no other row tile reads these K/V rows (the L2 policy). tiles_done: the tiles this
+// warp has taken through its ring before, in this CTA: with TMA its mbarriers' phases continue
+// from there (the balanced grid, attention_decode_balanced.cuh, runs several tiles a CTA; the
+// barriers are initialised once, by the kernel).
 template <typename Tag, int DP, int ROWS, int WARPS, bool TMA>
-__global__ void __launch_bounds__(WARPS * 32, staged_min_ctas(DP, WARPS))
-    decode_staged_kernel(const DecodeParams p, const int row_tiles, const int num_splits,
-                         const __grid_constant__ DecodeTma tma) {
+__device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t, bool read_once,
+                                            const DecodeTma& tma, unsigned char* smem, int& tiles_done) {
   static_assert(ROWS <= 8, "the query rows are the mma's n = 8");
   static_assert(!TMA || DP == 2 * kTmaBoxCols, "TMA tiles are two 64-dim boxes");
   using Ring = StagedRing<DP, WARPS>;
@@ -94,9 +97,7 @@ __global__ void __launch_bounds__(WARPS * 32, staged_min_ctas(DP, WARPS))
   constexpr int kBlocks = DP / 16;  // 16-dim blocks of a row (the products' k and m steps)
   constexpr int kChunks = Ring::kChunks;
   constexpr int kTileStride = kWarps * 16;
-  extern __shared__ __align__(1024) unsigned char dec_smem[];  // 128-byte swizzled TMA boxes
 
-  const Tile t = make_tile(p, ROWS, row_tiles, num_splits);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, c = lane % 4;
   const int nch = p.head_dim / 8;
@@ -146,18 +147,13 @@ __global__ void __launch_bounds__(WARPS * 32, staged_min_ctas(DP, WARPS))
   const uint16_t* vbase = static_cast<const uint16_t*>(p.v) + static_cast<int64_t>(t.kv_head) * p.v_head_stride;
   const int shift = p.block_shift, bmask = p.block_size - 1;
   const bool whole_tiles = TMA || shift >= 4;
-  const uint64_t policy = kv_stream_policy(row_tiles == 1);
+  const uint64_t policy = kv_stream_policy(read_once);
 
-  uint4* ring = reinterpret_cast<uint4*>(dec_smem) + static_cast<size_t>(warp) * kStages * 2 * Ring::kTileChunks;
+  uint4* ring = reinterpret_cast<uint4*>(smem) + static_cast<size_t>(warp) * kStages * 2 * Ring::kTileChunks;
   const uint32_t ring_addr = static_cast<uint32_t>(__cvta_generic_to_shared(ring));
   // With TMA: this warp's mbarriers, one a stage, after the ring.
   constexpr uint32_t kRingBytes = static_cast<uint32_t>(decode_staged_ring_bytes<DP, ROWS, WARPS>());
-  const uint32_t bars = static_cast<uint32_t>(__cvta_generic_to_shared(dec_smem)) + kRingBytes + warp * kStages * 8;
-  if constexpr (TMA) {
-    if (lane == 0)
-      for (int st = 0; st < kStages; ++st) tma_bar_init(bars + 8 * st);
-    __syncwarp();
-  }
+  const uint32_t bars = static_cast<uint32_t>(__cvta_generic_to_shared(smem)) + kRingBytes + warp * kStages * 8;
   auto slot_of = [](int key, int chunk) { return TMA ? tma_tile_slot(key, chunk) : Ring::slot(key, chunk); };
   // The cache block of tile tl when tiles are whole blocks or parts of one (block size >= 16):
   // read one iteration before the tile's copies are issued, so that the table's load latency
@@ -207,16 +203,17 @@ __global__ void __launch_bounds__(WARPS * 32, staged_min_ctas(DP, WARPS))
   const int v_key = mr + 8 * (mq >> 1), v_half = mq & 1;
 
   // The first kStages - 1 tiles in flight before the loop; each iteration issues the tile
-  // kStages - 1 ahead into the stage read in the iteration before.
+  // kStages - 1 ahead into the stage read in the iteration before. Stages and phases count this
+  // warp's tiles from the CTA's first (it starts at tiles_done).
   const int first = t.tile_beg + warp * 16;
+  int it = tiles_done;
 #pragma unroll
   for (int st = 0; st + 1 < kStages; ++st) {
     const int tl = first + st * kTileStride;
-    if (tl < key_end) issue(tl, st, block_of(tl));
+    if (tl < key_end) issue(tl, (it + st) % kStages, block_of(tl));
     if constexpr (!TMA) cp_async_commit();
   }
   int32_t next_blk = block_of(first + (kStages - 1) * kTileStride);
-  int it = 0;
   for (int tile = first; tile < key_end; tile += kTileStride, ++it) {
     __syncwarp();  // every lane is done with the stage refilled now (read in iteration it - 1)
     const int ahead = tile + (kStages - 1) * kTileStride;
@@ -270,12 +267,13 @@ __global__ void __launch_bounds__(WARPS * 32, staged_min_ctas(DP, WARPS))
       }
     }
   }
+  tiles_done = it;
   if constexpr (!TMA) cp_async_wait<0>();
   __syncthreads();  // the merge buffer below reuses the ring (every issued tile was waited for)
 
   sum_rows_over_column(l);
   using Merge = MergeSmem<32, ROWS, WARPS * 32>;
-  Merge& sm = *reinterpret_cast<Merge*>(dec_smem);
+  Merge& sm = *reinterpret_cast<Merge*>(smem);
 #pragma unroll
   for (int mb = 0; mb < kBlocks; ++mb) {
     if (mb < nblk) {
@@ -286,7 +284,33 @@ __global__ void __launch_bounds__(WARPS * 32, staged_min_ctas(DP, WARPS))
       }
     }
   }
-  finish_split_tile<Tag, ROWS, WARPS * 32>(p, t, sm, warp, g, c, m, l, num_splits);
+  finish_split_tile<Tag, ROWS, WARPS * 32>(p, t, sm, warp, g, c, m, l);
+}
+
+// With TMA, lane 0 of each warp initialises the warp's mbarriers, one a ring stage, after the
+// ring (once a CTA: staged_tile continues their phases).
+template <int DP, int ROWS, int WARPS>
+__device__ __forceinline__ void staged_init_tma_bars(unsigned char* smem) {
+  constexpr int kStages = StagedRing<DP, WARPS>::kStages;
+  constexpr uint32_t kRingBytes = static_cast<uint32_t>(decode_staged_ring_bytes<DP, ROWS, WARPS>());
+  const int warp = threadIdx.x / 32;
+  const uint32_t bars = static_cast<uint32_t>(__cvta_generic_to_shared(smem)) + kRingBytes + warp * kStages * 8;
+  if (threadIdx.x % 32 == 0)
+    for (int st = 0; st < kStages; ++st) tma_bar_init(bars + 8 * st);
+  __syncwarp();
+}
+
+// TMA: the ring's stages are filled by tensor copies (attention_decode_tma.cuh; sm90a, the 128
+// bucket, block size >= 16), else by cp.async.
+template <typename Tag, int DP, int ROWS, int WARPS, bool TMA>
+__global__ void __launch_bounds__(WARPS * 32, staged_min_ctas(DP, WARPS))
+    decode_staged_kernel(const DecodeParams p, const int row_tiles, const int num_splits,
+                         const __grid_constant__ DecodeTma tma) {
+  extern __shared__ __align__(1024) unsigned char dec_smem[];  // 128-byte swizzled TMA boxes
+  const Tile t = make_tile(p, ROWS, row_tiles, num_splits);
+  if constexpr (TMA) staged_init_tma_bars<DP, ROWS, WARPS>(dec_smem);
+  int tiles_done = 0;
+  staged_tile<Tag, DP, ROWS, WARPS, TMA>(p, t, row_tiles == 1, tma, dec_smem, tiles_done);
 }
 
 }  // namespace decode

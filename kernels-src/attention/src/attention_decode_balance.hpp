@@ -1,20 +1,21 @@
 // attention_decode_balance.hpp: how a length-balanced decode grid shares a batch's key tiles
 // among its CTAs (host and device code; checked against brute force in
-// tests/kernels/test_attention_decode_balance.cpp). No backend launches such a grid yet: it is the
-// plan of cuda/NOTES.md "Left to do" for mixed-length batches, where cutting every sequence into
-// the same number of parts lets the longest one set the time (H200: 1.22x at batch 16, lengths
-// 2k-32k, against equal lengths of the same keys).
+// tests/kernels/test_attention_decode_balance.cpp). Cutting every sequence into the same number
+// of parts lets the longest one set a mixed batch's time (H200: 1.22x at batch 16, lengths
+// 2k-32k, against equal lengths of the same keys); cuda/attention_decode_balanced.cuh runs this
+// partition with units = sequences (heads = 1 below), each share taken by a group of heads_kv
+// CTAs, one a kv head.
 //
-// A unit is one (sequence b, kv head h) of a call whose query rows fit one row tile (q_len x group
-// <= 8), u = b * heads_kv + h. Its keys are 16-key tiles from its range's start rounded down to 16
-// (decode_unit_tiles), n_b of them, the same for every head of the sequence. Laid end to end in
-// unit order, unit u covers tiles [P_u, P_u + n_b) of T = heads_kv * sum(n_b), with
-// P_u = heads_kv * C_b + h * n_b and C_b the tiles of the sequences before b. Working CTA c of G
-// takes tiles [S_c, S_{c+1}), S_c = floor(c T / G), so shares differ by at most one tile. A share
-// boundary inside a unit cuts it; its parts, in key order, come from CTAs
-// decode_cta_of_tile(P_u) + 0, 1, ... and go to its workspace slots 0, 1, ... for the combine.
-// Units without keys are nobody's share: their rows are written (out 0, lse -inf) by CTA
-// u mod grid, so that an empty batch spreads over the grid too.
+// In general a unit is one (sequence b, head h), u = b * heads + h, whose query rows fit one row
+// tile. Its keys are 16-key tiles from its range's start rounded down to 16 (decode_unit_tiles),
+// n_b of them, the same for every head of the sequence. Laid end to end in unit order, unit u
+// covers tiles [P_u, P_u + n_b) of T = heads * sum(n_b), with P_u = heads * C_b + h * n_b and C_b
+// the tiles of the sequences before b. Working CTA c of G takes tiles [S_c, S_{c+1}),
+// S_c = floor(c T / G), so shares differ by at most one tile. A share boundary inside a unit
+// cuts it; its parts, in key order, come from CTAs decode_cta_of_tile(P_u) + 0, 1, ... and go to
+// its workspace slots 0, 1, ... for the combine. Units without keys are nobody's share: the
+// kernel writes their rows (out 0, lse -inf) from CTA u mod grid, so that an empty batch spreads
+// over the grid too.
 #pragma once
 
 #include <cstdint>
@@ -40,8 +41,9 @@ KH_ATTN_HD int64_t decode_unit_tiles(int64_t len, int64_t q_len, int64_t window_
 // the largest and smallest tile count among units that have tiles, how many units have tiles,
 // and the most parts a unit may be cut into (the workspace's slots a row: max_splits); -1 when
 // max_parts < 2 (no workspace: the call is not for this grid).
-//  - Equal units that the grid holds at once stay whole, one a CTA: cutting them only to fill
-//    the rest of the SMs would add a combine for nothing (b16 x 32k reads 4.53 TB/s on 128 SMs).
+//  - Equal units that the grid holds at once and that fill at least 95% of it stay whole, one a
+//    CTA: cutting them only to fill the rest of the SMs would add a combine for nothing (b16 x
+//    32k reads 4.53 TB/s on 128 SMs).
 //  - Otherwise as many CTAs as the grid has, unless a long unit would then be cut into more
 //    than max_parts parts: a share of at least need tiles keeps every unit within
 //    floor((n_max - 1) / need) + 2 <= max_parts parts.
@@ -49,7 +51,7 @@ KH_ATTN_HD int64_t decode_balance_ctas(int64_t total, int64_t n_max, int64_t n_m
                                        int64_t max_parts) {
   if (max_parts < 2) return -1;
   if (total <= 0 || grid <= 0) return 0;
-  if (n_max == n_min && units <= grid) return units;
+  if (n_max == n_min && units <= grid && 20 * units >= 19 * grid) return units;
   const int64_t need = (n_max - 1) / (max_parts - 1) + 1;
   const int64_t by_need = total / need;
   const int64_t ctas = by_need < grid ? by_need : grid;
@@ -67,8 +69,10 @@ KH_ATTN_HD int64_t decode_cta_of_tile(int64_t pos, int64_t total, int64_t ctas) 
 
 // The sequence whose units hold tile pos, by binary search over first_tile (batch + 1 entries:
 // first_tile[b] = heads_kv * C_b, first_tile[batch] = total; 0 <= pos < total): the b with
-// first_tile[b] <= pos < first_tile[b + 1]. Sequences without tiles are never returned.
-KH_ATTN_HD int64_t decode_seq_of_tile(const int64_t* first_tile, int64_t batch, int64_t pos) {
+// first_tile[b] <= pos < first_tile[b + 1]. Sequences without tiles are never returned. (The
+// kernel keeps the table in shared memory as int32, the host test as int64.)
+template <typename Index>
+KH_ATTN_HD int64_t decode_seq_of_tile(const Index* first_tile, int64_t batch, int64_t pos) {
   int64_t lo = 0, hi = batch - 1;
   while (lo < hi) {
     const int64_t mid = (lo + hi + 1) / 2;

@@ -93,12 +93,24 @@ KH_DEC_DEV uint16_t to_bits16(float f) {
 // Where a CTA's rows and keys are. Rows of a tile: local index r in [0, nrows) is query row
 // idx = r0 + r of the kv head's q_len x group rows, idx -> (token i = idx / group, q head
 // kv_head * group + idx % group).
+// Where the rows' results go: out and lse when no other CTA has keys of these rows (whole), else
+// slot `split` of each row's `slots` in the workspace (the length-balanced grid of
+// cuda/attention_decode_balanced.cuh cuts some units and not others).
 struct Tile {
   int b, kv_head, r0, nrows, group, len;
   int split;             // which of the sequence's key splits this CTA takes
   int key_beg, key_end;  // this split's keys [key_beg, key_end)
   int tile_beg;          // key_beg rounded down to a multiple of 16 (>= the window's start rounded down)
+  int slots;             // workspace slots a row (the call's split count, or max_splits)
+  bool whole;            // no other CTA has keys of these rows
 };
+
+// Sequence b's length as the kernels read it: clamped to [0, the table's keys].
+KH_DEC_DEV int clamped_len(const DecodeParams& p, int64_t b) {
+  const int len = p.seq_lens[b * p.seq_lens_stride];
+  const int max_kv = p.max_blocks_per_seq << p.block_shift;
+  return len < 0 ? 0 : (len > max_kv ? max_kv : len);
+}
 
 KH_DEC_DEV Tile make_tile(const DecodeParams& p, int rows, int row_tiles, int num_splits) {
   Tile t;
@@ -111,9 +123,7 @@ KH_DEC_DEV Tile make_tile(const DecodeParams& p, int rows, int row_tiles, int nu
   const int total_rows = p.q_len * t.group;
   t.r0 = rt * rows;
   t.nrows = min(rows, total_rows - t.r0);
-  int len = p.seq_lens[static_cast<int64_t>(t.b) * p.seq_lens_stride];
-  const int max_kv = p.max_blocks_per_seq << p.block_shift;
-  len = len < 0 ? 0 : (len > max_kv ? max_kv : len);
+  const int len = clamped_len(p, t.b);
   t.len = len;
   // Keys any row of the tile sees: up to the newest row's position, down to the oldest
   // row's window start.
@@ -136,6 +146,8 @@ KH_DEC_DEV Tile make_tile(const DecodeParams& p, int rows, int row_tiles, int nu
   t.key_beg = b0 < lo ? lo : b0;
   t.key_end = b0 + chunk > hi ? hi : b0 + chunk;
   if (t.key_end < t.key_beg) t.key_end = t.key_beg;
+  t.slots = num_splits;
+  t.whole = num_splits == 1;
   return t;
 }
 
@@ -155,8 +167,7 @@ struct MergeSmem {
 // unnormalised accumulator) in sm and synchronised: merge the groups, then write out and
 // lse (one split) or the normalised partial and its log2-sum-exp (several).
 template <typename Tag, int TPR, int ROWS, int THREADS = kThreads>
-KH_DEC_DEV void decode_epilogue(const DecodeParams& p, const Tile& t, MergeSmem<TPR, ROWS, THREADS>& sm,
-                                const int num_splits) {
+KH_DEC_DEV void decode_epilogue(const DecodeParams& p, const Tile& t, MergeSmem<TPR, ROWS, THREADS>& sm) {
   constexpr int kGroups = THREADS / TPR;
   const int tid = threadIdx.x;
   KH_DEC_LAUNCH_DEPENDENTS();  // the key loop is done: the combine grid may be scheduled
@@ -174,7 +185,8 @@ KH_DEC_DEV void decode_epilogue(const DecodeParams& p, const Tile& t, MergeSmem<
   __syncthreads();
 
   const int chunks = p.head_dim / 8;
-  const bool single = num_splits == 1;
+  const bool single = t.whole;
+  const int num_splits = t.slots;
   const int64_t total_rows = static_cast<int64_t>(p.batch) * p.q_len * p.heads_q;
   for (int c = tid; c < t.nrows * chunks; c += THREADS) {
     const int r = c / chunks, ce = (c - r * chunks) * 8;
@@ -364,7 +376,7 @@ __global__ void KH_DEC_SPLIT_BOUNDS(ROWS) decode_split_kernel(const DecodeParams
     }
   }
   __syncthreads();
-  decode_epilogue<Tag, TPR, ROWS>(p, t, sm, num_splits);
+  decode_epilogue<Tag, TPR, ROWS>(p, t, sm);
 }
 
 // Merges the num_splits partials of each query row. A row takes 1, 2 or 4 warps (32 lanes; on a

@@ -176,6 +176,23 @@ CASES = [
     # The same at d128: on sm90a the wide CTA's ring comes through TMA (a window's first tile
     # starts mid-tile; the last tile's rows past the length are NaN in the cache).
     ("wide CTA TMA q_len 2 window", 16, 2, 32, 8, 128, 16, [3000, 2, 45, 600, 0, 17], 256, 0.0),
+    # The wide CTA's length-balanced grid (attention_decode_balanced.cuh; tables of >= 8192 keys a
+    # sequence): a long sequence among short ones is cut into parts at the shares' bounds (merged
+    # by its combine kernel).
+    ("balanced: one long among short", 16, 1, 32, 8, 128, 16, [20000, 3, 300, 64, 1, 5000, 77, 0], -1, 0.0),
+]
+
+# More of the balanced grid, each with a table of 8192 keys a sequence (its threshold) whatever the
+# lengths: (class, b, q_len, hq, hkv, d, block_size, lens, window, softcap, table blocks). Equal
+# sequences past the grid (64 on 16 groups of 8 CTAs) run 4 a share; mostly empty sequences are
+# written by CTAs without a share; one kv head: groups of one CTA; q_len 2 with a window over TMA
+# tiles (d128), and the cp.async ring (d96).
+BALANCED_CASES = [
+    ("balanced: equal past the grid", 64, 1, 32, 8, 128, 16, [1000], -1, 0.0, 512),
+    ("balanced: mostly empty", 16, 1, 32, 8, 128, 16, [0, 0, 0, 300], -1, 0.0, 512),
+    ("balanced: one kv head", 132, 1, 8, 1, 128, 16, [3000, 5, 700, 0, 40], -1, 0.0, 512),
+    ("balanced: q_len 2 window", 16, 2, 32, 8, 128, 32, [6000, 2, 45, 600, 0, 17], 256, 0.0, 256),
+    ("balanced: d96 softcap", 16, 1, 32, 8, 96, 16, [7000, 1, 129, 2048, 37], -1, 30.0, 512),
 ]
 
 
@@ -185,6 +202,8 @@ def check_decode(res, kernels, gen, quick, targets):
         for dtype in (torch.bfloat16, torch.float16):
             for (cls, b, q_len, hq, hkv, d, bs, lens, window, softcap) in CASES:
                 run_case(res, op, target, dtype, cls, b, q_len, hq, hkv, d, bs, lens, window, softcap, gen)
+            for (cls, b, q_len, hq, hkv, d, bs, lens, window, softcap, blocks) in BALANCED_CASES:
+                run_case(res, op, target, dtype, cls, b, q_len, hq, hkv, d, bs, lens, window, softcap, gen, blocks)
             dims = (32, 80, 104, 136, 192, 256) if quick else range(32, 257, 8)
             for d in dims:
                 run_case(res, op, target, dtype, "head dims", 2, 2, 4, 2, d, 16, [300, 1], -1, 0.0, gen)
@@ -192,11 +211,12 @@ def check_decode(res, kernels, gen, quick, targets):
         check_bad_args(res, op, target)
 
 
-def run_case(res, op, target, dtype, cls, b, q_len, hq, hkv, d, bs, lens, window, softcap, gen):
+def run_case(res, op, target, dtype, cls, b, q_len, hq, hkv, d, bs, lens, window, softcap, gen, max_blocks=None):
     name = f"b{b} q{q_len} h{hq}/{hkv} d{d} bs{bs} lens{lens[:4]} w{window} cap{softcap:g}"
+    name += f" table {max_blocks}" if max_blocks else ""
     scale = 1.0 / math.sqrt(d)
     try:
-        q, kc, vc, table, seq, out, lse, ws = make_paged(b, q_len, hq, hkv, d, bs, lens, dtype, gen)
+        q, kc, vc, table, seq, out, lse, ws = make_paged(b, q_len, hq, hkv, d, bs, lens, dtype, gen, max_blocks)
         call(op, out, lse, q, kc, vc, table, seq, ws, scale, window, softcap)
         torch.cuda.synchronize()
         ref_o, ref_lse = decode_reference(q, kc, vc, table, seq, scale, window, softcap)
@@ -261,7 +281,8 @@ def check_decode_oracle(res, kernels, gen, targets):
 def check_graph(res, op, target, gen):
     """Capture one call in a CUDA graph: replay == eager bit for bit; after seq_lens and q change in
     place, a replay computes the new call (nothing was read on the host at capture)."""
-    for cls, b, lens in (("graph split", 1, [9000]), ("graph b128", 128, [900, 1, 0, 333])):
+    for cls, b, lens in (("graph split", 1, [9000]), ("graph b128", 128, [900, 1, 0, 333]),
+                         ("graph balanced", 16, [20000, 5, 300, 0, 4000])):
         name = f"b{b} lens{lens}"
         try:
             dtype, hq, hkv, d, bs = torch.bfloat16, 32, 8, 128, 16

@@ -263,9 +263,18 @@ DecodePlan plan_decode(const DecodeParams& p, int device) {
   }();
   if (forced > 0) best = std::min<int64_t>(forced, smax);
   plan.splits = static_cast<int>(best);
-  // An unsplit wide plan runs on the length-balanced grid (attention_decode_balanced.cuh), so
-  // that a batch of mixed lengths is not as slow as its longest sequence (H200, b16 with lengths
-  // 2k-32k: 277 us against 296; its cost on equal lengths: 1-3%, cuda/NOTES.md "Decode"), where:
+  // The wide CTA's ring through TMA (sm90a, tiles within one cache block), at head dim 128 only:
+  // there b16 x 32k and b128 x 4k took 1.2-1.6% less time (b64 x 8k and b16 x 4k the same), while
+  // d96's 192-byte rows, whose boxes straddle lines, took 31-35% more (cuda/NOTES.md "Decode",
+  // TMA). KH_ATTENTION_DECODE_TMA=0 keeps cp.async (comparisons).
+  static const bool tma_on = env_on_unless_zero("KH_ATTENTION_DECODE_TMA");
+  plan.tma = kDecodeTmaBuilt && tma_on && plan.wide && p.head_dim == 128 && p.block_shift >= 4;
+  // An unsplit wide plan with TMA tiles runs on the length-balanced grid
+  // (attention_decode_balanced.cuh), so that a batch of mixed lengths is not as slow as its
+  // longest sequence (H200, b16 with lengths 2k-32k: 277 us against 296; its cost on equal
+  // lengths: 1-3%, cuda/NOTES.md "Decode"). Not with the cp.async ring (head dims 72-120, the sm80
+  // build): equal lengths then took 10-16% longer (b64 x 8k d80 367 -> 425 us, d96 399 -> 441).
+  // Where:
   //  - the table holds >= kBalancedMinKeys keys a sequence: below, the most it can save is small
   //    (no sequence takes longer than ~65 us at b16 x 4k) and its fixed cost (~4 us: the scan of
   //    seq_lens, the combine launch) is 6% of an equal batch;
@@ -273,7 +282,8 @@ DecodePlan plan_decode(const DecodeParams& p, int device) {
   //    slots - 1 parts, and the last slots hold the shares' records, head_dim / 2 a row: enough
   //    for the grid's groups of heads_kv CTAs, of which there is at least one);
   //  - the batch fits its shared tables, whose int32 tile counts stay below 2^31.
-  // KH_ATTENTION_DECODE_BALANCED=0 / 1: never / regardless of the table's width (comparisons).
+  // KH_ATTENTION_DECODE_BALANCED=0 / 1: never / regardless of the ring and the table's width
+  // (comparisons).
   static const int balanced_mode = [] {
     const char* v = std::getenv("KH_ATTENTION_DECODE_BALANCED");
     return v == nullptr ? -1 : v[0] == '1' ? 1 : 0;
@@ -281,7 +291,8 @@ DecodePlan plan_decode(const DecodeParams& p, int device) {
   constexpr int64_t kBalancedMinKeys = 8192;
   const int64_t max_tiles = static_cast<int64_t>(p.batch) * p.heads_kv * ((p.max_kv() + 15) / 16 + 1);
   const int64_t records = static_cast<int64_t>(p.batch) * p.q_len * p.heads_q * (p.head_dim / 2);
-  const bool balanced_wanted = balanced_mode == 1 || (balanced_mode == -1 && p.max_kv() >= kBalancedMinKeys);
+  const bool balanced_wanted =
+      balanced_mode == 1 || (balanced_mode == -1 && plan.tma && p.max_kv() >= kBalancedMinKeys);
   if (balanced_wanted && plan.wide && best == 1 && plan.row_tiles == 1 && smax >= 3 &&
       p.batch <= kBalancedMaxBatch && max_tiles < (int64_t{1} << 31)) {
     const int grid = resident_ctas(device, bf16, plan.tpr, plan.rows, p.head_dim, plan.variant, kBalancedCta);
@@ -289,12 +300,6 @@ DecodePlan plan_decode(const DecodeParams& p, int device) {
     const int groups = grid / p.heads_kv;
     if (groups >= 1 && groups <= records) plan.balanced_grid = groups * p.heads_kv;
   }
-  // The wide CTA's ring through TMA (sm90a, tiles within one cache block), at head dim 128 only:
-  // there b16 x 32k and b128 x 4k took 1.2-1.6% less time (b64 x 8k and b16 x 4k the same), while
-  // d96's 192-byte rows, whose boxes straddle lines, took 31-35% more (cuda/NOTES.md "Decode",
-  // TMA). KH_ATTENTION_DECODE_TMA=0 keeps cp.async (comparisons).
-  static const bool tma_on = env_on_unless_zero("KH_ATTENTION_DECODE_TMA");
-  plan.tma = kDecodeTmaBuilt && tma_on && plan.wide && p.head_dim == 128 && p.block_shift >= 4;
   // The combine kernel is a programmatic dependent launch on sm90a (run 6 of cuda/NOTES.md
   // "Decode": 0.8-2.8 us sooner at batch 1 and 16, the same elsewhere); comparisons:
   // KH_ATTENTION_DECODE_PDL=0 launches it plainly, KH_ATTENTION_DECODE_HEADS_FIRST=1 orders the

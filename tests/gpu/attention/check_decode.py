@@ -185,8 +185,8 @@ CASES = [
 # More of the balanced grid, each with a table of 8192 keys a sequence (its threshold) whatever the
 # lengths: (class, b, q_len, hq, hkv, d, block_size, lens, window, softcap, table blocks). Equal
 # sequences past the grid (64 on 16 groups of 8 CTAs) run 4 a share; mostly empty sequences are
-# written by CTAs without a share; one kv head: groups of one CTA; q_len 2 with a window over TMA
-# tiles (d128), and the cp.async ring (d96).
+# written by CTAs without a share; one kv head: groups of one CTA; q_len 2 with a window. d96 (the
+# cp.async ring) takes the plain grid unless KH_ATTENTION_DECODE_BALANCED=1 (decode_probe.py).
 BALANCED_CASES = [
     ("balanced: equal past the grid", 64, 1, 32, 8, 128, 16, [1000], -1, 0.0, 512),
     ("balanced: mostly empty", 16, 1, 32, 8, 128, 16, [0, 0, 0, 300], -1, 0.0, 512),

@@ -13,7 +13,7 @@ shuffled. --mixed F makes a mixed batch: lengths spread evenly from F x KV to KV
 Correctness is checked against SDPA on every shape (rel. error < 1e-2) before timing.
 
   python3 decode_probe.py --module LIB [--label TEXT] [--shapes b1x4096,b16x32768] [--head-dims 64,128]
-      [--sdpa] [--in-order] [--mixed 0.0625]
+      [--sdpa] [--in-order] [--mixed 0.0625 [--one-long]]
 """
 import argparse
 import ctypes
@@ -155,13 +155,19 @@ def workspace_floats(batch, hq, hkv, d, max_kv):
     return batch * hq * s * (d + 1) if s > 1 else 0
 
 
-def mixed_lengths(b, kv, lowest, gen):
-    """b sequence lengths spread evenly from lowest * kv to kv, in a shuffled order (int32, cuda)."""
-    lens = torch.linspace(max(1, int(lowest * kv)), kv, b, device="cuda").round().to(torch.int32)
+def mixed_lengths(b, kv, lowest, gen, one_long=False):
+    """b sequence lengths spread evenly from lowest * kv to kv, in a shuffled order (int32, cuda);
+    one_long: one sequence of kv, the others lowest * kv (a skewed batch)."""
+    if one_long:
+        lens = torch.full((b,), max(1, int(lowest * kv)), device="cuda", dtype=torch.int32)
+        lens[0] = kv
+    else:
+        lens = torch.linspace(max(1, int(lowest * kv)), kv, b, device="cuda").round().to(torch.int32)
     return lens[torch.randperm(b, device="cuda", generator=gen)].contiguous()
 
 
-def probe(op, b, kv, hq, hkv, d, bs, floor_tbs, with_sdpa, gen, q_len=1, sdpa_only=False, in_order=False, mixed=None):
+def probe(op, b, kv, hq, hkv, d, bs, floor_tbs, with_sdpa, gen, q_len=1, sdpa_only=False, in_order=False, mixed=None,
+          one_long=False):
     """mixed: None (every sequence kv long), or the shortest length as a fraction of kv (q_len 1)."""
     if mixed is not None and q_len != 1:
         raise ValueError("--mixed takes q_len 1")
@@ -175,7 +181,7 @@ def probe(op, b, kv, hq, hkv, d, bs, floor_tbs, with_sdpa, gen, q_len=1, sdpa_on
     order = torch.arange(pool, device="cuda") if in_order else torch.randperm(pool, device="cuda", generator=gen)
     perm = order.to(torch.int32).view(nsets, b, nblk)
     tables = [perm[i].contiguous() for i in range(nsets)]
-    seq = torch.full((b,), kv, device="cuda", dtype=torch.int32) if mixed is None else mixed_lengths(b, kv, mixed, gen)
+    seq = torch.full((b,), kv, device="cuda", dtype=torch.int32) if mixed is None else mixed_lengths(b, kv, mixed, gen, one_long)
     kv_bytes = 2 * int(seq.sum().item()) * hkv * d * 2  # the keys the call reads
     qs = [torch.randn(b, q_len, hq, d, device="cuda", dtype=torch.bfloat16, generator=gen) for _ in range(nsets)]
     outs = [torch.empty_like(qs[0]) for _ in range(nsets)]
@@ -228,6 +234,8 @@ def main():
                     help="sequence lengths spread evenly from MIXED x KV to KV, shuffled (a mixed batch; TB/s and "
                          "floor count the keys read; time the equal batch of the same keys as bBxMEAN, the mean "
                          "printed in the row's name). SDPA's time is then a masked kernel's: no baseline")
+    ap.add_argument("--one-long", action="store_true",
+                    help="with --mixed: one sequence KV long, the others MIXED x KV (a skewed batch)")
     args = ap.parse_args()
     op = DecodeOp(args.module)
     if args.check and not correctness(op):
@@ -250,8 +258,10 @@ def main():
         for (name, bb, hq, hkv), d in ((c, int(d)) for c in cases for d in args.head_dims.split(",")):
             name += f" d{d}" if args.head_dims != "128" else ""
             us, tbs, ratio, sdpa_us, mean = probe(op, bb, kv, hq, hkv, d, args.block_size, floor, args.sdpa, gen,
-                                                  args.q_len, args.sdpa_only, args.in_order, args.mixed)
-            name += f", lengths {max(1, int(args.mixed * kv))}-{kv} (mean {mean:.0f})" if args.mixed is not None else ""
+                                                  args.q_len, args.sdpa_only, args.in_order, args.mixed, args.one_long)
+            if args.mixed is not None:
+                spread = "one of" if args.one_long else "-"
+                name += f", lengths {max(1, int(args.mixed * kv))} {spread} {kv} (mean {mean:.0f})"
             s = f"{sdpa_us:.1f} | {sdpa_us / us:.2f}x" if sdpa_us else "- | -"
             print(f"| {shape} {name} | {us:.1f} | {tbs:.2f} | {ratio:.2f} | {s} |", flush=True)
             torch.cuda.empty_cache()

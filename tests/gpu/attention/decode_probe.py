@@ -115,10 +115,10 @@ def correctness(op):
         for d in (32, 40, 64, 72, 80, 88, 96, 104, 128, 136, 184, 192, 256):
             cases.append(("head dims", 2, 2, 4, 2, d, 16, [300, 1], -1, 0.0))
             cases.append(("head dims q5 gqa8", 2, 5, 16, 2, d, 32, [900, 7], 100, 0.0))
-        cases += list(check_decode.BALANCED_CASES)
+        cases += list(check_decode.BALANCED_CASES)  # these carry an 11th field: the table's blocks
         for case in cases:
             try:
-                check_decode.run_case(res, op, "probe", dtype, *case, gen)
+                check_decode.run_case(res, op, "probe", dtype, *case[:10], gen, *case[10:])
             except Exception as e:  # noqa: BLE001 (a failed call is a failed case)
                 res.add("attention_decode_paged", "probe", str(dtype), case[0], str(case[1:]), False, detail=str(e))
     check_decode.check_graph(res, op, "probe", gen)

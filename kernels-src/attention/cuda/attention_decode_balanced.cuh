@@ -30,13 +30,14 @@ namespace decode {
 // 2^31) and the clamped lengths[batch], as int32. The batch is capped so that the CTA's
 // shared memory stays within 195 KiB (of 200,704 bytes: H100-class parts carve out 196 KiB or
 // 228 KiB, and 1 KiB a CTA is reserved), the plain wide CTA's carveout, leaving L1 its 60 KiB.
-// Batches this size have at least 3 slots a row only with heads_kv <= 3 (batch x heads_kv <
-// 1366); larger ones take the plain grid.
+// A larger batch has the 3 slots a row the grid needs only if heads_kv <= 3 (batch x heads_kv <
+// 1366); such calls take the plain grid.
 constexpr int kBalancedMaxBatch = 350;
 
 // A working CTA's walk over its share, kept in shared memory (before the tables) rather than in
-// registers across staged_tile: the plain kernel's register allocation of the key loop (143
-// registers), where the walk's state in registers raised it to 159-164.
+// registers across staged_tile. With the state in registers the kernel took 159-164 registers
+// (the plain one 143) and equal batches ran ~3% slower than on the plain grid; with this and the
+// loop-free one-sequence share below, 128 registers and 1-3% (cuda/NOTES.md "Decode").
 struct BalancedWalk {
   long long total, groups, s0, s1;  // the partition and this share's tiles [s0, s1)
   int cut_seq, cut_parts;           // the record: the cut sequence whose part 0 is here

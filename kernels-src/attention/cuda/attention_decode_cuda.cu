@@ -215,13 +215,16 @@ SplitChoice best_split(int64_t units, int64_t slots, int64_t smax) {
   return best;
 }
 
+// A comparison switch that overrides a rule: -1 unset (the rule), 1 for "1", 0 otherwise.
+int env_override(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? -1 : v[0] == '1' ? 1 : 0;
+}
+
 // KH_ATTENTION_DECODE_WIDE=0|1 (comparisons): never / wherever built and fitting take the wide
 // CTA; unset: the rule of plan_decode.
 int wide_mode() {
-  static const int m = [] {
-    const char* v = std::getenv("KH_ATTENTION_DECODE_WIDE");
-    return v == nullptr ? -1 : v[0] == '1' ? 1 : 0;
-  }();
+  static const int m = env_override("KH_ATTENTION_DECODE_WIDE");
   return m;
 }
 
@@ -284,10 +287,7 @@ DecodePlan plan_decode(const DecodeParams& p, int device) {
   //  - the batch fits its shared tables, whose int32 tile counts stay below 2^31.
   // KH_ATTENTION_DECODE_BALANCED=0 / 1: never / regardless of the ring and the table's width
   // (comparisons).
-  static const int balanced_mode = [] {
-    const char* v = std::getenv("KH_ATTENTION_DECODE_BALANCED");
-    return v == nullptr ? -1 : v[0] == '1' ? 1 : 0;
-  }();
+  static const int balanced_mode = env_override("KH_ATTENTION_DECODE_BALANCED");
   constexpr int64_t kBalancedMinKeys = 8192;
   const int64_t max_tiles = static_cast<int64_t>(p.batch) * p.heads_kv * ((p.max_kv() + 15) / 16 + 1);
   const int64_t records = static_cast<int64_t>(p.batch) * p.q_len * p.heads_q * (p.head_dim / 2);

@@ -29,7 +29,8 @@ between rounds is printed, as the noise floor of the comparison).
              bytes over the copy bandwidth measured in this run; "1-pass us" is a device copy
              moving the same bytes (read + write), timed as the calls are: one kernel's cost
              at that size, launch included. Cache sets rotated so that small rows are not
-             served from L2.
+             served from L2. Then batches of mixed lengths against the equal batch of the same
+             keys (decode_mixed_bench.py, which says the shapes; no target).
   pointwise  activation (silu/gelu/gelu_tanh/fatrelu_and_mul at 8192 x 2 x 14336 and 32768 x 2 x
              4096) and rotary (8192 tokens, 32/8 heads, d 128, NeoX and GPT-J): bench_pointwise.py
              says what is measured against which same-run baselines (a copy, PyTorch eager).
@@ -489,7 +490,7 @@ def main():
     result["ceilings"] = ceilings(args.reps)
     print(f"ceilings: copy {result['ceilings']['copy_tbs']:.2f} TB/s (read + write), "
           f"bf16 matmul 8192^3 {result['ceilings']['matmul_tflops']:.0f} TFLOP/s")
-    attn_rows, norm_rows, decode_rows, prefill_rows, varlen_rows = [], [], [], [], []
+    attn_rows, norm_rows, decode_rows, prefill_rows, varlen_rows, mixed_rows = [], [], [], [], [], []
     if args.only is None or "norms" in args.only:
         kernels = {pkg: load(pkg, "sm90a", args, variants) for pkg in ("rms-norm", "layer-norm")}
         norm_rows = bench_norms(kernels, args.reps, failures)
@@ -499,6 +500,12 @@ def main():
     if args.only is None or "decode" in args.only:
         kernels = {t: load("attention", t, args, variants) for t in ("sm90a", "sm80")}
         decode_rows = bench_decode(kernels, max(20, args.reps), result["ceilings"]["copy_tbs"], failures)
+        import decode_mixed_bench as mixed  # batches of mixed lengths against equal ones
+        try:
+            mixed_rows = mixed.bench_mixed(kernels, max(20, args.reps), result["ceilings"]["copy_tbs"], failures,
+                                           Timing, rel_error, decode_workspace_floats, L2_BYTES)
+        except Exception as e:  # noqa: BLE001 (a failed row, not a lost run: written before its first GPU run)
+            failures.append(f"decode mixed: {type(e).__name__}: {e}")
     if args.only is None or "prefill" in args.only:
         import attention_prefill_bench as prefill  # 1.1's head dims and varlen rows
         kernels = {t: load("attention", t, args, variants) for t in ("sm90a", "sm80")}
@@ -511,8 +518,8 @@ def main():
         pointwise_rows = bench_pointwise.bench_activation(kernels, args.reps, failures, Timing, rel_error)
         kernels = {t: load("rotary", t, args, variants) for t in ("sm90a", "sm80")}
         pointwise_rows += bench_pointwise.bench_rotary(kernels, args.reps, failures, Timing, rel_error, L2_BYTES)
-    result.update(attention=attn_rows, norms=norm_rows, decode=decode_rows, prefill=prefill_rows, varlen=varlen_rows,
-                  pointwise=pointwise_rows, failures=failures)
+    result.update(attention=attn_rows, norms=norm_rows, decode=decode_rows, decode_mixed=mixed_rows,
+                  prefill=prefill_rows, varlen=varlen_rows, pointwise=pointwise_rows, failures=failures)
     rows = attn_rows + norm_rows + decode_rows + prefill_rows + varlen_rows + pointwise_rows
     judged = [r for r in rows if "met" in r] + [dict(met=r["stretch_met"]) for r in rows if "stretch" in r]
     result["targets_met"] = sum(r["met"] for r in judged)
@@ -526,6 +533,9 @@ def main():
         print_norms(norm_rows)
     if decode_rows:
         print_decode(decode_rows)
+    if mixed_rows:
+        import decode_mixed_bench as mixed
+        mixed.print_mixed(mixed_rows)
     if prefill_rows or varlen_rows:
         import attention_prefill_bench as prefill
         prefill.print_rows(prefill_rows, varlen_rows)

@@ -289,7 +289,7 @@ DecodePlan plan_decode(const DecodeParams& p, int device) {
   // (comparisons).
   static const int balanced_mode = env_override("KH_ATTENTION_DECODE_BALANCED");
   constexpr int64_t kBalancedMinKeys = 8192;
-  const int64_t max_tiles = static_cast<int64_t>(p.batch) * p.heads_kv * ((p.max_kv() + 15) / 16 + 1);
+  const int64_t max_tiles = static_cast<int64_t>(p.batch) * ((p.max_kv() + 15) / 16 + 1);  // all sequences' tiles
   const int64_t records = static_cast<int64_t>(p.batch) * p.q_len * p.heads_q * (p.head_dim / 2);
   const bool balanced_wanted =
       balanced_mode == 1 || (balanced_mode == -1 && plan.tma && p.max_kv() >= kBalancedMinKeys);

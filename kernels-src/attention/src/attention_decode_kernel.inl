@@ -90,12 +90,11 @@ KH_DEC_DEV uint16_t to_bits16(float f) {
   return static_cast<uint16_t>(to_bits(f, Tag{}));
 }
 
-// Where a CTA's rows and keys are. Rows of a tile: local index r in [0, nrows) is query row
-// idx = r0 + r of the kv head's q_len x group rows, idx -> (token i = idx / group, q head
-// kv_head * group + idx % group).
-// Where the rows' results go: out and lse when no other CTA has keys of these rows (whole), else
-// slot `split` of each row's `slots` in the workspace (the length-balanced grid of
-// cuda/attention_decode_balanced.cuh cuts some units and not others).
+// Where a CTA's rows and keys are, and where its results go. Rows of a tile: local index r in
+// [0, nrows) is query row idx = r0 + r of the kv head's q_len x group rows, idx -> (token
+// i = idx / group, q head kv_head * group + idx % group). Results: out and lse when no other CTA
+// has keys of these rows (whole), else slot `split` of each row's `slots` in the workspace (the
+// length-balanced grid of cuda/attention_decode_balanced.cuh cuts some sequences, not others).
 struct Tile {
   int b, kv_head, r0, nrows, group, len;
   int split;             // which of the sequence's key splits this CTA takes

@@ -241,10 +241,12 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
   }
 }
 
-// The balanced grid's combine: CTA c merges the parts of the sequence in share c's record (none:
-// it returns at once). A warp a row of the sequence's q_len x heads_q rows; a lane 4 dims of the
-// row, summing its parts' normalised partials weighted by 2^(lse - max) / sum, as
-// decode_combine_kernel does.
+// The balanced grid's combine: CTAs (c, y) merge the parts of the sequence in share c's record
+// (none: they return at once), a warp a row of the sequence's q_len x heads_q rows, rows y x
+// kCombineWarps + warp and on by gridDim.y x kCombineWarps. (One CTA a record, walking the rows
+// 4 at a time, cost b1 x 8k 20 us: a row's loads wait on the last's; H200, cuda/NOTES.md
+// "Decode".) A lane takes 4 dims of the row, summing its parts' normalised partials weighted by
+// 2^(lse - max) / sum, as decode_combine_kernel does.
 template <typename Tag>
 __global__ void __launch_bounds__(kCombineThreads) decode_balanced_combine_kernel(const DecodeParams p, const int slots) {
   // A programmatic dependent of the split kernel (sm90): nothing it wrote is read before this.
@@ -255,7 +257,8 @@ __global__ void __launch_bounds__(kCombineThreads) decode_balanced_combine_kerne
   const int d = p.head_dim;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t total_rows = static_cast<int64_t>(p.batch) * p.q_len * p.heads_q;
-  for (int r = warp; r < p.q_len * p.heads_q; r += kCombineWarps) {
+  for (int r = static_cast<int>(blockIdx.y) * kCombineWarps + warp; r < p.q_len * p.heads_q;
+       r += static_cast<int>(gridDim.y) * kCombineWarps) {
     const int i = r / p.heads_q, hq = r - i * p.heads_q;
     const int64_t row = (static_cast<int64_t>(b) * p.q_len + i) * p.heads_q + hq;
     const float* part = p.workspace + row * slots * d;

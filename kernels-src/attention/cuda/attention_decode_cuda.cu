@@ -23,9 +23,9 @@ KH_DECODE_EXTERN_ALL(F16Tag)
 // dependent: launched as a programmatic dependent of the split kernel just queued (sm90): the
 // combine grid is scheduled while the split kernel's last CTAs finish, instead of after.
 template <typename Kernel, typename... Args>
-cudaError_t launch_combine(Kernel kernel, int64_t blocks, bool dependent, cudaStream_t stream, Args... args) {
+cudaError_t launch_combine(Kernel kernel, dim3 grid, bool dependent, cudaStream_t stream, Args... args) {
   cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(blocks));
+  config.gridDim = grid;
   config.blockDim = dim3(kCombineThreads);
   config.dynamicSmemBytes = 0;
   config.stream = stream;
@@ -40,18 +40,22 @@ cudaError_t launch_combine(Kernel kernel, int64_t blocks, bool dependent, cudaSt
 cudaError_t run_decode_combine(const DecodeParams& p, int num_splits, bool dependent, cudaStream_t stream) {
   const CombineShape shape = decode_combine_shape(p, num_splits);
   const int wpr = shape.warps_per_row;
+  const dim3 grid(static_cast<unsigned>(shape.blocks));
   if (p.dtype == ElementType::kBF16)
-    return launch_combine(decode_combine_kernel<Bf16Tag>, shape.blocks, dependent, stream, p, num_splits, wpr);
-  return launch_combine(decode_combine_kernel<F16Tag>, shape.blocks, dependent, stream, p, num_splits, wpr);
+    return launch_combine(decode_combine_kernel<Bf16Tag>, grid, dependent, stream, p, num_splits, wpr);
+  return launch_combine(decode_combine_kernel<F16Tag>, grid, dependent, stream, p, num_splits, wpr);
 }
 
-// After the balanced grid of `grid` CTAs: one combine CTA a share's record (a group of heads_kv
-// CTAs a share).
+// After the balanced grid of `grid` CTAs: a column of combine CTAs a share's record (a group of
+// heads_kv CTAs a share), one warp a row of the recorded sequence (y is at most 65535; past it the
+// warps take more rows).
 cudaError_t run_balanced_combine(const DecodeParams& p, int grid, int slots, bool dependent, cudaStream_t stream) {
-  const int groups = grid / p.heads_kv;
+  const int64_t rows = static_cast<int64_t>(p.q_len) * p.heads_q;
+  const int64_t y = std::min<int64_t>((rows + kCombineWarps - 1) / kCombineWarps, 65535);
+  const dim3 combine_grid(static_cast<unsigned>(grid / p.heads_kv), static_cast<unsigned>(y));
   if (p.dtype == ElementType::kBF16)
-    return launch_combine(decode_balanced_combine_kernel<Bf16Tag>, groups, dependent, stream, p, slots);
-  return launch_combine(decode_balanced_combine_kernel<F16Tag>, groups, dependent, stream, p, slots);
+    return launch_combine(decode_balanced_combine_kernel<Bf16Tag>, combine_grid, dependent, stream, p, slots);
+  return launch_combine(decode_balanced_combine_kernel<F16Tag>, combine_grid, dependent, stream, p, slots);
 }
 
 namespace {
@@ -271,13 +275,18 @@ DecodePlan plan_decode(const DecodeParams& p, int device) {
   // d96's 192-byte rows, whose boxes straddle lines, took 31-35% more (cuda/NOTES.md "Decode",
   // TMA). KH_ATTENTION_DECODE_TMA=0 keeps cp.async (comparisons).
   static const bool tma_on = env_on_unless_zero("KH_ATTENTION_DECODE_TMA");
-  plan.tma = kDecodeTmaBuilt && tma_on && plan.wide && p.head_dim == 128 && p.block_shift >= 4;
-  // An unsplit wide plan with TMA tiles runs on the length-balanced grid
-  // (attention_decode_balanced.cuh), so that a batch of mixed lengths is not as slow as its
-  // longest sequence (H200, b16 with lengths 2k-32k: 277 us against 296; its cost on equal
-  // lengths: 1-3%, cuda/NOTES.md "Decode"). Not with the cp.async ring (head dims 72-120, the sm80
-  // build): equal lengths then took 10-16% longer (b64 x 8k d80 367 -> 425 us, d96 399 -> 441).
-  // Where:
+  const bool tma_able = kDecodeTmaBuilt && tma_on && p.head_dim == 128 && p.block_shift >= 4;
+  plan.tma = tma_able && plan.wide;
+  // A plan of one row tile whose ring TMA fills runs on the length-balanced grid
+  // (attention_decode_balanced.cuh) of wide CTAs, whatever the split rule above chose, so that a
+  // batch of mixed lengths is not as slow as its longest sequence (H200, lengths spread over
+  // 2k-32k: b16 277 us against 296, b8 145 against 182, b4 84 against 95; one 32k among 1k ones:
+  // b16 68 against 190, b4 54 against 77; its cost on equal lengths: 0-4%, cuda/NOTES.md
+  // "Decode"). Not with the cp.async ring (head dims 72-120, the sm80 build): equal lengths then
+  // took 10-16% longer (b64 x 8k d80 367 -> 425 us, d96 399 -> 441). Where:
+  //  - the batch has two sequences or more: one has nothing to balance, and the grid's fixed
+  //    costs (the scan, the combine launch, fewer and longer CTAs) made b1 x 8k 23.8 us against
+  //    the plain split's 18.9, b1 x 32k 45.7 against 41.6;
   //  - the table holds >= kBalancedMinKeys keys a sequence: below, the most it can save is small
   //    (no sequence takes longer than ~65 us at b16 x 4k) and its fixed cost (~4 us: the scan of
   //    seq_lens, the combine launch) is 6% of an equal batch;
@@ -286,19 +295,24 @@ DecodePlan plan_decode(const DecodeParams& p, int device) {
   //    for the grid's groups of heads_kv CTAs, of which there is at least one);
   //  - the batch fits its shared tables, whose int32 tile counts stay below 2^31.
   // KH_ATTENTION_DECODE_BALANCED=0 / 1: never / regardless of the ring and the table's width
-  // (comparisons).
+  // (comparisons); KH_ATTENTION_DECODE_WIDE=0 (no wide CTA) also keeps the plain grid.
   static const int balanced_mode = env_override("KH_ATTENTION_DECODE_BALANCED");
   constexpr int64_t kBalancedMinKeys = 8192;
   const int64_t max_tiles = static_cast<int64_t>(p.batch) * ((p.max_kv() + 15) / 16 + 1);  // all sequences' tiles
   const int64_t records = static_cast<int64_t>(p.batch) * p.q_len * p.heads_q * (p.head_dim / 2);
   const bool balanced_wanted =
-      balanced_mode == 1 || (balanced_mode == -1 && plan.tma && p.max_kv() >= kBalancedMinKeys);
-  if (balanced_wanted && plan.wide && best == 1 && plan.row_tiles == 1 && smax >= 3 &&
+      balanced_mode == 1 || (balanced_mode == -1 && tma_able && p.batch >= 2 && p.max_kv() >= kBalancedMinKeys);
+  if (balanced_wanted && wm != 0 && forced <= 0 && plan.row_tiles == 1 && smax >= 3 &&
       p.batch <= kBalancedMaxBatch && max_tiles < (int64_t{1} << 31)) {
     const int grid = resident_ctas(device, bf16, plan.tpr, plan.rows, p.head_dim, plan.variant, kBalancedCta);
     // Whole groups only: a CTA past the last group would idle.
     const int groups = grid / p.heads_kv;
-    if (groups >= 1 && groups <= records) plan.balanced_grid = groups * p.heads_kv;
+    if (groups >= 1 && groups <= records) {
+      plan.balanced_grid = groups * p.heads_kv;
+      plan.wide = true;
+      plan.tma = tma_able;
+      plan.splits = 1;  // the grid's own: the shares' parts, combined by its own kernel
+    }
   }
   // The combine kernel is a programmatic dependent launch on sm90a (run 6 of cuda/NOTES.md
   // "Decode": 0.8-2.8 us sooner at batch 1 and 16, the same elsewhere); comparisons:

@@ -161,7 +161,9 @@ def call(op, out, lse, q, kc, vc, table, seq, ws, scale, window, softcap, stream
 # (class, b, q_len, hq, hkv, d, block_size, lens, window, softcap)
 CASES = [
     ("len 0/1/odd", 4, 1, 8, 2, 128, 16, [0, 1, 17, 1000], -1, 0.0),
-    ("long (split)", 1, 1, 32, 8, 128, 16, [20000], -1, 0.0),
+    ("long (split)", 1, 1, 32, 8, 128, 16, [7000], -1, 0.0),
+    # Past 8192 keys a table, on sm90a: the balanced grid, its one sequence cut at the shares.
+    ("long (balanced)", 1, 1, 32, 8, 128, 16, [20000], -1, 0.0),
     ("many seqs", 96, 1, 8, 8, 64, 32, [700, 1, 0, 129, 64], -1, 0.0),
     ("b512 (never split)", 512, 1, 8, 8, 64, 16, [300, 1, 0, 129, 64], -1, 0.0),
     ("mqa", 3, 1, 16, 1, 64, 32, [5, 300, 4096], -1, 0.0),
@@ -185,9 +187,13 @@ CASES = [
 # More of the balanced grid, each with a table of 8192 keys a sequence (its threshold) whatever the
 # lengths: (class, b, q_len, hq, hkv, d, block_size, lens, window, softcap, table blocks). Equal
 # sequences past the grid (64 on 16 groups of 8 CTAs) run 4 a share; mostly empty sequences are
-# written by CTAs without a share; one kv head: groups of one CTA; q_len 2 with a window. d96 (the
+# written by CTAs without a share; one kv head: groups of one CTA; q_len 2 with a window; small
+# batches, which the plain grid would split (every sequence into the same count of parts). d96 (the
 # cp.async ring) takes the plain grid unless KH_ATTENTION_DECODE_BALANCED=1 (decode_probe.py).
 BALANCED_CASES = [
+    ("balanced: small batch skewed", 3, 1, 32, 8, 128, 16, [9000, 0, 33], -1, 0.0, 600),
+    ("balanced: b5 q_len 2 gqa 16/4 window", 5, 2, 16, 4, 128, 64, [8100, 1, 700, 0, 4000], 1000, 0.0, 130),
+    ("balanced: b2 mqa softcap", 2, 1, 8, 1, 128, 16, [8192, 77], -1, 5.0, 512),
     ("balanced: equal past the grid", 64, 1, 32, 8, 128, 16, [1000], -1, 0.0, 512),
     ("balanced: mostly empty", 16, 1, 32, 8, 128, 16, [0, 0, 0, 300], -1, 0.0, 512),
     ("balanced: one kv head", 132, 1, 8, 1, 128, 16, [3000, 5, 700, 0, 40], -1, 0.0, 512),
@@ -281,8 +287,8 @@ def check_decode_oracle(res, kernels, gen, targets):
 def check_graph(res, op, target, gen):
     """Capture one call in a CUDA graph: replay == eager bit for bit; after seq_lens and q change in
     place, a replay computes the new call (nothing was read on the host at capture)."""
-    for cls, b, lens in (("graph split", 1, [9000]), ("graph b128", 128, [900, 1, 0, 333]),
-                         ("graph balanced", 16, [20000, 5, 300, 0, 4000])):
+    for cls, b, lens in (("graph split", 1, [6000]), ("graph b128", 128, [900, 1, 0, 333]),
+                         ("graph balanced", 16, [20000, 5, 300, 0, 4000]), ("graph balanced b3", 3, [9000, 0, 40])):
         name = f"b{b} lens{lens}"
         try:
             dtype, hq, hkv, d, bs = torch.bfloat16, 32, 8, 128, 16

@@ -6,6 +6,8 @@
 # spread over 1/16 x KV .. KV) and the equal batches of the same keys, and the uniform shapes of
 # gpu_bench, in alternating rounds (KH_PROBE_ROUNDS, default 2). KH_PROBE_LIB: the library
 # (default: the standalone build of tests/gpu/attention/build_standalone.sh in build/pr-bal).
+# The shapes (bBxKV lists): KH_PROBE_MIXED (spread lengths), KH_PROBE_SKEWED (one KV-long sequence
+# among KV / 32 ones; none by default), KH_PROBE_UNIFORM (equal lengths).
 # Output: the tables on stdout.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -24,11 +26,17 @@ run() {  # label, env assignments..., -- probe arguments...
 }
 run "check, balanced" -- --check --shapes b16x4096 || exit 1
 grep -q "correctness: .* 0 failed" "$LOG/balanced_probe.log" || { echo "correctness failed"; exit 1; }
-uniform=b16x4096,b16x32768,b64x8192,b128x4096,b16x17408,b64x8704
+mixed=${KH_PROBE_MIXED-b16x32768,b64x16384}
+skewed=${KH_PROBE_SKEWED-}
+uniform=${KH_PROBE_UNIFORM-b16x4096,b16x32768,b64x8192,b128x4096,b16x17408,b64x8704}
+both() {  # label, probe arguments...: the default rule's process, then the plain grid's
+  local label="$1"; shift
+  run "default rule, $label" -- "$@"
+  run "plain, $label" KH_ATTENTION_DECODE_BALANCED=0 -- "$@"
+}
 for round in $(seq 1 "${KH_PROBE_ROUNDS:-2}"); do
-  run "balanced, round $round" -- --mixed 0.0625 --shapes b16x32768,b64x16384
-  run "plain, round $round" KH_ATTENTION_DECODE_BALANCED=0 -- --mixed 0.0625 --shapes b16x32768,b64x16384
-  run "balanced, round $round" -- --shapes $uniform
-  run "plain, round $round" KH_ATTENTION_DECODE_BALANCED=0 -- --shapes $uniform
+  [[ -n "$mixed" ]] && both "round $round" --mixed 0.0625 --shapes "$mixed"
+  [[ -n "$skewed" ]] && both "round $round" --mixed 0.03125 --one-long --shapes "$skewed"
+  [[ -n "$uniform" ]] && both "round $round" --shapes "$uniform"
 done
 exit $rc

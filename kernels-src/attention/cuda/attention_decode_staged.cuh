@@ -37,11 +37,19 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t add
 // The rings of a CTA of WARPS warps for head-dim bucket DP (head dims up to DP), one a warp:
 // kStages x (K tile, V tile), each tile 16 key rows of DP / 8 chunks of 16 bytes. Two stages:
 // tile i + 1 in flight while tile i is computed (three, at 9 warps a wide CTA, were slower:
-// cuda/NOTES.md "Decode", wide CTAs).
+// cuda/NOTES.md "Decode", wide CTAs). Probe builds may reshape the wide CTA (comparisons of the
+// same shared memory spent as more stages for fewer warps): KH_DECODE_WIDE_WARPS and
+// KH_DECODE_WIDE_STAGES.
+#ifndef KH_DECODE_WIDE_WARPS
+#define KH_DECODE_WIDE_WARPS 12
+#endif
+#ifndef KH_DECODE_WIDE_STAGES
+#define KH_DECODE_WIDE_STAGES 2
+#endif
 template <int DP, int WARPS>
 struct StagedRing {
   static_assert(DP % 16 == 0 && DP >= 32 && DP <= 192, "the staged kernel's buckets: 32-192 in steps of 16");
-  static constexpr int kStages = 2;
+  static constexpr int kStages = WARPS > 4 ? KH_DECODE_WIDE_STAGES : 2;
   static constexpr int kChunks = DP / 8;  // chunks a key row copies
   // Rows of 4, 8 or 16 chunks are XOR-swizzled in place; 192's rows of 24 are padded to a pitch
   // of 25 instead, so that the 8 rows one ldmatrix reads, a pitch apart, still land in 8
@@ -61,7 +69,7 @@ struct StagedRing {
 // CTA widths: kThreads / 32 = 4 warps (the default), or kWideWarps, a CTA that fills an SM's
 // shared memory alone (d <= 128: 12 x 16 KiB) so that a row tile's keys need fewer splits,
 // often one: no partials, no combine kernel (cuda/NOTES.md "Decode", wide CTAs).
-constexpr int kWideWarps = 12;
+constexpr int kWideWarps = KH_DECODE_WIDE_WARPS;
 
 // CTAs an SM the kernel is built for, as its ring allows: 2 at 192 (100 KiB a CTA), else 3 (up
 // to 64 KiB); 1 for the wide CTA.

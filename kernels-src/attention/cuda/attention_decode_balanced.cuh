@@ -162,6 +162,7 @@ template <typename Tag, int DP, int ROWS, int WARPS, bool TMA>
 __global__ void __launch_bounds__(WARPS * 32, 1)
     decode_balanced_kernel(const DecodeParams p, const int slots, const __grid_constant__ DecodeTma tma) {
   extern __shared__ __align__(1024) unsigned char dec_smem[];  // 128-byte swizzled TMA boxes
+  KH_DEC_PROBE_MARK(p, 0);
   int32_t* first_tile = reinterpret_cast<int32_t*>(dec_smem + balanced_table_offset<DP, ROWS, WARPS, TMA>());
   int32_t* lengths = first_tile + p.batch + 1;
   const int groups = static_cast<int>(gridDim.x) / p.heads_kv;
@@ -169,7 +170,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
     const BalancedGrid grid = balanced_prologue<WARPS>(p, first_tile, lengths,
                                                        *reinterpret_cast<BalanceScratch<WARPS>*>(dec_smem), groups,
                                                        slots - 1);
+    KH_DEC_PROBE_MARK(p, 4);
     balanced_empty_units<WARPS>(p, first_tile);
+    KH_DEC_PROBE_MARK(p, 5);
     const int gi = static_cast<int>(blockIdx.x) / p.heads_kv, h = static_cast<int>(blockIdx.x) - gi * p.heads_kv;
     if (gi >= groups) return;
     if (gi >= grid.groups) {
@@ -189,6 +192,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
   }
   if constexpr (TMA) staged_init_tma_bars<DP, ROWS, WARPS>(dec_smem);
   __syncthreads();  // the walk's state is in shared memory
+  KH_DEC_PROBE_MARK(p, 6);
 
   // Read afresh for each sequence (volatile): see BalancedWalk.
   volatile BalancedWalk* walk = reinterpret_cast<BalancedWalk*>(first_tile) - 1;
@@ -221,6 +225,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
     t.slots = slots;
     t.whole = parts == 1;
     if (t.split == 0 && parts > 1 && threadIdx.x == 0) walk->cut_seq = b, walk->cut_parts = parts;
+    KH_DEC_PROBE_MARK(p, 7);
     if (pos == s0 && end >= s1) {
       // The share is this one sequence (part or whole): the common case of a uniform batch, run
       // outside the loop (see BalancedWalk).

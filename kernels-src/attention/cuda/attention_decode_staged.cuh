@@ -94,6 +94,25 @@ __host__ __device__ constexpr size_t decode_staged_smem_bytes() {
 // warp has taken through its ring before, in this CTA: with TMA its mbarriers' phases continue
 // from there (the balanced grid, attention_decode_balanced.cuh, runs several tiles a CTA; the
 // barriers are initialised once, by the kernel).
+// Probe builds only (KH_DECODE_PROBE_TIMES, decode_probe.py --times): thread 0 of each CTA
+// writes the global timer at mark m (0 kernel entry, 1 first copy issued, 2 key loop done,
+// 3 results written; 4-7 the balanced kernel's prologue steps) to the workspace's first 8 x 8
+// bytes a CTA, where no part of an unsplit
+// call goes: it measures where a call's fixed time goes, and breaks any call that uses the
+// workspace.
+#if defined(KH_DECODE_PROBE_TIMES)
+__device__ __forceinline__ void probe_time_mark(const DecodeParams& p, int m) {
+  if (threadIdx.x != 0) return;
+  unsigned long long now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  const unsigned cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  reinterpret_cast<unsigned long long*>(p.workspace)[8 * cta + m] = now;
+}
+#define KH_DEC_PROBE_MARK(p, m) probe_time_mark(p, m)
+#else
+#define KH_DEC_PROBE_MARK(p, m) ((void)0)
+#endif
+
 template <typename Tag, int DP, int ROWS, int WARPS, bool TMA>
 __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t, bool read_once,
                                             const DecodeTma& tma, unsigned char* smem, int& tiles_done) {
@@ -215,6 +234,7 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
   // warp's tiles from the CTA's first (it starts at tiles_done).
   const int first = t.tile_beg + warp * 16;
   int it = tiles_done;
+  KH_DEC_PROBE_MARK(p, 1);
 #pragma unroll
   for (int st = 0; st + 1 < kStages; ++st) {
     const int tl = first + st * kTileStride;
@@ -276,6 +296,7 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
     }
   }
   tiles_done = it;
+  KH_DEC_PROBE_MARK(p, 2);
   if constexpr (!TMA) cp_async_wait<0>();
   __syncthreads();  // the merge buffer below reuses the ring (every issued tile was waited for)
 
@@ -293,6 +314,7 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
     }
   }
   finish_split_tile<Tag, ROWS, WARPS * 32>(p, t, sm, warp, g, c, m, l);
+  KH_DEC_PROBE_MARK(p, 3);
 }
 
 // With TMA, lane 0 of each warp initialises the warp's mbarriers, one a ring stage, after the
@@ -315,6 +337,7 @@ __global__ void __launch_bounds__(WARPS * 32, staged_min_ctas(DP, WARPS))
     decode_staged_kernel(const DecodeParams p, const int row_tiles, const int num_splits,
                          const __grid_constant__ DecodeTma tma) {
   extern __shared__ __align__(1024) unsigned char dec_smem[];  // 128-byte swizzled TMA boxes
+  KH_DEC_PROBE_MARK(p, 0);
   const Tile t = make_tile(p, ROWS, row_tiles, num_splits);
   if constexpr (TMA) staged_init_tma_bars<DP, ROWS, WARPS>(dec_smem);
   int tiles_done = 0;

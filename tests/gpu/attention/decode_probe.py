@@ -166,8 +166,42 @@ def mixed_lengths(b, kv, lowest, gen, one_long=False):
     return lens[torch.randperm(b, device="cuda", generator=gen)].contiguous()
 
 
+def print_times(b, kv, call, ws):
+    """A library built with KH_DECODE_PROBE_TIMES: one call's per-CTA global-timer marks (entry,
+    first copy issued, key loop done, results written; the workspace's first 4 x 8 bytes a CTA),
+    as us from the first CTA's entry: median and max over the CTAs, and the median steps."""
+    ws.zero_()
+    torch.cuda.synchronize()
+    call()
+    torch.cuda.synchronize()
+    n = min(ws.numel() // 16, 4096)
+    marks8 = ws[:16 * n].view(torch.int64).view(n, 8)
+    marks = marks8[:, :4]
+    # Rows of CTAs that wrote all four marks, in order and within a second of each other (the
+    # other bytes of the workspace are zeros or a split call's partials).
+    ok = (marks > 0).all(dim=1) & (marks[:, 1:] >= marks[:, :-1]).all(dim=1) & (marks[:, 3] - marks[:, 0] < 10**9)
+    marks = marks[ok]
+    if marks.numel():
+        t0 = marks[:, 0].median()
+        near = (marks[:, 0] - t0).abs() < 10**9
+        marks, pro = marks[near].double(), marks8[ok][near][:, 4:].double()
+    if marks.numel() == 0:
+        print(f"times b{b}x{kv}: no marks (not a KH_DECODE_PROBE_TIMES build, or a split call)")
+        return
+    rel = (marks - marks[:, 0].min()) / 1e3
+    med, top = rel.median(dim=0).values.tolist(), rel.max(dim=0).values.tolist()
+    steps = (marks[:, 1:] - marks[:, :-1]).median(dim=0).values / 1e3
+    print(f"times b{b}x{kv} ({marks.shape[0]} CTAs), us from the first entry: entry {med[0]:.2f}/{top[0]:.2f}, "
+          f"first copy {med[1]:.2f}/{top[1]:.2f}, loop done {med[2]:.1f}/{top[2]:.1f}, written {med[3]:.1f}/{top[3]:.1f} "
+          f"(median/max); median steps {steps[0]:.2f}, {steps[1]:.1f}, {steps[2]:.2f}")
+    if (pro > 0).all():  # the balanced kernel's prologue marks (4-7)
+        at = ((pro - marks[:, :1]) / 1e3).median(dim=0).values.tolist()
+        print("  balanced prologue, median us from the CTA's entry: tables " + ", empty units ".join(
+            [f"{at[0]:.2f}", f"{at[1]:.2f}"]) + f", walk shared {at[2]:.2f}, tile made {at[3]:.2f}")
+
+
 def probe(op, b, kv, hq, hkv, d, bs, floor_tbs, with_sdpa, gen, q_len=1, sdpa_only=False, in_order=False, mixed=None,
-          one_long=False):
+          one_long=False, times=False):
     """mixed: None (every sequence kv long), or the shortest length as a fraction of kv (q_len 1)."""
     if mixed is not None and q_len != 1:
         raise ValueError("--mixed takes q_len 1")
@@ -206,6 +240,8 @@ def probe(op, b, kv, hq, hkv, d, bs, floor_tbs, with_sdpa, gen, q_len=1, sdpa_on
     if not err < 1e-2:
         raise RuntimeError(f"b{b} kv{kv} hkv{hkv}: rel error {err:.2e} against SDPA")
     us = time_us(calls)
+    if times:
+        print_times(b, kv, calls[0], ws)
     sdpa_us = None
     if with_sdpa:
         dense = [(qs[0].transpose(1, 2), kd, vd)]
@@ -236,6 +272,8 @@ def main():
                          "printed in the row's name). SDPA's time is then a masked kernel's: no baseline")
     ap.add_argument("--one-long", action="store_true",
                     help="with --mixed: one sequence KV long, the others MIXED x KV (a skewed batch)")
+    ap.add_argument("--times", action="store_true",
+                    help="print one call's per-CTA timer marks (a library built with KH_DECODE_PROBE_TIMES)")
     args = ap.parse_args()
     op = DecodeOp(args.module)
     if args.check and not correctness(op):
@@ -258,7 +296,8 @@ def main():
         for (name, bb, hq, hkv), d in ((c, int(d)) for c in cases for d in args.head_dims.split(",")):
             name += f" d{d}" if args.head_dims != "128" else ""
             us, tbs, ratio, sdpa_us, mean = probe(op, bb, kv, hq, hkv, d, args.block_size, floor, args.sdpa, gen,
-                                                  args.q_len, args.sdpa_only, args.in_order, args.mixed, args.one_long)
+                                                  args.q_len, args.sdpa_only, args.in_order, args.mixed, args.one_long,
+                                                  args.times)
             if args.mixed is not None:
                 spread = "one of" if args.one_long else "-"
                 name += f", lengths {max(1, int(args.mixed * kv))} {spread} {kv} (mean {mean:.0f})"

@@ -88,18 +88,11 @@ __host__ __device__ constexpr size_t decode_staged_smem_bytes() {
   return decode_staged_ring_bytes<DP, ROWS, WARPS>() + (TMA ? WARPS * StagedRing<DP, WARPS>::kStages * 8 : 0);
 }
 
-// The keys [t.key_beg, t.key_end) of tile t's rows through this warp's ring, then the CTA's merge
-// and epilogue (every thread of the CTA calls it; smem: the kernel's dynamic shared memory).
-// read_once: no other row tile reads these K/V rows (the L2 policy). tiles_done: the tiles this
-// warp has taken through its ring before, in this CTA: with TMA its mbarriers' phases continue
-// from there (the balanced grid, attention_decode_balanced.cuh, runs several tiles a CTA; the
-// barriers are initialised once, by the kernel).
 // Probe builds only (KH_DECODE_PROBE_TIMES, decode_probe.py --times): thread 0 of each CTA
-// writes the global timer at mark m (0 kernel entry, 1 first copy issued, 2 key loop done,
-// 3 results written; 4-7 the balanced kernel's prologue steps) to the workspace's first 8 x 8
-// bytes a CTA, where no part of an unsplit
-// call goes: it measures where a call's fixed time goes, and breaks any call that uses the
-// workspace.
+// writes the global timer at mark m (0 kernel entry, 1 first copy about to issue, 2 key loop
+// done, 3 results written; 4-7 the balanced kernel's prologue steps) to the workspace's first
+// 8 x 8 bytes a CTA, where no part of an unsplit call goes. It shows where a call's fixed time
+// goes, and breaks any call that uses the workspace for partials.
 #if defined(KH_DECODE_PROBE_TIMES)
 __device__ __forceinline__ void probe_time_mark(const DecodeParams& p, int m) {
   if (threadIdx.x != 0) return;
@@ -113,6 +106,12 @@ __device__ __forceinline__ void probe_time_mark(const DecodeParams& p, int m) {
 #define KH_DEC_PROBE_MARK(p, m) ((void)0)
 #endif
 
+// The keys [t.key_beg, t.key_end) of tile t's rows through this warp's ring, then the CTA's merge
+// and epilogue (every thread of the CTA calls it; smem: the kernel's dynamic shared memory).
+// read_once: no other row tile reads these K/V rows (the L2 policy). tiles_done: the tiles this
+// warp has taken through its ring before, in this CTA: with TMA its mbarriers' phases continue
+// from there (the balanced grid, attention_decode_balanced.cuh, runs several tiles a CTA; the
+// barriers are initialised once, by the kernel).
 template <typename Tag, int DP, int ROWS, int WARPS, bool TMA>
 __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t, bool read_once,
                                             const DecodeTma& tma, unsigned char* smem, int& tiles_done) {

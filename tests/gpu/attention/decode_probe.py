@@ -167,9 +167,10 @@ def mixed_lengths(b, kv, lowest, gen, one_long=False):
 
 
 def print_times(b, kv, call, ws):
-    """A library built with KH_DECODE_PROBE_TIMES: one call's per-CTA global-timer marks (entry,
-    first copy issued, key loop done, results written; the workspace's first 4 x 8 bytes a CTA),
-    as us from the first CTA's entry: median and max over the CTAs, and the median steps."""
+    """A library built with KH_DECODE_PROBE_TIMES: one call's per-CTA global-timer marks (the
+    workspace's first 8 x 8 bytes a CTA: entry, first copy about to issue, key loop done, results
+    written, then the balanced prologue's steps), as us from the first CTA's entry: median and
+    max over the CTAs, the median steps, and the prologue's steps where the kernel wrote them."""
     ws.zero_()
     torch.cuda.synchronize()
     call()
@@ -196,8 +197,8 @@ def print_times(b, kv, call, ws):
           f"(median/max); median steps {steps[0]:.2f}, {steps[1]:.1f}, {steps[2]:.2f}")
     if (pro > 0).all():  # the balanced kernel's prologue marks (4-7)
         at = ((pro - marks[:, :1]) / 1e3).median(dim=0).values.tolist()
-        print("  balanced prologue, median us from the CTA's entry: tables " + ", empty units ".join(
-            [f"{at[0]:.2f}", f"{at[1]:.2f}"]) + f", walk shared {at[2]:.2f}, tile made {at[3]:.2f}")
+        print(f"  balanced prologue, median us from the CTA's entry: tables {at[0]:.2f}, empty units {at[1]:.2f}, "
+              f"walk shared {at[2]:.2f}, tile made {at[3]:.2f}")
 
 
 def probe(op, b, kv, hq, hkv, d, bs, floor_tbs, with_sdpa, gen, q_len=1, sdpa_only=False, in_order=False, mixed=None,

@@ -5,7 +5,8 @@
 # the plain grid (KH_ATTENTION_DECODE_BALANCED=0) under Nsight Compute, one process each, then
 # the metrics side by side: time, DRAM and L2 traffic, how evenly the SMs were busy, instructions,
 # registers and the warps' stall reasons. Also the SASS of both d128 TMA kernels (cuobjdump) in
-# $OUT, for a diff of their key loops. KH_PROBE_LIB: the library (default build/pr-bal).
+# $OUT (from the library's build directory), for a diff of their key loops. KH_PROBE_LIB: the
+# library (default build/pr-bal).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 LOG=${OUT:-/tmp}
@@ -49,7 +50,7 @@ for k in sorted(set(a) | set(b)):
 PY
 done
 if command -v cuobjdump >/dev/null; then
-  obj=$(find build/pr-bal -name "attention_decode_bf16_tpr16.cu.o" | head -1)
+  obj=$(find "$(dirname "$(dirname "$lib")")" -name "attention_decode_bf16_tpr16.cu.o" | head -1)
   if [[ -n "$obj" ]]; then
     cuobjdump -sass "$obj" >"$LOG/decode_bf16_tpr16.sass" 2>&1 || rc=1
     cuobjdump -res-usage "$obj" >"$LOG/decode_bf16_tpr16.res" 2>&1 || rc=1

@@ -55,11 +55,43 @@ __host__ __device__ constexpr size_t decode_balanced_smem_bytes(int batch) {
 static_assert(decode_balanced_smem_bytes<128, 8, kWideWarps, true>(kBalancedMaxBatch) <= 195 * 1024,
               "the balanced CTA keeps the plain wide CTA's shared-memory carveout");
 
-// Per-warp partial results of the prologue's scan, in the ring before its first copy.
+// Per-warp partial results of the prologue's scan, in warp 0's second ring stage (the first
+// stages take the guessed first tiles' copies, FirstTileGuess, while the scan runs).
 template <int WARPS>
 struct BalanceScratch {
   int tiles[WARPS], n_max[WARPS], n_min[WARPS], seqs[WARPS];
 };
+template <int DP, int WARPS>
+__host__ __device__ constexpr size_t balance_scratch_offset() {
+  static_assert(StagedRing<DP, WARPS>::kStages >= 2 && sizeof(BalanceScratch<WARPS>) <= 2 * StagedRing<DP, WARPS>::kTileChunks * 16,
+                "the scan's scratch fits warp 0's second stage");
+  return 2 * StagedRing<DP, WARPS>::kTileChunks * 16;
+}
+
+// Each warp's first tile, guessed before the partition is known so that its copies are in flight
+// while the CTA finds its share (the partition, the share's sequence and its bounds took ~2.5 us
+// before the first copy, on a call of ~480 us: cuda/NOTES.md "Decode"). The guess is the
+// partition of equal lengths, the batch the grid must not slow down: share gi starts at sequence
+// gi x batch / groups, at its first key, wherever groups divides gi x batch (no window: the keys
+// start at 0). The tile's cache block is read at the kernel's entry, beside seq_lens; its copies
+// go into the warp's stage 0 after the scan. Once the share is known, a right guess is the first
+// tile staged_tile takes (first_in_flight); a wrong one's copies are waited for and the ring
+// moves on a stage.
+struct FirstTileGuess {
+  int b = -1;         // the sequence guessed, -1 for none
+  int32_t block = 0;  // the cache block of this warp's first tile of it
+};
+
+__device__ __forceinline__ FirstTileGuess guess_first_tile(const DecodeParams& p, int groups) {
+  FirstTileGuess guess;
+  const int gi = static_cast<int>(blockIdx.x) / p.heads_kv, key = static_cast<int>(threadIdx.x) / 32 * 16;
+  const int64_t at = static_cast<int64_t>(gi) * p.batch;
+  if (gi >= groups || p.window_left >= 0 || at % groups != 0 || key >= (p.max_blocks_per_seq << p.block_shift))
+    return guess;
+  guess.b = static_cast<int>(at / groups);
+  guess.block = p.block_table[static_cast<int64_t>(guess.b) * p.bt_batch_stride + (key >> p.block_shift)];
+  return guess;
+}
 
 struct BalancedGrid {
   int64_t total = 0;   // tiles of all sequences (a head's)
@@ -166,18 +198,40 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
   int32_t* first_tile = reinterpret_cast<int32_t*>(dec_smem + balanced_table_offset<DP, ROWS, WARPS, TMA>());
   int32_t* lengths = first_tile + p.batch + 1;
   const int groups = static_cast<int>(gridDim.x) / p.heads_kv;
+  const int warp = threadIdx.x / 32;
+  FirstTileGuess guess;
+  if constexpr (TMA) {
+    staged_init_tma_bars<DP, ROWS, WARPS>(dec_smem);
+    guess = guess_first_tile(p, groups);
+  }
+  int tiles_done = 0;
+  // A wrong guess's copies (or any guess's, in a CTA that takes no share) land before the ring
+  // moves on or the CTA exits.
+  auto drop_guess = [&] {
+    if (guess.b >= 0) {
+      cuda_common::mbar_wait(staged_stage_bar<DP, ROWS, WARPS>(dec_smem, warp, 0), 0);
+      tiles_done = 1;
+      guess.b = -1;
+    }
+  };
   {
-    const BalancedGrid grid = balanced_prologue<WARPS>(p, first_tile, lengths,
-                                                       *reinterpret_cast<BalanceScratch<WARPS>*>(dec_smem), groups,
-                                                       slots - 1);
+    const BalancedGrid grid = balanced_prologue<WARPS>(
+        p, first_tile, lengths,
+        *reinterpret_cast<BalanceScratch<WARPS>*>(dec_smem + balance_scratch_offset<DP, WARPS>()), groups, slots - 1);
+    if constexpr (TMA) {
+      if (guess.b >= 0 && threadIdx.x % 32 == 0)
+        staged_tma_issue<DP, ROWS, WARPS>(dec_smem, warp, 0, tma, static_cast<int>(blockIdx.x) % p.heads_kv,
+                                          (warp * 16) & (p.block_size - 1), guess.block, kv_stream_policy(true));
+    }
     KH_DEC_PROBE_MARK(p, 4);
     balanced_empty_units<WARPS>(p, first_tile);
     KH_DEC_PROBE_MARK(p, 5);
     const int gi = static_cast<int>(blockIdx.x) / p.heads_kv, h = static_cast<int>(blockIdx.x) - gi * p.heads_kv;
-    if (gi >= groups) return;
+    if (gi >= groups) return;  // no guess either (guess_first_tile)
     if (gi >= grid.groups) {
       int32_t* record = balanced_record(p, slots, gi);
       if (h == 0 && threadIdx.x == 0) record[0] = -1, record[1] = 0;
+      drop_guess();
       return;
     }
     if (threadIdx.x == 0) {
@@ -190,13 +244,11 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
       w->cut_parts = 0;
     }
   }
-  if constexpr (TMA) staged_init_tma_bars<DP, ROWS, WARPS>(dec_smem);
   __syncthreads();  // the walk's state is in shared memory
   KH_DEC_PROBE_MARK(p, 6);
 
   // Read afresh for each sequence (volatile): see BalancedWalk.
   volatile BalancedWalk* walk = reinterpret_cast<BalancedWalk*>(first_tile) - 1;
-  int tiles_done = 0;
   for (int64_t pos = walk->s0; pos < walk->s1;) {
     const int64_t s0 = walk->s0, s1 = walk->s1, total = walk->total, n_groups = walk->groups;
     const int gi = static_cast<int>(blockIdx.x) / p.heads_kv, h = static_cast<int>(blockIdx.x) - gi * p.heads_kv;
@@ -225,11 +277,15 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
     t.slots = slots;
     t.whole = parts == 1;
     if (t.split == 0 && parts > 1 && threadIdx.x == 0) walk->cut_seq = b, walk->cut_parts = parts;
+    // The share's first tile of this warp, when it is the guess's: its copies are in stage 0.
+    const bool guessed = guess.b == b && t.tile_beg == 0 && 16 * warp < t.key_end;
+    if (!guessed) drop_guess();
+    guess.b = -1;
     KH_DEC_PROBE_MARK(p, 7);
     if (pos == s0 && end >= s1) {
       // The share is this one sequence (part or whole): the common case of a uniform batch, run
       // outside the loop (see BalancedWalk).
-      staged_tile<Tag, DP, ROWS, WARPS, TMA>(p, t, true, tma, dec_smem, tiles_done);
+      staged_tile<Tag, DP, ROWS, WARPS, TMA>(p, t, true, tma, dec_smem, tiles_done, guessed);
       break;
     }
     if (pos != s0) {
@@ -237,9 +293,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
       tma_fence_generic_writes();
       __syncthreads();
     }
-    staged_tile<Tag, DP, ROWS, WARPS, TMA>(p, t, true, tma, dec_smem, tiles_done);
+    staged_tile<Tag, DP, ROWS, WARPS, TMA>(p, t, true, tma, dec_smem, tiles_done, guessed);
     pos = end;
   }
+  drop_guess();  // none left unless the share was empty
   if (threadIdx.x == 0 && static_cast<int>(blockIdx.x) % p.heads_kv == 0) {
     int32_t* record = balanced_record(p, slots, static_cast<int>(blockIdx.x) / p.heads_kv);
     record[0] = walk->cut_seq, record[1] = walk->cut_parts;

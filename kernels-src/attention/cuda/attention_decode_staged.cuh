@@ -106,15 +106,38 @@ __device__ __forceinline__ void probe_time_mark(const DecodeParams& p, int m) {
 #define KH_DEC_PROBE_MARK(p, m) ((void)0)
 #endif
 
+// With TMA: the mbarrier of warp `warp`'s ring stage st (one a warp and stage, after the ring).
+template <int DP, int ROWS, int WARPS>
+__device__ __forceinline__ uint32_t staged_stage_bar(unsigned char* smem, int warp, int st) {
+  constexpr uint32_t kRingBytes = static_cast<uint32_t>(decode_staged_ring_bytes<DP, ROWS, WARPS>());
+  return static_cast<uint32_t>(__cvta_generic_to_shared(smem)) + kRingBytes +
+         8 * static_cast<uint32_t>(warp * StagedRing<DP, WARPS>::kStages + st);
+}
+
+// Lane 0 of warp `warp`: the TMA copies of a tile (16 cache rows from `row` of cache block blk,
+// kv head `head`) into the warp's ring stage st, counted by the stage's mbarrier.
+template <int DP, int ROWS, int WARPS>
+__device__ __forceinline__ void staged_tma_issue(unsigned char* smem, int warp, int st, const DecodeTma& tma,
+                                                 int head, int row, int32_t blk, uint64_t policy) {
+  using Ring = StagedRing<DP, WARPS>;
+  const uint32_t kdst = static_cast<uint32_t>(__cvta_generic_to_shared(smem)) +
+                        static_cast<uint32_t>((warp * Ring::kStages + st) * 2 * Ring::kTileChunks * 16);
+  tma_load_kv_tile(kdst, kdst + Ring::kTileChunks * 16, tma, staged_stage_bar<DP, ROWS, WARPS>(smem, warp, st), head,
+                   row, blk, policy);
+}
+
 // The keys [t.key_beg, t.key_end) of tile t's rows through this warp's ring, then the CTA's merge
 // and epilogue (every thread of the CTA calls it; smem: the kernel's dynamic shared memory).
 // read_once: no other row tile reads these K/V rows (the L2 policy). tiles_done: the tiles this
 // warp has taken through its ring before, in this CTA: with TMA its mbarriers' phases continue
 // from there (the balanced grid, attention_decode_balanced.cuh, runs several tiles a CTA; the
-// barriers are initialised once, by the kernel).
+// barriers are initialised once, by the kernel). first_in_flight (TMA only): this warp's first
+// tile, t.tile_beg + 16 x warp, was issued into stage tiles_done % kStages already (the balanced
+// grid's guess, issued before its partition was known).
 template <typename Tag, int DP, int ROWS, int WARPS, bool TMA>
 __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t, bool read_once,
-                                            const DecodeTma& tma, unsigned char* smem, int& tiles_done) {
+                                            const DecodeTma& tma, unsigned char* smem, int& tiles_done,
+                                            bool first_in_flight = false) {
   static_assert(ROWS <= 8, "the query rows are the mma's n = 8");
   static_assert(!TMA || DP == 2 * kTmaBoxCols, "TMA tiles are two 64-dim boxes");
   using Ring = StagedRing<DP, WARPS>;
@@ -178,8 +201,7 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
   uint4* ring = reinterpret_cast<uint4*>(smem) + static_cast<size_t>(warp) * kStages * 2 * Ring::kTileChunks;
   const uint32_t ring_addr = static_cast<uint32_t>(__cvta_generic_to_shared(ring));
   // With TMA: this warp's mbarriers, one a stage, after the ring.
-  constexpr uint32_t kRingBytes = static_cast<uint32_t>(decode_staged_ring_bytes<DP, ROWS, WARPS>());
-  const uint32_t bars = static_cast<uint32_t>(__cvta_generic_to_shared(smem)) + kRingBytes + warp * kStages * 8;
+  const uint32_t bars = staged_stage_bar<DP, ROWS, WARPS>(smem, warp, 0);
   auto slot_of = [](int key, int chunk) { return TMA ? tma_tile_slot(key, chunk) : Ring::slot(key, chunk); };
   // The cache block of tile tl when tiles are whole blocks or parts of one (block size >= 16):
   // read one iteration before the tile's copies are issued, so that the table's load latency
@@ -189,9 +211,7 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
   // a row (whole lines), zero past the head dim or outside the split's keys.
   auto issue = [&](int tl, int st, int32_t blk) {
     if constexpr (TMA) {
-      const uint32_t kdst = ring_addr + static_cast<uint32_t>(st * 2 * Ring::kTileChunks * 16);
-      if (lane == 0)
-        tma_load_kv_tile(kdst, kdst + Ring::kTileChunks * 16, tma, bars + 8 * st, t.kv_head, tl & bmask, blk, policy);
+      if (lane == 0) staged_tma_issue<DP, ROWS, WARPS>(smem, warp, st, tma, t.kv_head, tl & bmask, blk, policy);
       return;
     }
     uint4* kdst = ring + static_cast<size_t>(st) * 2 * Ring::kTileChunks;
@@ -237,7 +257,7 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
 #pragma unroll
   for (int st = 0; st + 1 < kStages; ++st) {
     const int tl = first + st * kTileStride;
-    if (tl < key_end) issue(tl, (it + st) % kStages, block_of(tl));
+    if (tl < key_end && !(TMA && st == 0 && first_in_flight)) issue(tl, (it + st) % kStages, block_of(tl));
     if constexpr (!TMA) cp_async_commit();
   }
   int32_t next_blk = block_of(first + (kStages - 1) * kTileStride);
@@ -321,9 +341,7 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
 template <int DP, int ROWS, int WARPS>
 __device__ __forceinline__ void staged_init_tma_bars(unsigned char* smem) {
   constexpr int kStages = StagedRing<DP, WARPS>::kStages;
-  constexpr uint32_t kRingBytes = static_cast<uint32_t>(decode_staged_ring_bytes<DP, ROWS, WARPS>());
-  const int warp = threadIdx.x / 32;
-  const uint32_t bars = static_cast<uint32_t>(__cvta_generic_to_shared(smem)) + kRingBytes + warp * kStages * 8;
+  const uint32_t bars = staged_stage_bar<DP, ROWS, WARPS>(smem, threadIdx.x / 32, 0);
   if (threadIdx.x % 32 == 0)
     for (int st = 0; st < kStages; ++st) tma_bar_init(bars + 8 * st);
   __syncwarp();
@@ -337,10 +355,27 @@ __global__ void __launch_bounds__(WARPS * 32, staged_min_ctas(DP, WARPS))
                          const __grid_constant__ DecodeTma tma) {
   extern __shared__ __align__(1024) unsigned char dec_smem[];  // 128-byte swizzled TMA boxes
   KH_DEC_PROBE_MARK(p, 0);
+  // With TMA and the whole sequence in this CTA (no split, no window: its keys start at 0), the
+  // cache block of this warp's first tile is known before seq_lens is read: its load goes out
+  // beside make_tile's, and the tile's copies as soon as the length shows the tile is needed,
+  // about an L2 round trip sooner than staged_tile's own order (seq_lens, then the table).
+  const int first_key = static_cast<int>(threadIdx.x) / 32 * 16;
+  const bool early = TMA && num_splits == 1 && p.window_left < 0 &&
+                     first_key < (p.max_blocks_per_seq << p.block_shift);
+  int32_t first_block = 0;
+  if (early)
+    first_block = p.block_table[static_cast<int64_t>(blockIdx.z) * p.bt_batch_stride + (first_key >> p.block_shift)];
   const Tile t = make_tile(p, ROWS, row_tiles, num_splits);
-  if constexpr (TMA) staged_init_tma_bars<DP, ROWS, WARPS>(dec_smem);
+  bool first_in_flight = false;
+  if constexpr (TMA) {
+    staged_init_tma_bars<DP, ROWS, WARPS>(dec_smem);
+    first_in_flight = early && first_key < t.key_end;  // make_tile: t.b = blockIdx.z, t.tile_beg = 0
+    if (first_in_flight && threadIdx.x % 32 == 0)
+      staged_tma_issue<DP, ROWS, WARPS>(dec_smem, static_cast<int>(threadIdx.x) / 32, 0, tma, t.kv_head,
+                                        first_key & (p.block_size - 1), first_block, kv_stream_policy(row_tiles == 1));
+  }
   int tiles_done = 0;
-  staged_tile<Tag, DP, ROWS, WARPS, TMA>(p, t, row_tiles == 1, tma, dec_smem, tiles_done);
+  staged_tile<Tag, DP, ROWS, WARPS, TMA>(p, t, row_tiles == 1, tma, dec_smem, tiles_done, first_in_flight);
 }
 
 }  // namespace decode

@@ -187,7 +187,8 @@ CASES = [
 
 # More of the balanced grid, each with a table of 8192 keys a sequence (its threshold) whatever the
 # lengths: (class, b, q_len, hq, hkv, d, block_size, lens, window, softcap, table blocks). Equal
-# sequences past the grid (64 on 16 groups of 8 CTAs) run 4 a share; mostly empty sequences are
+# sequences past the grid (64 on 16 groups of 8 CTAs) run 4 a share, 16 one a share (the first
+# tiles' guess is right; at 100 keys the warps past the length drop theirs); mostly empty sequences are
 # written by CTAs without a share; one kv head: groups of one CTA; q_len 2 with a window; small
 # batches, which the plain grid would split (every sequence into the same count of parts). d96 (the
 # cp.async ring) takes the plain grid unless KH_ATTENTION_DECODE_BALANCED=1 (decode_probe.py).
@@ -196,6 +197,8 @@ BALANCED_CASES = [
     ("balanced: b5 q_len 2 gqa 16/4 window", 5, 2, 16, 4, 128, 64, [8100, 1, 700, 0, 4000], 1000, 0.0, 130),
     ("balanced: b2 mqa softcap", 2, 1, 8, 1, 128, 16, [8192, 77], -1, 5.0, 512),
     ("balanced: equal past the grid", 64, 1, 32, 8, 128, 16, [1000], -1, 0.0, 512),
+    ("balanced: equal, a sequence a share", 16, 1, 32, 8, 128, 16, [5000], -1, 0.0, 512),
+    ("balanced: equal, shorter than the warps' tiles", 16, 1, 32, 8, 128, 16, [100], -1, 0.0, 512),
     ("balanced: mostly empty", 16, 1, 32, 8, 128, 16, [0, 0, 0, 300], -1, 0.0, 512),
     ("balanced: one kv head", 132, 1, 8, 1, 128, 16, [3000, 5, 700, 0, 40], -1, 0.0, 512),
     ("balanced: q_len 2 window", 16, 2, 32, 8, 128, 32, [6000, 2, 45, 600, 0, 17], 256, 0.0, 256),

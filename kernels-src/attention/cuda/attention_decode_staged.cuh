@@ -132,8 +132,9 @@ __device__ __forceinline__ void staged_tma_issue(unsigned char* smem, int warp, 
 // warp has taken through its ring before, in this CTA: with TMA its mbarriers' phases continue
 // from there (the balanced grid, attention_decode_balanced.cuh, runs several tiles a CTA; the
 // barriers are initialised once, by the kernel). first_in_flight (TMA only): this warp's first
-// tile, t.tile_beg + 16 x warp, was issued into stage tiles_done % kStages already (the balanced
-// grid's guess, issued before its partition was known).
+// tile, t.tile_beg + 16 x warp, was issued into stage tiles_done % kStages already, by a kernel
+// that knew the tile before the bounds in t (the plain grid's early first tile below, the
+// balanced grid's guess).
 template <typename Tag, int DP, int ROWS, int WARPS, bool TMA>
 __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t, bool read_once,
                                             const DecodeTma& tma, unsigned char* smem, int& tiles_done,

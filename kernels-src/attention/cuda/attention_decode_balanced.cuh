@@ -63,9 +63,10 @@ struct BalanceScratch {
 };
 template <int DP, int WARPS>
 __host__ __device__ constexpr size_t balance_scratch_offset() {
-  static_assert(StagedRing<DP, WARPS>::kStages >= 2 && sizeof(BalanceScratch<WARPS>) <= 2 * StagedRing<DP, WARPS>::kTileChunks * 16,
+  constexpr size_t kStageBytes = 2 * StagedRing<DP, WARPS>::kTileChunks * 16;  // a stage's K and V tiles
+  static_assert(StagedRing<DP, WARPS>::kStages >= 2 && sizeof(BalanceScratch<WARPS>) <= kStageBytes,
                 "the scan's scratch fits warp 0's second stage");
-  return 2 * StagedRing<DP, WARPS>::kTileChunks * 16;
+  return kStageBytes;
 }
 
 // Each warp's first tile, guessed before the partition is known so that its copies are in flight

@@ -188,8 +188,8 @@ CASES = [
 # More of the balanced grid, each with a table of 8192 keys a sequence (its threshold) whatever the
 # lengths: (class, b, q_len, hq, hkv, d, block_size, lens, window, softcap, table blocks). Equal
 # sequences past the grid (64 on 16 groups of 8 CTAs) run 4 a share, 16 one a share (the first
-# tiles' guess is right; at 100 keys the warps past the length drop theirs); mostly empty sequences are
-# written by CTAs without a share; one kv head: groups of one CTA; q_len 2 with a window; small
+# tiles' guess is right; at 100 keys the warps past the length drop theirs); mostly empty
+# sequences are written by CTAs without a share; one kv head: groups of one CTA; q_len 2 with a window; small
 # batches, which the plain grid would split (every sequence into the same count of parts). d96 (the
 # cp.async ring) takes the plain grid unless KH_ATTENTION_DECODE_BALANCED=1 (decode_probe.py).
 BALANCED_CASES = [

@@ -94,16 +94,28 @@ __host__ __device__ constexpr size_t decode_staged_smem_bytes() {
 // 8 x 8 bytes a CTA, where no part of an unsplit call goes. It shows where a call's fixed time
 // goes, and breaks any call that uses the workspace for partials.
 #if defined(KH_DECODE_PROBE_TIMES)
-__device__ __forceinline__ void probe_time_mark(const DecodeParams& p, int m) {
-  if (threadIdx.x != 0) return;
+__device__ __forceinline__ void probe_write_time(const DecodeParams& p, unsigned index) {
   unsigned long long now;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  const unsigned cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-  reinterpret_cast<unsigned long long*>(p.workspace)[8 * cta + m] = now;
+  reinterpret_cast<unsigned long long*>(p.workspace)[index] = now;
+}
+__device__ __forceinline__ unsigned probe_cta() {
+  return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+}
+__device__ __forceinline__ void probe_time_mark(const DecodeParams& p, int m) {
+  if (threadIdx.x == 0) probe_write_time(p, 8 * probe_cta() + m);
+}
+// Also, past the CTAs' marks (from 64 KiB into the workspace, 16 x 8 bytes a CTA): when each
+// warp's key loop ended (slot = warp; the CTA's last staged_tile call) and, in slot 15, when the
+// CTA's barrier after the loops let thread 0 through: how far apart a CTA's warps end.
+__device__ __forceinline__ void probe_warp_mark(const DecodeParams& p, int slot) {
+  if (threadIdx.x % 32 == 0) probe_write_time(p, 8192 + 16 * probe_cta() + slot);
 }
 #define KH_DEC_PROBE_MARK(p, m) probe_time_mark(p, m)
+#define KH_DEC_PROBE_WARP_MARK(p, slot) probe_warp_mark(p, slot)
 #else
 #define KH_DEC_PROBE_MARK(p, m) ((void)0)
+#define KH_DEC_PROBE_WARP_MARK(p, slot) ((void)0)
 #endif
 
 // With TMA: the mbarrier of warp `warp`'s ring stage st (one a warp and stage, after the ring).
@@ -317,8 +329,10 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
   }
   tiles_done = it;
   KH_DEC_PROBE_MARK(p, 2);
+  KH_DEC_PROBE_WARP_MARK(p, warp);
   if constexpr (!TMA) cp_async_wait<0>();
   __syncthreads();  // the merge buffer below reuses the ring (every issued tile was waited for)
+  if (warp == 0) KH_DEC_PROBE_WARP_MARK(p, 15);
 
   sum_rows_over_column(l);
   using Merge = MergeSmem<32, ROWS, WARPS * 32>;

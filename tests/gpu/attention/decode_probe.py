@@ -175,7 +175,7 @@ def print_times(b, kv, call, ws):
     torch.cuda.synchronize()
     call()
     torch.cuda.synchronize()
-    n = min(ws.numel() // 16, 4096)
+    n = min(ws.numel() // 16, 1024)  # the CTA marks' rows, before the warp marks at 64 KiB
     marks8 = ws[:16 * n].view(torch.int64).view(n, 8)
     marks = marks8[:, :4]
     # Rows of CTAs that wrote all four marks, in order and within a second of each other (the
@@ -195,10 +195,34 @@ def print_times(b, kv, call, ws):
     print(f"times b{b}x{kv} ({marks.shape[0]} CTAs), us from the first entry: entry {med[0]:.2f}/{top[0]:.2f}, "
           f"first copy {med[1]:.2f}/{top[1]:.2f}, loop done {med[2]:.1f}/{top[2]:.1f}, written {med[3]:.1f}/{top[3]:.1f} "
           f"(median/max); median steps {steps[0]:.2f}, {steps[1]:.1f}, {steps[2]:.2f}")
+    warp_spread(ws, n, marks[:, 0].min())
     if (pro > 0).all():  # the balanced kernel's prologue marks (4-7)
         at = ((pro - marks[:, :1]) / 1e3).median(dim=0).values.tolist()
         print(f"  balanced prologue, median us from the CTA's entry: tables {at[0]:.2f}, empty units {at[1]:.2f}, "
               f"walk shared {at[2]:.2f}, tile made {at[3]:.2f}")
+
+
+def warp_spread(ws, n, t0, warps=12):
+    """The warp marks of a KH_DECODE_PROBE_TIMES build (16 x 8 bytes a CTA from 64 KiB into the
+    workspace: each warp's key loop end, then the CTA's barrier after them in slot 15): how far a
+    CTA's warps end apart, against how far the CTAs do (t0: the first CTA's entry, ns)."""
+    at = 8192 * 2  # floats
+    n = min(n, (ws.numel() - at) // 32)
+    marks = ws[at:at + 32 * n].view(torch.int64).view(n, 16)
+    ends, barrier = marks[:, :warps].double(), marks[:, 15].double()
+    ok = (ends > 0).all(dim=1) & (barrier > 0) & (ends.max(dim=1).values - ends.min(dim=1).values < 1e8)
+    ends, barrier = ends[ok], barrier[ok]
+    if ends.numel() == 0:
+        return
+    last, first = ends.max(dim=1).values, ends.min(dim=1).values
+    qs = torch.tensor([0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0], dtype=torch.float64, device=ends.device)
+    spread = torch.quantile((last - first) / 1e3, qs).tolist()
+    ends_at = torch.quantile((last - float(t0)) / 1e3, qs).tolist()
+    mean_at = torch.quantile((ends.mean(dim=1) - float(t0)) / 1e3, qs).tolist()
+    fmt = lambda xs: " ".join(f"{x:.1f}" for x in xs)  # noqa: E731
+    print(f"  warps ({ends.shape[0]} CTAs), quantiles 0/10/25/50/75/90/100%, us: a CTA's first to last warp's "
+          f"loop end {fmt(spread)}; last warp to barrier median {((barrier - last) / 1e3).median():.2f}")
+    print(f"  CTAs' last warp's loop end from the first entry {fmt(ends_at)}; their warps' mean end {fmt(mean_at)}")
 
 
 def probe(op, b, kv, hq, hkv, d, bs, floor_tbs, with_sdpa, gen, q_len=1, sdpa_only=False, in_order=False, mixed=None,

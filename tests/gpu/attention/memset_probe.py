@@ -49,7 +49,7 @@ def graph_of(fn):
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--module", required=True)
     ap.add_argument("--shapes", default="b1x4096,b16x4096,b16x32768")
     args = ap.parse_args()

@@ -137,7 +137,7 @@ def probe_shape(b, kv, bs, op, gen):
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--module", default=None, help="a kernel library whose attention_decode_paged is timed too")
     ap.add_argument("--shapes", default="b16x32768,b64x8192,b128x4096,b16x4096")
     ap.add_argument("--block-size", type=int, default=16)

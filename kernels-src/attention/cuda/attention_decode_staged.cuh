@@ -107,7 +107,8 @@ __device__ __forceinline__ void probe_time_mark(const DecodeParams& p, int m) {
 }
 // Also, past the CTAs' marks (from 64 KiB into the workspace, 16 x 8 bytes a CTA): when each
 // warp's key loop ended (slot = warp; the CTA's last staged_tile call) and, in slot 15, when the
-// CTA's barrier after the loops let thread 0 through: how far apart a CTA's warps end.
+// CTA's barrier after the loops let thread 0 through: how far apart a CTA's warps end (grids of
+// more than 1024 CTAs write their CTA marks over these).
 __device__ __forceinline__ void probe_warp_mark(const DecodeParams& p, int slot) {
   if (threadIdx.x % 32 == 0) probe_write_time(p, 8192 + 16 * probe_cta() + slot);
 }

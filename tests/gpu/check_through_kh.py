@@ -78,7 +78,7 @@ except ImportError:
 import kh  # noqa: E402
 # The standalone harnesses' references and tolerance rules, reused as they are.
 from attention_dev_check import make_inputs, reference as attention_reference, sdpa_same_precision  # noqa: E402
-from check_decode import check_decode, check_decode_oracle  # noqa: E402
+from check_decode import check_decode, check_decode_bad_blocks, check_decode_oracle  # noqa: E402
 from check_prefill import check_head_dims, check_varlen, check_varlen_oracle  # noqa: E402
 from check_norms import SENTINEL, TOL, gaps_intact, make_rows, norm_inputs, reference as norm_reference  # noqa: E402
 from check_activation import check_activation  # noqa: E402
@@ -760,6 +760,8 @@ def main():
                             ("attention decode", lambda: check_decode(res, kernels, gen, args.quick, GPU_TARGETS)),
                             ("attention decode vs the CPU oracle",
                              lambda: check_decode_oracle(res, kernels, gen, GPU_TARGETS)),
+                            ("attention decode bad block ids",
+                             lambda: check_decode_bad_blocks(res, kernels, gen, GPU_TARGETS)),
                             ("norms", lambda: check_norms(res, kernels, gen, args.quick)),
                             ("norms vs the CPU oracle", lambda: check_norms_oracle(res, kernels, gen)),
                             ("bad arguments", lambda: check_bad_args(res, kernels)),

@@ -251,6 +251,69 @@ TEST_CASE("attention_decode_paged: lengths and windows outside the table are cla
   CHECK(same(l1, l2));
 }
 
+// The CPU build reads the table on the host: an entry the call reads (a block holding a key some
+// row sees) outside [0, num_blocks) refuses the call before anything is written, whatever the
+// bad value; entries it never reads (past a sequence's length, wholly before its window) may
+// hold anything, as an engine's table does.
+TEST_CASE("attention_decode_paged: block ids outside the cache are refused where they are read") {
+  const kh::Op op = attention_kernel().op("attention_decode_paged");
+  const int64_t B = 2, H = 4, HK = 2, D = 64, BS = 16, MB = 4, NB = B * MB;
+  Random rnd(31);
+  Tensor q = make_tensor(Dt::bf16, {B, 1, H, D});
+  Tensor kc = make_tensor(Dt::bf16, {NB, BS, HK, D});
+  Tensor vc = make_tensor(Dt::bf16, {NB, BS, HK, D});
+  rnd.fill(q), rnd.fill(kc), rnd.fill(vc);
+  IntTensor table({B, MB});
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t j = 0; j < MB; ++j) table.at(b, j) = static_cast<int32_t>(NB - 1 - (b * MB + j));
+  IntTensor lens({B});
+  lens.at(0) = 40, lens.at(1) = 20;  // sequence 0 reads blocks 0-2, sequence 1 blocks 0-1
+  Tensor ws = make_tensor(Dt::f32, {std::max<int64_t>(workspace_floats(B, 1, H, HK, D, MB * BS), 1)});
+  auto run = [&](int64_t window, Tensor& out) {
+    return call(op, {targ(out), kh::none(), targ(q), targ(kc), targ(vc), table.arg(), lens.arg(), targ(ws),
+                     kh::arg(0.125), kh::arg(window), kh::arg(0.0)});
+  };
+  auto same = [](const Tensor& a, const Tensor& b) {
+    for (int64_t i = 0; i < a.storage_elems(); ++i)
+      if (a.get_at(i) != b.get_at(i)) return false;
+    return true;
+  };
+  auto untouched = [](const Tensor& t) {
+    for (int64_t i = 0; i < t.storage_elems(); ++i)
+      if (!std::isnan(t.get_at(i))) return false;
+    return true;
+  };
+  Tensor ref = make_tensor(Dt::bf16, {B, 1, H, D}), ref_w = make_tensor(Dt::bf16, {B, 1, H, D});
+  REQUIRE(run(-1, ref) == KH_OK);
+  REQUIRE(run(7, ref_w) == KH_OK);  // window 7: sequence 0's one row sees keys 32-39 (block 2) only
+  for (int32_t bad : {int32_t{-1}, static_cast<int32_t>(NB), std::numeric_limits<int32_t>::min(),
+                      std::numeric_limits<int32_t>::max()}) {
+    CAPTURE(bad);
+    const std::vector<int32_t> good = table.data;
+    Tensor out = make_tensor(Dt::bf16, {B, 1, H, D});
+    table.at(0, 2) = bad;  // holds sequence 0's keys 32-39
+    CHECK(run(-1, out) == KH_ERROR_INVALID_ARGUMENT);
+    INFO(kh_last_error());
+    CHECK(error_names("block_table"));
+    CHECK(std::string(kh_last_error()).find("block_table[0, 2] = " + std::to_string(bad)) != std::string::npos);
+    CHECK(untouched(out));
+    std::copy(good.begin(), good.end(), table.data.begin());  // in place: table.dl points at it
+    table.at(1, 1) = bad;  // sequence 1's keys 16-19: read too
+    CHECK(run(-1, out) == KH_ERROR_INVALID_ARGUMENT);
+    CHECK(untouched(out));
+    std::copy(good.begin(), good.end(), table.data.begin());  // in place: table.dl points at it
+    table.at(0, 3) = bad, table.at(1, 2) = bad, table.at(1, 3) = bad;  // past both lengths: never read
+    REQUIRE(run(-1, out) == KH_OK);
+    CHECK(same(out, ref));
+    table.at(0, 0) = bad, table.at(0, 1) = bad;  // wholly before sequence 0's window: never read
+    Tensor out_w = make_tensor(Dt::bf16, {B, 1, H, D});
+    REQUIRE(run(7, out_w) == KH_OK);
+    CHECK(same(out_w, ref_w));
+    CHECK(run(-1, out) == KH_ERROR_INVALID_ARGUMENT);  // without the window they are read
+    std::copy(good.begin(), good.end(), table.data.begin());  // in place: table.dl points at it
+  }
+}
+
 TEST_CASE("attention_decode_paged: bad arguments are refused and named") {
   const kh::Op op = attention_kernel().op("attention_decode_paged");
   const int64_t B = 2, H = 4, HK = 2, D = 64, BS = 16, NB = 8, MB = 4;

@@ -18,22 +18,50 @@ namespace {
 using kh_kernels::from_double;
 using kh_kernels::to_double;
 
+// Lengths outside [0, max_kv] are clamped (as on the GPU, which cannot refuse them).
+int64_t clamped_len(const DecodeParams& p, int64_t b) {
+  return std::min<int64_t>(std::max<int64_t>(p.seq_lens[b * p.seq_lens_stride], 0), p.max_kv());
+}
+
+// The first key any query row of sequence b can see: the window's start for the oldest token
+// (0 without a window). Keys before it are not read, nor are their table entries.
+int64_t first_visible_key(const DecodeParams& p, int64_t len) {
+  return p.window_left >= 0 ? std::max<int64_t>(0, len - p.q_len - p.window_left) : 0;
+}
+
+// The table is on the host here, so an entry the call would read that lies outside
+// [0, num_blocks) refuses the call before anything is written (a GPU build, which cannot read it
+// without a host synchronisation, leaves that block's keys out instead: decode_block_ok).
+kh_status check_block_table(const kh_kernels::OpContext& c, const DecodeParams& p) {
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t len = clamped_len(p, b);
+    if (len == 0) continue;
+    const int32_t* table = p.block_table + b * p.bt_batch_stride;
+    for (int64_t j = first_visible_key(p, len) >> p.block_shift; j <= (len - 1) >> p.block_shift; ++j)
+      if (!decode_block_ok(table[j], p.num_blocks))
+        return kh_kernels::arg_error(c, "block_table",
+                                     "block_table[%lld, %lld] = %d is outside [0, num_blocks = k_cache.shape[0] = %d) "
+                                     "and holds keys sequence %lld reads (length %lld); nothing was written",
+                                     (long long)b, (long long)j, table[j], p.num_blocks, (long long)b, (long long)len);
+  }
+  return KH_OK;
+}
+
 template <typename T>
 void attention_decode_cpu(const DecodeParams& p) {
-  const int64_t d = p.head_dim, group = p.heads_q / p.heads_kv, max_kv = p.max_kv();
+  const int64_t d = p.head_dim, group = p.heads_q / p.heads_kv;
   const T* qb = static_cast<const T*>(p.q);
   const T* kb = static_cast<const T*>(p.k);
   const T* vb = static_cast<const T*>(p.v);
   T* ob = static_cast<T*>(p.out);
   std::vector<double> k, v, q(static_cast<size_t>(d)), acc(static_cast<size_t>(d)), score;
   for (int64_t b = 0; b < p.batch; ++b) {
-    // Lengths outside [0, max_kv] are clamped (as on the GPU, which cannot refuse them).
-    const int64_t len = std::min<int64_t>(std::max<int64_t>(p.seq_lens[b * p.seq_lens_stride], 0), max_kv);
+    const int64_t len = clamped_len(p, b), first = first_visible_key(p, len);
     const int32_t* table = p.block_table + b * p.bt_batch_stride;
     for (int64_t hkv = 0; hkv < p.heads_kv; ++hkv) {
       k.assign(static_cast<size_t>(len * d), 0.0);
       v.assign(static_cast<size_t>(len * d), 0.0);
-      for (int64_t j = 0; j < len; ++j) {
+      for (int64_t j = first; j < len; ++j) {
         const int64_t blk = table[j >> p.block_shift], off = j & (p.block_size - 1);
         const T* kr = kb + blk * p.k_block_stride + off * p.k_row_stride + hkv * p.k_head_stride;
         const T* vr = vb + blk * p.v_block_stride + off * p.v_row_stride + hkv * p.v_head_stride;
@@ -85,6 +113,7 @@ kh_status attention_decode_paged_invoke(const kh_value* args, uint32_t nargs, co
     DecodeParams p;
     KH_KERNEL_TRY(parse_attention_decode_args(args, nargs, ctx, &p));
     if (p.empty()) return KH_OK;
+    KH_KERNEL_TRY(check_block_table({"attention_decode_paged", ctx, KH_DEVICE_TYPE}, p));
     kh_kernels::dispatch_float(kh_kernels::DType(p.dtype == ElementType::kBF16 ? kh_kernels::DType::kBF16
                                                                                : kh_kernels::DType::kF16),
                                [&](auto tag) { attention_decode_cpu<typename decltype(tag)::type>(p); });

@@ -222,7 +222,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
     if constexpr (TMA) {
       if (guess.b >= 0 && threadIdx.x % 32 == 0)
         staged_tma_issue<DP, ROWS, WARPS>(dec_smem, warp, 0, tma, static_cast<int>(blockIdx.x) % p.heads_kv,
-                                          (warp * 16) & (p.block_size - 1), guess.block, kv_stream_policy(true));
+                                          (warp * 16) & (p.block_size - 1), guess.block, p.num_blocks,
+                                          kv_stream_policy(true));
     }
     KH_DEC_PROBE_MARK(p, 4);
     balanced_empty_units<WARPS>(p, first_tile);

@@ -128,15 +128,17 @@ __device__ __forceinline__ uint32_t staged_stage_bar(unsigned char* smem, int wa
 }
 
 // Lane 0 of warp `warp`: the TMA copies of a tile (16 cache rows from `row` of cache block blk,
-// kv head `head`) into the warp's ring stage st, counted by the stage's mbarrier.
+// kv head `head`) into the warp's ring stage st, counted by the stage's mbarrier. A bad block id
+// (decode_block_ok) is copied as block num_blocks: a box wholly outside the map's bounds, which
+// TMA fills with zeros (and counts as landed like any other), so nothing outside the cache is read.
 template <int DP, int ROWS, int WARPS>
 __device__ __forceinline__ void staged_tma_issue(unsigned char* smem, int warp, int st, const DecodeTma& tma,
-                                                 int head, int row, int32_t blk, uint64_t policy) {
+                                                 int head, int row, int32_t blk, int num_blocks, uint64_t policy) {
   using Ring = StagedRing<DP, WARPS>;
   const uint32_t kdst = static_cast<uint32_t>(__cvta_generic_to_shared(smem)) +
                         static_cast<uint32_t>((warp * Ring::kStages + st) * 2 * Ring::kTileChunks * 16);
   tma_load_kv_tile(kdst, kdst + Ring::kTileChunks * 16, tma, staged_stage_bar<DP, ROWS, WARPS>(smem, warp, st), head,
-                   row, blk, policy);
+                   row, decode_block_ok(blk, num_blocks) ? blk : num_blocks, policy);
 }
 
 // The keys [t.key_beg, t.key_end) of tile t's rows through this warp's ring, then the CTA's merge
@@ -221,11 +223,17 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
   // read one iteration before the tile's copies are issued, so that the table's load latency
   // (an L2 round trip on the busy fabric) is not on each iteration's path.
   auto block_of = [&](int tl) -> int32_t { return whole_tiles && tl < key_end ? table[tl >> shift] : 0; };
+  // Whole tiles: bit st is set while stage st holds a tile whose block id is bad (decode_block_ok):
+  // its copies were zero-filled and its keys are left out.
+  unsigned bad_stages = 0;
   // Tile tl's K and V rows into stage st: consecutive lanes copy consecutive 16-byte chunks of
-  // a row (whole lines), zero past the head dim or outside the split's keys.
+  // a row (whole lines), zero past the head dim or outside the split's keys, or from a bad block.
   auto issue = [&](int tl, int st, int32_t blk) {
+    const bool blk_ok = !whole_tiles || decode_block_ok(blk, p.num_blocks);
+    if (whole_tiles) bad_stages = blk_ok ? bad_stages & ~(1u << st) : bad_stages | (1u << st);
     if constexpr (TMA) {
-      if (lane == 0) staged_tma_issue<DP, ROWS, WARPS>(smem, warp, st, tma, t.kv_head, tl & bmask, blk, policy);
+      if (lane == 0)
+        staged_tma_issue<DP, ROWS, WARPS>(smem, warp, st, tma, t.kv_head, tl & bmask, blk, p.num_blocks, policy);
       return;
     }
     uint4* kdst = ring + static_cast<size_t>(st) * 2 * Ring::kTileChunks;
@@ -238,15 +246,17 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
 #pragma unroll
     for (int n = 0; n < Ring::kCopies; ++n) {
       const int idx = lane + 32 * n, kk = idx / kChunks, ch = idx - kk * kChunks, key = tl + kk;
-      const bool on = ch < nch && key < key_end && key >= t.key_beg;
+      bool on = blk_ok && ch < nch && key < key_end && key >= t.key_beg;
       int64_t rk = 0, rv = 0;
       if (on) {
         if (whole_tiles) {
           rk = tk + static_cast<int64_t>(kk) * p.k_row_stride;
           rv = tv + static_cast<int64_t>(kk) * p.v_row_stride;
         } else {
-          rk = key_row(table, key, shift, bmask, p.k_block_stride, p.k_row_stride);
-          rv = key_row(table, key, shift, bmask, p.v_block_stride, p.v_row_stride);
+          const int32_t kblk = table[key >> shift];
+          on = decode_block_ok(kblk, p.num_blocks);
+          rk = static_cast<int64_t>(kblk) * p.k_block_stride + static_cast<int64_t>(key & bmask) * p.k_row_stride;
+          rv = static_cast<int64_t>(kblk) * p.v_block_stride + static_cast<int64_t>(key & bmask) * p.v_row_stride;
         }
       }
       const int slot = Ring::slot(kk, ch);
@@ -267,6 +277,8 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
   // warp's tiles from the CTA's first (it starts at tiles_done).
   const int first = t.tile_beg + warp * 16;
   int it = tiles_done;
+  if (TMA && first_in_flight && !decode_block_ok(block_of(first), p.num_blocks))
+    bad_stages |= 1u << (it % kStages);  // the caller issued it, zero-filled (staged_tma_issue)
   KH_DEC_PROBE_MARK(p, 1);
 #pragma unroll
   for (int st = 0; st + 1 < kStages; ++st) {
@@ -312,8 +324,17 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
         mma_16816<Tag>(sc, a[0], a[1], a[2], a[3], qf[kb][0], qf[kb][1]);
       }
     }
+    // Keys of a bad block id: the whole tile's (whole tiles), else each of this lane's two keys'.
+    unsigned left_out;
+    if (whole_tiles) {
+      left_out = (bad_stages >> (it % kStages)) & 1u ? 3u : 0u;
+    } else {
+      const int k0 = tile + g, k1 = k0 + 8;
+      left_out = static_cast<unsigned>(k0 < key_end && !decode_block_ok(table[k0 >> shift], p.num_blocks)) |
+                 static_cast<unsigned>(k1 < key_end && !decode_block_ok(table[k1 >> shift], p.num_blocks)) << 1;
+    }
     float corr[2];
-    tile_probabilities(sc, m, l, corr, tile + g, key_end, pos, low, softcap, s_scale, cap_log2, inv_cap);
+    tile_probabilities(sc, m, l, corr, tile + g, key_end, pos, low, softcap, s_scale, cap_log2, inv_cap, left_out);
 #pragma unroll
     for (int mb = 0; mb < kBlocks; ++mb)
 #pragma unroll
@@ -388,7 +409,8 @@ __global__ void __launch_bounds__(WARPS * 32, staged_min_ctas(DP, WARPS))
     first_in_flight = early && first_key < t.key_end;  // make_tile: t.b = blockIdx.z, t.tile_beg = 0
     if (first_in_flight && threadIdx.x % 32 == 0)
       staged_tma_issue<DP, ROWS, WARPS>(dec_smem, static_cast<int>(threadIdx.x) / 32, 0, tma, t.kv_head,
-                                        first_key & (p.block_size - 1), first_block, kv_stream_policy(row_tiles == 1));
+                                        first_key & (p.block_size - 1), first_block, p.num_blocks,
+                                        kv_stream_policy(row_tiles == 1));
   }
   int tiles_done = 0;
   staged_tile<Tag, DP, ROWS, WARPS, TMA>(p, t, row_tiles == 1, tma, dec_smem, tiles_done, first_in_flight);

@@ -281,10 +281,15 @@ __global__ void KH_DEC_SPLIT_BOUNDS(ROWS) decode_split_kernel(const DecodeParams
 
   for (int base = t.key_beg; base < t.key_end; base += kStep) {
     uint4 kraw[kUnroll], vraw[kUnroll];
+    // Bit u: key u of this step is within the range and its block id may be read (a bad id's
+    // key is left out, as if masked: decode_block_ok).
+    unsigned read = 0;
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int key = base + u * kGroups + grp;
-      if (lane_on && key < t.key_end) {
+      const bool on = key < t.key_end && decode_block_ok(blk[u], p.num_blocks);
+      read |= static_cast<unsigned>(on) << u;
+      if (lane_on && on) {
         const int64_t off = static_cast<int64_t>(key & bmask);
         kraw[u] = kh_dec_ld16(kbase + static_cast<int64_t>(blk[u]) * p.k_block_stride + off * p.k_row_stride);
         vraw[u] = kh_dec_ld16(vbase + static_cast<int64_t>(blk[u]) * p.v_block_stride + off * p.v_row_stride);
@@ -327,7 +332,7 @@ __global__ void KH_DEC_SPLIT_BOUNDS(ROWS) decode_split_kernel(const DecodeParams
       for (int r = 0; r < ROWS; ++r) {
         float x = s[u][r];
         if (softcap) x = cap_log2 * tanhf(x * inv_cap);
-        const bool seen = key < t.key_end && key <= pos[r] && key >= low[r];
+        const bool seen = ((read >> u) & 1u) && key <= pos[r] && key >= low[r];
         s[u][r] = seen ? x : -INFINITY;
       }
     }

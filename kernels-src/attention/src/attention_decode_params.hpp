@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "attention_fwd_params.hpp"  // ElementType
+#include "attention_visibility.hpp"  // KH_ATTN_HD
 
 namespace kh_attention {
 
@@ -92,5 +93,14 @@ struct DecodeParams {
   int64_t max_splits() const { return decode_max_splits(batch, heads_kv, max_kv()); }
   bool empty() const { return batch == 0 || q_len == 0 || heads_q == 0; }
 };
+
+// A block id a call may read: one in [0, num_blocks). The table lives on the device, so a GPU
+// call cannot refuse a bad entry without a host synchronisation; its kernels read nothing for it
+// (the copies are zero-filled, the loads skipped) and leave the block's keys out of every row's
+// softmax, as if masked. The CPU build, whose table is on the host, refuses the call instead.
+// Either way no byte outside the caches is read (docs/ops-attention-decode.md).
+KH_ATTN_HD bool decode_block_ok(int32_t block, int num_blocks) {
+  return static_cast<uint32_t>(block) < static_cast<uint32_t>(num_blocks);
+}
 
 }  // namespace kh_attention

@@ -12,7 +12,8 @@ view), lengths 0, 1, off multiples of the block size and longer than one split:
 Also: the CPU build against ref64 and the GPU builds against the CPU build; every head dim
 32..256 in steps of 8; CUDA graph capture then replay, bit-identical to the eager call, and a
 replay after seq_lens and q changed in place (the graph reads them on the device); bad calls
-refused with the argument named and the output untouched.
+refused with the argument named and the output untouched; block ids outside the cache left out
+(GPU) or refused (CPU).
 """
 import math
 
@@ -64,10 +65,19 @@ def make_paged(b, q_len, hq, hkv, d, bs, lens, dtype, gen, max_blocks=None, spar
 
 
 def gather(cache, table_row, n):
-    """The first n keys of one sequence as a dense (n, heads, d) tensor."""
+    """The first n keys of one sequence as a dense (n, heads, d) tensor; a bad block id's rows are
+    zeros (decode_reference masks them out)."""
     bs = cache.shape[1]
     j = torch.arange(n, device=cache.device)
-    return cache[table_row[j // bs].long(), j % bs]
+    ids = table_row[j // bs].long()
+    ok = block_ok(ids, cache.shape[0])
+    rows = cache[torch.where(ok, ids, 0), j % bs]
+    return torch.where(ok.view(-1, 1, 1), rows, torch.zeros((), device=cache.device, dtype=cache.dtype))
+
+
+def block_ok(ids, num_blocks):
+    """The op's rule for the ids it reads: in [0, num_blocks); other blocks' keys are left out."""
+    return (ids >= 0) & (ids < num_blocks)
 
 
 def visible_mask(n, q_len, window, device):
@@ -93,7 +103,8 @@ def decode_reference(q, kc, vc, table, seq, scale, window, softcap, same_precisi
             continue
         k = gather(kc, table[s], n).transpose(0, 1)  # (hkv, n, d)
         v = gather(vc, table[s], n).transpose(0, 1)
-        mask = visible_mask(n, q_len, window, q.device)  # (q_len, n)
+        j = torch.arange(n, device=q.device)
+        mask = visible_mask(n, q_len, window, q.device) & block_ok(table[s][j // kc.shape[1]].long(), kc.shape[0])
         rows = mask.any(-1)
         qs = q[s].transpose(0, 1)  # (hq, q_len, d)
         if same_precision:
@@ -206,6 +217,56 @@ BALANCED_CASES = [
 ]
 
 
+# Block ids outside [0, num_blocks) where the call reads them (docs/ops-attention-decode.md): a GPU
+# build reads nothing for them and leaves their keys out. One case a kernel path: (class, b, q_len,
+# hq, hkv, d, block_size, lens, window, softcap, table blocks, bad entries (sequence, block)); the
+# bad values go -1, num_blocks, INT32_MIN, INT32_MAX in turn.
+BAD_BLOCK_CASES = [
+    # d128 b16 GQA 32/8: the wide CTA (TMA on sm90a); blocks 0-11 are the warps' first tiles, which
+    # go out before seq_lens is read. Sequence 1 (length 1) is left with no key; 3 and 5 lose the
+    # last (partial) tile, 4 its first and last blocks.
+    ("bad ids: wide CTA", 16, 1, 32, 8, 128, 16, [700, 1, 0, 129, 2048, 37], -1, 0.0, None,
+     [(0, 0), (0, 5), (1, 0), (3, 8), (4, 0), (4, 127), (5, 2), (12, 11)]),
+    # Tables of 8192 keys: the balanced grid; block 0 is the guessed first tile of a share.
+    ("bad ids: balanced grid", 16, 1, 32, 8, 128, 16, [20000, 3, 300, 64, 1, 5000, 77, 0], -1, 0.0, 512,
+     [(0, 0), (0, 600), (0, 1249), (5, 0), (5, 100), (2, 18), (4, 0), (8, 0), (8, 700), (13, 300)]),
+    # One sequence split over the key length (d64, cp.async ring): the first 128 keys all bad.
+    ("bad ids: split", 1, 1, 8, 2, 64, 16, [3000], -1, 0.0, None, [(0, i) for i in range(8)] + [(0, 50), (0, 187)]),
+    # Block size 8: tiles of two blocks, each key's id read on its own; a window (blocks 0 and 20
+    # lie before sequence 0's, so are never read).
+    ("bad ids: block size 8 window", 2, 2, 8, 2, 64, 8, [300, 50], 100, 0.0, None, [(0, 0), (0, 20), (0, 37), (1, 6)]),
+    ("bad ids: d96 wide CTA q_len 2", 16, 2, 32, 8, 96, 32, [3000, 2, 45, 600], 256, 0.0, None,
+     [(0, 93), (0, 80), (2, 1), (3, 18)]),
+    ("bad ids: d192", 2, 1, 16, 4, 192, 16, [2000, 100], -1, 0.0, None, [(0, 0), (0, 124), (1, 6)]),
+    ("bad ids: d256 register kernel", 2, 1, 8, 2, 256, 16, [1500, 33], -1, 20.0, None, [(0, 3), (0, 93), (1, 2)]),
+    ("bad ids: a whole sequence", 3, 1, 8, 2, 128, 16, [40, 70, 5], -1, 0.0, None, [(1, i) for i in range(5)]),
+]
+
+
+def check_decode_bad_blocks(res, kernels, gen, targets):
+    """Bad block ids inside the lengths (left out) and past them (never read), on every GPU kernel
+    path; the CPU build refuses them with the argument named and out untouched."""
+    for target in targets:
+        op = kernels[("attention", target)].op("attention_decode_paged")
+        for (cls, b, q_len, hq, hkv, d, bs, lens, window, softcap, blocks, bad) in BAD_BLOCK_CASES:
+            run_case(res, op, target, torch.bfloat16, cls, b, q_len, hq, hkv, d, bs, lens, window, softcap, gen,
+                     blocks, bad)
+    cpu_op = kernels[("attention", "cpu")].op("attention_decode_paged")
+    q, kc, vc, table, seq, out, lse, ws = [t.cpu() for t in make_paged(2, 1, 8, 2, 64, 16, [40, 20], torch.bfloat16,
+                                                                        gen)]
+    for value in (-1, kc.shape[0]):
+        table[1, 1] = value  # holds keys 16-19 of sequence 1
+        expect_error(res, "cpu", f"block_table[1, 1] = {value}",
+                     lambda: cpu_op(out, lse, q, kc, vc, table, seq, ws, 0.125, -1, 0.0), out,
+                     kh.KH_ERROR_INVALID_ARGUMENT, "block_table")
+
+
+def set_bad_blocks(table, num_blocks, bad):
+    values = (-1, num_blocks, -2 ** 31, 2 ** 31 - 1)
+    for n, (s, j) in enumerate(bad):
+        table[s, j] = values[n % len(values)]
+
+
 def check_decode(res, kernels, gen, quick, targets):
     for target in targets:
         op = kernels[("attention", target)].op("attention_decode_paged")
@@ -221,12 +282,15 @@ def check_decode(res, kernels, gen, quick, targets):
         check_bad_args(res, op, target)
 
 
-def run_case(res, op, target, dtype, cls, b, q_len, hq, hkv, d, bs, lens, window, softcap, gen, max_blocks=None):
+def run_case(res, op, target, dtype, cls, b, q_len, hq, hkv, d, bs, lens, window, softcap, gen, max_blocks=None,
+             bad_blocks=()):
     name = f"b{b} q{q_len} h{hq}/{hkv} d{d} bs{bs} lens{lens[:4]} w{window} cap{softcap:g}"
     name += f" table {max_blocks}" if max_blocks else ""
+    name += f" {len(bad_blocks)} bad ids" if bad_blocks else ""
     scale = 1.0 / math.sqrt(d)
     try:
         q, kc, vc, table, seq, out, lse, ws = make_paged(b, q_len, hq, hkv, d, bs, lens, dtype, gen, max_blocks)
+        set_bad_blocks(table, kc.shape[0], bad_blocks)
         call(op, out, lse, q, kc, vc, table, seq, ws, scale, window, softcap)
         torch.cuda.synchronize()
         ref_o, ref_lse = decode_reference(q, kc, vc, table, seq, scale, window, softcap)

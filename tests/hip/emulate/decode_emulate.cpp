@@ -74,6 +74,9 @@ struct Case {
   double softcap;
   bool bf16;
   std::vector<int> lens;
+  // Table entries (sequence, block) set to ids outside [0, num_blocks) in turn: -1, num_blocks,
+  // INT_MIN, INT_MAX. Their keys must be left out (decode_block_ok) and nothing read for them.
+  std::vector<std::pair<int, int>> bad_blocks = {};
 };
 
 template <typename Tag, int TPR>
@@ -119,6 +122,13 @@ bool run_case(const Case& c, std::mt19937& rng) {
     lens[b] = c.lens[b % c.lens.size()];
     for (int j = 0; j < c.max_blocks; ++j) table[b * c.max_blocks + j] = perm[b * c.max_blocks + j];
   }
+  const int32_t bad_ids[] = {-1, nb, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
+  for (size_t n = 0; n < c.bad_blocks.size(); ++n)
+    table[c.bad_blocks[n].first * c.max_blocks + c.bad_blocks[n].second] = bad_ids[n % 4];
+  auto block_ok = [&](int b, int j) {
+    const int32_t id = table[b * c.max_blocks + j / c.bs];
+    return id >= 0 && id < nb;
+  };
   std::vector<float> lse(static_cast<size_t>(c.batch) * c.hq * c.q_len, std::nanf(""));
   // Scratch for the requested split count (the kernels do not look at the op's bound).
   const int64_t ws_n = static_cast<int64_t>(c.batch) * c.q_len * c.hq * c.splits * (c.d + 1);
@@ -154,7 +164,10 @@ bool run_case(const Case& c, std::mt19937& rng) {
         const int lo = c.window >= 0 ? std::max(0, pos - c.window) : 0;
         std::vector<double> s;
         double mx = -std::numeric_limits<double>::infinity();
+        std::vector<int> keys;  // the keys the row sees
         for (int j = lo; j <= pos; ++j) {
+          if (!block_ok(b, j)) continue;
+          keys.push_back(j);
           const size_t krow = ((static_cast<size_t>(table[b * c.max_blocks + j / c.bs]) * c.bs + j % c.bs) * c.hkv + hk) * c.d;
           double dot = 0;
           for (int e = 0; e < c.d; ++e)
@@ -170,7 +183,7 @@ bool run_case(const Case& c, std::mt19937& rng) {
         for (int e = 0; e < c.d; ++e) {
           double want = 0;
           for (size_t n = 0; n < s.size(); ++n) {
-            const int j = lo + static_cast<int>(n);
+            const int j = keys[n];
             const size_t vrow = ((static_cast<size_t>(table[b * c.max_blocks + j / c.bs]) * c.bs + j % c.bs) * c.hkv + hk) * c.d;
             want += std::exp(s[n] - mx) / denom * from_bits(vc[vrow + e], c.bf16);
           }
@@ -209,6 +222,10 @@ int main() {
       // Rows sharing a combine CTA (4 a CTA up to 8 splits, 2 up to 16) with its last CTA part empty.
       {1, 1, 6, 2, 128, 16, 10, -1, 6, 0.0, false, {150}},
       {1, 3, 3, 1, 64, 16, 20, -1, 12, 0.0, true, {300}},
+      // Bad block ids inside the lengths (left out: a split whose keys are all bad, a row left
+      // with no key at all in sequence 1) and past them (never read), block sizes 16 and 1.
+      {3, 2, 4, 2, 64, 16, 6, -1, 3, 0.0, true, {90, 16, 40}, {{0, 1}, {0, 5}, {1, 0}, {2, 2}, {2, 4}}},
+      {2, 1, 4, 1, 128, 1, 40, 20, 2, 0.0, false, {40, 7}, {{0, 3}, {0, 30}, {0, 39}, {1, 6}}},
   };
   int failed = 0;
   for (const Case& c : cases) failed += run_case(c, rng) ? 0 : 1;

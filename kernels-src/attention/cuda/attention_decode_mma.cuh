@@ -118,19 +118,21 @@ __device__ __forceinline__ void cp_async_wait() {
 // 2c + 1; sc[2], sc[3]: key first_key + 8): scale (base 2), soft-cap and masks, then each row's
 // online softmax (the max over the tile's 16 keys is over the 8 lanes of column c) and running
 // sum; corr gets each of the two rows' factor for what was accumulated before. Both split
-// kernels (this file's and the staged one) share it. left_out: bit 0 for key first_key, bit 1
-// for first_key + 8, keys whose block id is bad (decode_block_ok), masked like keys past the end.
+// kernels (this file's and the staged one) share it. key_a, key_b: the keys of sc[0..1] and
+// sc[2..3] (the lane's tile + g and tile + g + 8), or kLeftOutKey for a key whose block id is bad
+// (decode_block_ok): past every key_end, so masked as keys past the end are, at no cost a score.
+constexpr int kLeftOutKey = INT_MAX;
 __device__ __forceinline__ void tile_probabilities(float (&sc)[4], float (&m)[2], float (&l)[2], float (&corr)[2],
-                                                   int first_key, int key_end, const int (&pos)[2],
+                                                   int key_a, int key_b, int key_end, const int (&pos)[2],
                                                    const int (&low)[2], bool softcap, float s_scale, float cap_log2,
-                                                   float inv_cap, unsigned left_out) {
+                                                   float inv_cap) {
 #pragma unroll
   for (int v = 0; v < 4; ++v) {
-    const int key = first_key + (v >= 2 ? 8 : 0), k = v & 1;
+    const int key = v >= 2 ? key_b : key_a, k = v & 1;
     float x = sc[v];
     if (softcap) x = cap_log2 * tanhf(x * s_scale * inv_cap);
     else x *= s_scale;
-    const bool seen = key < key_end && key <= pos[k] && key >= low[k] && !((left_out >> (v >> 1)) & 1u);
+    const bool seen = key < key_end && key <= pos[k] && key >= low[k];
     sc[v] = seen ? x : -INFINITY;
   }
 #pragma unroll
@@ -275,25 +277,30 @@ __global__ void __launch_bounds__(kThreads, TPR >= 32 ? 2 : 3) decode_mma_kernel
 
   // Rows of keys tl + g and tl + g + 8 of one cache (K or V), chunks c + 4j of batch kbatch, zero
   // past the head dim or the split's keys or where the key's block id is bad. Loads go out in
-  // batches of at most 4 chunks to bound registers (head dims above 128 take two). Returns the
-  // bad-block bits of the two keys (tile_probabilities' left_out).
+  // batches of at most 4 chunks to bound registers (head dims above 128 take two). Sets key_a
+  // and key_b to the two keys as tile_probabilities takes them (kLeftOutKey for a bad block's).
   auto load_rows = [&](const uint16_t* base, int64_t block_stride, int64_t row_stride, int tl, int kbatch,
-                       uint4 (&ra)[kKBatch], uint4 (&rb)[kKBatch]) -> unsigned {
+                       uint4 (&ra)[kKBatch], uint4 (&rb)[kKBatch], int& key_a, int& key_b) {
     const int k0 = tl + g, k1 = tl + g + 8;
     bool on0 = k0 < key_end && k0 >= t.key_beg, on1 = k1 < key_end && k1 >= t.key_beg;
-    int32_t b0 = 0, b1 = 0;
+    int64_t r0 = 0, r1 = 0;
+    bool ok0 = true, ok1 = true;
     if (whole_tiles) {
-      b0 = b1 = table[tl >> shift];  // tl < key_end: the callers' loops
+      const int32_t blk = table[tl >> shift];
+      ok0 = ok1 = decode_block_ok(blk, p.num_blocks);
+      r0 = static_cast<int64_t>(blk) * block_stride + static_cast<int64_t>((tl & bmask) + g) * row_stride;
+      r1 = r0 + 8 * row_stride;
     } else {
-      if (on0) b0 = table[k0 >> shift];
-      if (on1) b1 = table[k1 >> shift];
+      const int32_t b0 = on0 ? table[k0 >> shift] : 0, b1 = on1 ? table[k1 >> shift] : 0;
+      ok0 = decode_block_ok(b0, p.num_blocks);
+      ok1 = decode_block_ok(b1, p.num_blocks);
+      r0 = static_cast<int64_t>(b0) * block_stride + static_cast<int64_t>(k0 & bmask) * row_stride;
+      r1 = static_cast<int64_t>(b1) * block_stride + static_cast<int64_t>(k1 & bmask) * row_stride;
     }
-    const unsigned left_out = static_cast<unsigned>(on0 && !decode_block_ok(b0, p.num_blocks)) |
-                              static_cast<unsigned>(on1 && !decode_block_ok(b1, p.num_blocks)) << 1;
-    on0 = on0 && !(left_out & 1u);
-    on1 = on1 && !(left_out & 2u);
-    const int64_t r0 = static_cast<int64_t>(b0) * block_stride + static_cast<int64_t>(k0 & bmask) * row_stride;
-    const int64_t r1 = static_cast<int64_t>(b1) * block_stride + static_cast<int64_t>(k1 & bmask) * row_stride;
+    on0 = on0 && ok0;
+    on1 = on1 && ok1;
+    key_a = ok0 ? k0 : kLeftOutKey;
+    key_b = ok1 ? k1 : kLeftOutKey;
 #pragma unroll
     for (int jj = 0; jj < kKBatch; ++jj) {
       const int j = kbatch * kKBatch + jj, ch = c + 4 * j;
@@ -304,10 +311,10 @@ __global__ void __launch_bounds__(kThreads, TPR >= 32 ? 2 : 3) decode_mma_kernel
         if (on1) rb[jj] = kh_dec_ld16(base + r1 + ch * 8);
       }
     }
-    return left_out;
   };
   auto load_k = [&](int tl, int kbatch, uint4 (&ka)[kKBatch], uint4 (&kb)[kKBatch]) {
-    load_rows(kbase, p.k_block_stride, p.k_row_stride, tl, kbatch, ka, kb);
+    int unused_a, unused_b;  // the V load of the same tile sets the keys' masks
+    load_rows(kbase, p.k_block_stride, p.k_row_stride, tl, kbatch, ka, kb, unused_a, unused_b);
   };
   // With one K batch (head dims <= 128) the next tile's K is loaded as soon as this tile's
   // scores are issued, so a warp always has loads in flight (K during P V, V during S).
@@ -318,7 +325,8 @@ __global__ void __launch_bounds__(kThreads, TPR >= 32 ? 2 : 3) decode_mma_kernel
 
   for (int tile = t.tile_beg + warp * 16; tile < key_end; tile += kTileStride) {
     uint4 va[kKBatch], vb[kKBatch];  // V of keys g, g + 8, chunks c + 4j (as K)
-    const unsigned left_out = load_rows(vbase, p.v_block_stride, p.v_row_stride, tile, 0, va, vb);
+    int key_a, key_b;
+    load_rows(vbase, p.v_block_stride, p.v_row_stride, tile, 0, va, vb, key_a, key_b);
 
     // S^T (16 keys x 8 rows) on the tensor cores.
     float sc[4] = {0.f, 0.f, 0.f, 0.f};
@@ -336,7 +344,7 @@ __global__ void __launch_bounds__(kThreads, TPR >= 32 ? 2 : 3) decode_mma_kernel
     }
     if (kPipeK && tile + kTileStride < key_end) load_k(tile + kTileStride, 0, ka, kb);
     float corr[2];
-    tile_probabilities(sc, m, l, corr, tile + g, key_end, pos, low, softcap, s_scale, cap_log2, inv_cap, left_out);
+    tile_probabilities(sc, m, l, corr, key_a, key_b, key_end, pos, low, softcap, s_scale, cap_log2, inv_cap);
 #pragma unroll
     for (int j = 0; j < kChunksPerLane; ++j)
 #pragma unroll
@@ -347,7 +355,7 @@ __global__ void __launch_bounds__(kThreads, TPR >= 32 ? 2 : 3) decode_mma_kernel
     const uint32_t pb[2] = {movmatrix_trans(pack_pair<Tag>(sc[0], sc[1])), movmatrix_trans(pack_pair<Tag>(sc[2], sc[3]))};
 #pragma unroll
     for (int vbatch = 0; vbatch < kChunksPerLane / kKBatch; ++vbatch) {
-      if (vbatch > 0) load_rows(vbase, p.v_block_stride, p.v_row_stride, tile, vbatch, va, vb);
+      if (vbatch > 0) load_rows(vbase, p.v_block_stride, p.v_row_stride, tile, vbatch, va, vb, key_a, key_b);
       tile_pv_tensor<Tag>(ot, va, vb, pb, jmax, vbatch * kKBatch);
     }
   }

@@ -324,17 +324,17 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
         mma_16816<Tag>(sc, a[0], a[1], a[2], a[3], qf[kb][0], qf[kb][1]);
       }
     }
-    // Keys of a bad block id: the whole tile's (whole tiles), else each of this lane's two keys'.
-    unsigned left_out;
+    // This lane's two keys, or kLeftOutKey where the block id is bad: the whole tile's (whole
+    // tiles), else each key's own.
+    int key_a = tile + g, key_b = tile + g + 8;
     if (whole_tiles) {
-      left_out = (bad_stages >> (it % kStages)) & 1u ? 3u : 0u;
+      if ((bad_stages >> (it % kStages)) & 1u) key_a = key_b = kLeftOutKey;
     } else {
-      const int k0 = tile + g, k1 = k0 + 8;
-      left_out = static_cast<unsigned>(k0 < key_end && !decode_block_ok(table[k0 >> shift], p.num_blocks)) |
-                 static_cast<unsigned>(k1 < key_end && !decode_block_ok(table[k1 >> shift], p.num_blocks)) << 1;
+      if (key_a < key_end && !decode_block_ok(table[key_a >> shift], p.num_blocks)) key_a = kLeftOutKey;
+      if (key_b < key_end && !decode_block_ok(table[key_b >> shift], p.num_blocks)) key_b = kLeftOutKey;
     }
     float corr[2];
-    tile_probabilities(sc, m, l, corr, tile + g, key_end, pos, low, softcap, s_scale, cap_log2, inv_cap, left_out);
+    tile_probabilities(sc, m, l, corr, key_a, key_b, key_end, pos, low, softcap, s_scale, cap_log2, inv_cap);
 #pragma unroll
     for (int mb = 0; mb < kBlocks; ++mb)
 #pragma unroll

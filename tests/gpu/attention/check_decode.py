@@ -227,8 +227,8 @@ BAD_BLOCK_CASES = [
     # last (partial) tile, 4 its first and last blocks.
     ("bad ids: wide CTA", 16, 1, 32, 8, 128, 16, [700, 1, 0, 129, 2048, 37], -1, 0.0, None,
      [(0, 0), (0, 5), (1, 0), (3, 8), (4, 0), (4, 127), (5, 2), (12, 11)]),
-    # Tables of 8192 keys: the balanced grid; block 0 is the guessed first tile of a share.
-    ("bad ids: balanced grid", 16, 1, 32, 8, 128, 16, [20000, 3, 300, 64, 1, 5000, 77, 0], -1, 0.0, 512,
+    # A table of 20000 keys (>= 8192): the balanced grid; block 0 is the guessed first tile of a share.
+    ("bad ids: balanced grid", 16, 1, 32, 8, 128, 16, [20000, 3, 300, 64, 1, 5000, 77, 0], -1, 0.0, None,
      [(0, 0), (0, 600), (0, 1249), (5, 0), (5, 100), (2, 18), (4, 0), (8, 0), (8, 700), (13, 300)]),
     # One sequence split over the key length (d64, cp.async ring): the first 128 keys all bad.
     ("bad ids: split", 1, 1, 8, 2, 64, 16, [3000], -1, 0.0, None, [(0, i) for i in range(8)] + [(0, 50), (0, 187)]),

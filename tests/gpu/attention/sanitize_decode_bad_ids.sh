@@ -22,5 +22,5 @@ out="${OUT:-$work}/sanitize"
 mkdir -p "$out"
 # Only the decode kernels are instrumented (the rest of the process runs at full speed).
 exec timeout "${KH_SANITIZE_TIMEOUT:-300}" compute-sanitizer --tool memcheck --error-exitcode 3 --print-limit 20 \
-  --kernel-name regex:decode python3 "$here/../check_through_kh.py" --hub "$KH_HUB" --cache "$KH_CACHE" \
+  --kernel-name kns=decode python3 "$here/../check_through_kh.py" --hub "$KH_HUB" --cache "$KH_CACHE" \
   --out "$out"

@@ -17,6 +17,8 @@ stage="$(cd "${2:-.gpu-stage}" && pwd)"
 command -v compute-sanitizer >/dev/null || { echo "SKIP: no compute-sanitizer"; exit 77; }
 [[ -d "$work/hub" && -d "$work/cache" ]] || { echo "no hub/cache in $work: run tests/gpu/run.sh first"; exit 2; }
 export KH_HUB="file://$work/hub" KH_CACHE="$work/cache" KH_LIBRARY="$stage/lib/libkh.so.0"
+# The system libraries run.sh linked from the stage's syslib/ for what this machine lacks.
+export LD_LIBRARY_PATH="$stage/lib:$work/syslib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export KH_GPU_CHECK_ONLY="attention decode bad block ids"
 out="${OUT:-$work}/sanitize"
 mkdir -p "$out"

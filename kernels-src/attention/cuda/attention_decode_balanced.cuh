@@ -287,7 +287,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
     if (pos == s0 && end >= s1) {
       // The share is this one sequence (part or whole): the common case of a uniform batch, run
       // outside the loop (see BalancedWalk).
-      staged_tile<Tag, DP, ROWS, WARPS, TMA>(p, t, true, tma, dec_smem, tiles_done, guessed);
+      staged_tile<Tag, DP, ROWS, WARPS, TMA>(p, t, true, tma, dec_smem, tiles_done, guessed,
+                                             !decode_block_ok(guess.block, p.num_blocks));
       break;
     }
     if (pos != s0) {
@@ -295,7 +296,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
       tma_fence_generic_writes();
       __syncthreads();
     }
-    staged_tile<Tag, DP, ROWS, WARPS, TMA>(p, t, true, tma, dec_smem, tiles_done, guessed);
+    staged_tile<Tag, DP, ROWS, WARPS, TMA>(p, t, true, tma, dec_smem, tiles_done, guessed,
+                                           !decode_block_ok(guess.block, p.num_blocks));
     pos = end;
   }
   drop_guess();  // none left unless the share was empty

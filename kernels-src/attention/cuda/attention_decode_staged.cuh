@@ -149,11 +149,12 @@ __device__ __forceinline__ void staged_tma_issue(unsigned char* smem, int warp, 
 // barriers are initialised once, by the kernel). first_in_flight (TMA only): this warp's first
 // tile, t.tile_beg + 16 x warp, was issued into stage tiles_done % kStages already, by a kernel
 // that knew the tile before the bounds in t (the plain grid's early first tile below, the
-// balanced grid's guess).
+// balanced grid's guess); first_bad: that tile's block id was bad (decode_block_ok: its copies are
+// zeros and its keys are left out).
 template <typename Tag, int DP, int ROWS, int WARPS, bool TMA>
 __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t, bool read_once,
                                             const DecodeTma& tma, unsigned char* smem, int& tiles_done,
-                                            bool first_in_flight = false) {
+                                            bool first_in_flight = false, bool first_bad = false) {
   static_assert(ROWS <= 8, "the query rows are the mma's n = 8");
   static_assert(!TMA || DP == 2 * kTmaBoxCols, "TMA tiles are two 64-dim boxes");
   using Ring = StagedRing<DP, WARPS>;
@@ -277,8 +278,7 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
   // warp's tiles from the CTA's first (it starts at tiles_done).
   const int first = t.tile_beg + warp * 16;
   int it = tiles_done;
-  if (TMA && first_in_flight && !decode_block_ok(block_of(first), p.num_blocks))
-    bad_stages |= 1u << (it % kStages);  // the caller issued it, zero-filled (staged_tma_issue)
+  if (TMA && first_in_flight && first_bad) bad_stages |= 1u << (it % kStages);  // zero-filled (staged_tma_issue)
   KH_DEC_PROBE_MARK(p, 1);
 #pragma unroll
   for (int st = 0; st + 1 < kStages; ++st) {
@@ -324,17 +324,17 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
         mma_16816<Tag>(sc, a[0], a[1], a[2], a[3], qf[kb][0], qf[kb][1]);
       }
     }
-    // This lane's two keys, or kLeftOutKey where the block id is bad: the whole tile's (whole
-    // tiles), else each key's own.
-    int key_a = tile + g, key_b = tile + g + 8;
+    // Keys of a bad block id are left out: a whole tile's by ending the tile's keys at its start,
+    // else each key's own (kLeftOutKey).
+    int key_a = tile + g, key_b = tile + g + 8, tile_end = key_end;
     if (whole_tiles) {
-      if ((bad_stages >> (it % kStages)) & 1u) key_a = key_b = kLeftOutKey;
+      if ((bad_stages >> (it % kStages)) & 1u) tile_end = tile;
     } else {
       if (key_a < key_end && !decode_block_ok(table[key_a >> shift], p.num_blocks)) key_a = kLeftOutKey;
       if (key_b < key_end && !decode_block_ok(table[key_b >> shift], p.num_blocks)) key_b = kLeftOutKey;
     }
     float corr[2];
-    tile_probabilities(sc, m, l, corr, key_a, key_b, key_end, pos, low, softcap, s_scale, cap_log2, inv_cap);
+    tile_probabilities(sc, m, l, corr, key_a, key_b, tile_end, pos, low, softcap, s_scale, cap_log2, inv_cap);
 #pragma unroll
     for (int mb = 0; mb < kBlocks; ++mb)
 #pragma unroll
@@ -413,7 +413,8 @@ __global__ void __launch_bounds__(WARPS * 32, staged_min_ctas(DP, WARPS))
                                         kv_stream_policy(row_tiles == 1));
   }
   int tiles_done = 0;
-  staged_tile<Tag, DP, ROWS, WARPS, TMA>(p, t, row_tiles == 1, tma, dec_smem, tiles_done, first_in_flight);
+  staged_tile<Tag, DP, ROWS, WARPS, TMA>(p, t, row_tiles == 1, tma, dec_smem, tiles_done, first_in_flight,
+                                         !decode_block_ok(first_block, p.num_blocks));
 }
 
 }  // namespace decode

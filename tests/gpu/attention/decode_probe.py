@@ -116,6 +116,7 @@ def correctness(op):
             cases.append(("head dims", 2, 2, 4, 2, d, 16, [300, 1], -1, 0.0))
             cases.append(("head dims q5 gqa8", 2, 5, 16, 2, d, 32, [900, 7], 100, 0.0))
         cases += list(check_decode.BALANCED_CASES)  # these carry an 11th field: the table's blocks
+        cases += list(check_decode.BAD_BLOCK_CASES)  # and these a 12th: the bad table entries
         for case in cases:
             try:
                 check_decode.run_case(res, op, "probe", dtype, *case[:10], gen, *case[10:])

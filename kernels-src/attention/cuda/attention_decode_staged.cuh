@@ -151,6 +151,12 @@ __device__ __forceinline__ void staged_tma_issue(unsigned char* smem, int warp, 
 // that knew the tile before the bounds in t (the plain grid's early first tile below, the
 // balanced grid's guess); first_bad: that tile's block id was bad (decode_block_ok: its copies are
 // zeros and its keys are left out).
+// The key loop's steps with or without the block id check (staged_tile).
+template <bool B>
+struct DecodeCheck {
+  static constexpr bool value = B;
+};
+
 template <typename Tag, int DP, int ROWS, int WARPS, bool TMA>
 __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t, bool read_once,
                                             const DecodeTma& tma, unsigned char* smem, int& tiles_done,
@@ -224,14 +230,22 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
   // read one iteration before the tile's copies are issued, so that the table's load latency
   // (an L2 round trip on the busy fabric) is not on each iteration's path.
   auto block_of = [&](int tl) -> int32_t { return whole_tiles && tl < key_end ? table[tl >> shift] : 0; };
-  // Whole tiles: bit st is set while stage st holds a tile whose block id is bad (decode_block_ok):
-  // its copies were zero-filled and its keys are left out.
+  // Bad block ids (decode_block_ok) are checked where a warp's tiles may hold one: CHECK steps
+  // zero-fill a bad block's copies and leave its keys out; with whole tiles, bit st of bad_stages
+  // is set while stage st holds such a tile. A warp whose tiles' ids are all good (read once,
+  // before the loop) runs unchecked steps: the check a tile cost the key loop 0.5-2% on the H200
+  // (cuda/NOTES.md "Decode").
   unsigned bad_stages = 0;
   // Tile tl's K and V rows into stage st: consecutive lanes copy consecutive 16-byte chunks of
   // a row (whole lines), zero past the head dim or outside the split's keys, or from a bad block.
-  auto issue = [&](int tl, int st, int32_t blk) {
-    const bool blk_ok = !whole_tiles || decode_block_ok(blk, p.num_blocks);
-    if (whole_tiles) bad_stages = blk_ok ? bad_stages & ~(1u << st) : bad_stages | (1u << st);
+  auto issue = [&](auto check, int tl, int st, int32_t blk) {
+    constexpr bool kCheck = decltype(check)::value;
+    const bool whole = !kCheck || whole_tiles;  // unchecked steps run whole tiles only
+    bool blk_ok = true;
+    if (kCheck && whole) {
+      blk_ok = decode_block_ok(blk, p.num_blocks);
+      bad_stages = blk_ok ? bad_stages & ~(1u << st) : bad_stages | (1u << st);
+    }
     if constexpr (TMA) {
       if (lane == 0)
         staged_tma_issue<DP, ROWS, WARPS>(smem, warp, st, tma, t.kv_head, tl & bmask, blk, p.num_blocks, policy);
@@ -240,7 +254,7 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
     uint4* kdst = ring + static_cast<size_t>(st) * 2 * Ring::kTileChunks;
     uint4* vdst = kdst + Ring::kTileChunks;
     int64_t tk = 0, tv = 0;
-    if (whole_tiles) {
+    if (whole) {
       tk = blk * p.k_block_stride + static_cast<int64_t>(tl & bmask) * p.k_row_stride;
       tv = blk * p.v_block_stride + static_cast<int64_t>(tl & bmask) * p.v_row_stride;
     }
@@ -250,7 +264,7 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
       bool on = blk_ok && ch < nch && key < key_end && key >= t.key_beg;
       int64_t rk = 0, rv = 0;
       if (on) {
-        if (whole_tiles) {
+        if (whole) {
           rk = tk + static_cast<int64_t>(kk) * p.k_row_stride;
           rv = tv + static_cast<int64_t>(kk) * p.v_row_stride;
         } else {
@@ -283,14 +297,23 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
 #pragma unroll
   for (int st = 0; st + 1 < kStages; ++st) {
     const int tl = first + st * kTileStride;
-    if (tl < key_end && !(TMA && st == 0 && first_in_flight)) issue(tl, (it + st) % kStages, block_of(tl));
+    if (tl < key_end && !(TMA && st == 0 && first_in_flight))
+      issue(DecodeCheck<true>{}, tl, (it + st) % kStages, block_of(tl));
     if constexpr (!TMA) cp_async_commit();
   }
+  // The block ids of this warp's first 32 x kScan tiles (one a lane and slot), read now beside the
+  // first copies and looked at after the first tile, so that no step waits on them.
+  constexpr int kScan = 8;
+  int32_t scan_ids[kScan];
+#pragma unroll
+  for (int i = 0; i < kScan; ++i) scan_ids[i] = block_of(first + (lane + 32 * i) * kTileStride);
   int32_t next_blk = block_of(first + (kStages - 1) * kTileStride);
-  for (int tile = first; tile < key_end; tile += kTileStride, ++it) {
+  // One key tile: issue the tile kStages - 1 ahead, wait for this one, then both products.
+  auto step = [&](auto check, int tile) {
+    constexpr bool kCheck = decltype(check)::value;
     __syncwarp();  // every lane is done with the stage refilled now (read in iteration it - 1)
     const int ahead = tile + (kStages - 1) * kTileStride;
-    if (ahead < key_end) issue(ahead, (it + kStages - 1) % kStages, next_blk);
+    if (ahead < key_end) issue(check, ahead, (it + kStages - 1) % kStages, next_blk);
     next_blk = block_of(ahead + kTileStride);
     if constexpr (TMA) {
       cuda_common::mbar_wait(bars + 8 * (it % kStages), (it / kStages) & 1);  // tile `it`'s boxes have landed
@@ -324,14 +347,16 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
         mma_16816<Tag>(sc, a[0], a[1], a[2], a[3], qf[kb][0], qf[kb][1]);
       }
     }
-    // Keys of a bad block id are left out: a whole tile's by ending the tile's keys at its start,
-    // else each key's own (kLeftOutKey).
+    // Checked: keys of a bad block id are left out, a whole tile's by ending the tile's keys at its
+    // start, else each key's own (kLeftOutKey).
     int key_a = tile + g, key_b = tile + g + 8, tile_end = key_end;
-    if (whole_tiles) {
-      if ((bad_stages >> (it % kStages)) & 1u) tile_end = tile;
-    } else {
-      if (key_a < key_end && !decode_block_ok(table[key_a >> shift], p.num_blocks)) key_a = kLeftOutKey;
-      if (key_b < key_end && !decode_block_ok(table[key_b >> shift], p.num_blocks)) key_b = kLeftOutKey;
+    if (kCheck) {
+      if (whole_tiles) {
+        if ((bad_stages >> (it % kStages)) & 1u) tile_end = tile;
+      } else {
+        if (key_a < key_end && !decode_block_ok(table[key_a >> shift], p.num_blocks)) key_a = kLeftOutKey;
+        if (key_b < key_end && !decode_block_ok(table[key_b >> shift], p.num_blocks)) key_b = kLeftOutKey;
+      }
     }
     float corr[2];
     tile_probabilities(sc, m, l, corr, key_a, key_b, tile_end, pos, low, softcap, s_scale, cap_log2, inv_cap);
@@ -348,6 +373,21 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
         mma_16816<Tag>(ot[mb], a[0], a[1], a[2], a[3], pb[0], pb[1]);
       }
     }
+  };
+  int tl = first;
+  if (tl < key_end) {
+    step(DecodeCheck<true>{}, tl);  // whatever the ids: the first tile's was not looked at yet
+    tl += kTileStride, ++it;
+  }
+  bool any_bad = !whole_tiles;  // tiles of several blocks check each key's own id
+#pragma unroll
+  for (int i = 0; i < kScan; ++i) any_bad |= !decode_block_ok(scan_ids[i], p.num_blocks);
+  for (int later = first + (32 * kScan + lane) * kTileStride; later < key_end; later += 32 * kTileStride)
+    any_bad |= !decode_block_ok(block_of(later), p.num_blocks);  // tiles past the first 32 x kScan
+  if (__any_sync(0xffffffffu, any_bad)) {
+    for (; tl < key_end; tl += kTileStride, ++it) step(DecodeCheck<true>{}, tl);
+  } else {
+    for (; tl < key_end; tl += kTileStride, ++it) step(DecodeCheck<false>{}, tl);
   }
   tiles_done = it;
   KH_DEC_PROBE_MARK(p, 2);

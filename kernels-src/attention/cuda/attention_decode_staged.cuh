@@ -232,9 +232,9 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
   auto block_of = [&](int tl) -> int32_t { return whole_tiles && tl < key_end ? table[tl >> shift] : 0; };
   // Bad block ids (decode_block_ok) are checked where a warp's tiles may hold one: CHECK steps
   // zero-fill a bad block's copies and leave its keys out; with whole tiles, bit st of bad_stages
-  // is set while stage st holds such a tile. A warp whose tiles' ids are all good (read once,
-  // before the loop) runs unchecked steps: the check a tile cost the key loop 0.5-2% on the H200
-  // (cuda/NOTES.md "Decode").
+  // is set while stage st holds such a tile. With TMA or head dims above 128 (kFastPath), a warp
+  // whose tiles' ids are all good (read once, before the loop) runs unchecked steps: the check a
+  // tile cost those key loops 0.5-2% on the H200 (cuda/NOTES.md "Decode").
   unsigned bad_stages = 0;
   // Tile tl's K and V rows into stage st: consecutive lanes copy consecutive 16-byte chunks of
   // a row (whole lines), zero past the head dim or outside the split's keys, or from a bad block.
@@ -303,8 +303,12 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
   }
   // The block ids of this warp's first 32 x kScan tiles (one a lane and slot), read now beside the
   // first copies and looked at after the first tile, so that no step waits on them.
-  constexpr int kScan = 8;
-  int32_t scan_ids[kScan];
+  // Not for cp.async rings of head dims up to 128: there the check is a predicate on copies already
+  // predicated, and a second copy of the loop cost 2-10% at head dim 96 (against the 192 bucket's
+  // 2% without it: cuda/NOTES.md "Decode").
+  constexpr bool kFastPath = TMA || DP > 128;
+  constexpr int kScan = kFastPath ? 8 : 0;
+  int32_t scan_ids[kScan > 0 ? kScan : 1];
 #pragma unroll
   for (int i = 0; i < kScan; ++i) scan_ids[i] = block_of(first + (lane + 32 * i) * kTileStride);
   int32_t next_blk = block_of(first + (kStages - 1) * kTileStride);
@@ -375,19 +379,23 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
     }
   };
   int tl = first;
-  if (tl < key_end) {
-    step(DecodeCheck<true>{}, tl);  // whatever the ids: the first tile's was not looked at yet
-    tl += kTileStride, ++it;
-  }
-  bool any_bad = !whole_tiles;  // tiles of several blocks check each key's own id
-#pragma unroll
-  for (int i = 0; i < kScan; ++i) any_bad |= !decode_block_ok(scan_ids[i], p.num_blocks);
-  for (int later = first + (32 * kScan + lane) * kTileStride; later < key_end; later += 32 * kTileStride)
-    any_bad |= !decode_block_ok(block_of(later), p.num_blocks);  // tiles past the first 32 x kScan
-  if (__any_sync(0xffffffffu, any_bad)) {
+  if constexpr (!kFastPath) {
     for (; tl < key_end; tl += kTileStride, ++it) step(DecodeCheck<true>{}, tl);
   } else {
-    for (; tl < key_end; tl += kTileStride, ++it) step(DecodeCheck<false>{}, tl);
+    if (tl < key_end) {
+      step(DecodeCheck<true>{}, tl);  // whatever the ids: the first tile's was not looked at yet
+      tl += kTileStride, ++it;
+    }
+    bool any_bad = !whole_tiles;  // tiles of several blocks check each key's own id
+#pragma unroll
+    for (int i = 0; i < kScan; ++i) any_bad |= !decode_block_ok(scan_ids[i], p.num_blocks);
+    for (int later = first + (32 * kScan + lane) * kTileStride; later < key_end; later += 32 * kTileStride)
+      any_bad |= !decode_block_ok(block_of(later), p.num_blocks);  // tiles past the first 32 x kScan
+    if (__any_sync(0xffffffffu, any_bad)) {
+      for (; tl < key_end; tl += kTileStride, ++it) step(DecodeCheck<true>{}, tl);
+    } else {
+      for (; tl < key_end; tl += kTileStride, ++it) step(DecodeCheck<false>{}, tl);
+    }
   }
   tiles_done = it;
   KH_DEC_PROBE_MARK(p, 2);

@@ -209,19 +209,29 @@ TEST_CASE("attention_decode_paged: values") {
   }
 }
 
+// bf16 q (B, q_len, H, D) and caches of B x MB blocks of BS rows, random values, each sequence's
+// table row naming its own MB blocks in reverse order (a shuffled, non-identity table).
+struct SmallPagedCache {
+  Tensor q, kc, vc;
+  IntTensor table;
+  SmallPagedCache(int64_t B, int64_t q_len, int64_t H, int64_t HK, int64_t D, int64_t BS, int64_t MB, uint64_t seed)
+      : q(make_tensor(Dt::bf16, {B, q_len, H, D})), kc(make_tensor(Dt::bf16, {B * MB, BS, HK, D})),
+        vc(make_tensor(Dt::bf16, {B * MB, BS, HK, D})), table({B, MB}) {
+    Random rnd(seed);
+    rnd.fill(q), rnd.fill(kc), rnd.fill(vc);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t j = 0; j < MB; ++j) table.at(b, j) = static_cast<int32_t>(B * MB - 1 - (b * MB + j));
+  }
+};
+
 // Values the host cannot refuse without reading them are clamped: lengths below 0 act as 0,
 // above the table's capacity as the capacity; a window as wide as the table as no window.
 TEST_CASE("attention_decode_paged: lengths and windows outside the table are clamped") {
   const kh::Op op = attention_kernel().op("attention_decode_paged");
-  const int64_t B = 2, H = 4, HK = 2, D = 64, BS = 16, MB = 3, NB = B * MB;
-  Random rnd(21);
-  Tensor q = make_tensor(Dt::bf16, {B, 2, H, D});
-  Tensor kc = make_tensor(Dt::bf16, {NB, BS, HK, D});
-  Tensor vc = make_tensor(Dt::bf16, {NB, BS, HK, D});
-  rnd.fill(q), rnd.fill(kc), rnd.fill(vc);
-  IntTensor table({B, MB});
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t j = 0; j < MB; ++j) table.at(b, j) = static_cast<int32_t>(NB - 1 - (b * MB + j));
+  const int64_t B = 2, H = 4, HK = 2, D = 64, BS = 16, MB = 3;
+  SmallPagedCache cache(B, 2, H, HK, D, BS, MB, 21);
+  Tensor &q = cache.q, &kc = cache.kc, &vc = cache.vc;
+  IntTensor& table = cache.table;
   Tensor ws = make_tensor(Dt::f32, {1});
   auto run = [&](int32_t len0, int32_t len1, int64_t window, Tensor& out, Tensor& lse) {
     IntTensor lens({B});
@@ -258,14 +268,9 @@ TEST_CASE("attention_decode_paged: lengths and windows outside the table are cla
 TEST_CASE("attention_decode_paged: block ids outside the cache are refused where they are read") {
   const kh::Op op = attention_kernel().op("attention_decode_paged");
   const int64_t B = 2, H = 4, HK = 2, D = 64, BS = 16, MB = 4, NB = B * MB;
-  Random rnd(31);
-  Tensor q = make_tensor(Dt::bf16, {B, 1, H, D});
-  Tensor kc = make_tensor(Dt::bf16, {NB, BS, HK, D});
-  Tensor vc = make_tensor(Dt::bf16, {NB, BS, HK, D});
-  rnd.fill(q), rnd.fill(kc), rnd.fill(vc);
-  IntTensor table({B, MB});
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t j = 0; j < MB; ++j) table.at(b, j) = static_cast<int32_t>(NB - 1 - (b * MB + j));
+  SmallPagedCache cache(B, 1, H, HK, D, BS, MB, 31);
+  Tensor &q = cache.q, &kc = cache.kc, &vc = cache.vc;
+  IntTensor& table = cache.table;
   IntTensor lens({B});
   lens.at(0) = 40, lens.at(1) = 20;  // sequence 0 reads blocks 0-2, sequence 1 blocks 0-1
   Tensor ws = make_tensor(Dt::f32, {std::max<int64_t>(workspace_floats(B, 1, H, HK, D, MB * BS), 1)});

@@ -151,11 +151,17 @@ __device__ __forceinline__ void staged_tma_issue(unsigned char* smem, int warp, 
 // that knew the tile before the bounds in t (the plain grid's early first tile below, the
 // balanced grid's guess); first_bad: that tile's block id was bad (decode_block_ok: its copies are
 // zeros and its keys are left out).
-// The key loop's steps with or without the block id check (staged_tile).
-template <bool B>
-struct DecodeCheck {
-  static constexpr bool value = B;
+// How staged_tile's key loop steps: with or without the block id check, over whole tiles (block
+// size >= 16: a tile's keys lie in one block) or tiles of several blocks. Each mode is its own
+// copy of the loop, so that no step branches (or, once the compiler if-converts, pays) for another.
+template <bool CHECK, bool WHOLE>
+struct StepMode {
+  static constexpr bool kCheck = CHECK;
+  static constexpr bool kWhole = WHOLE;
 };
+using CheckedWhole = StepMode<true, true>;
+using CheckedSeveral = StepMode<true, false>;
+using UncheckedWhole = StepMode<false, true>;  // the fast path: every id good, read once first
 
 template <typename Tag, int DP, int ROWS, int WARPS, bool TMA>
 __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t, bool read_once,
@@ -238,45 +244,57 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
   unsigned bad_stages = 0;
   // Tile tl's K and V rows into stage st: consecutive lanes copy consecutive 16-byte chunks of
   // a row (whole lines), zero past the head dim or outside the split's keys, or from a bad block.
-  auto issue = [&](auto check, int tl, int st, int32_t blk) {
-    constexpr bool kCheck = decltype(check)::value;
-    const bool whole = !kCheck || whole_tiles;  // unchecked steps run whole tiles only
-    bool blk_ok = true;
-    if (kCheck && whole) {
-      blk_ok = decode_block_ok(blk, p.num_blocks);
+  // Whole tiles and tiles of several blocks take separate copy loops (a branch a tile, not a
+  // select a copy), and a whole tile's bad block id ends the keys its copies take at the tile's
+  // start instead of adding a predicate to every copy, so that the copy loop carries no per-copy
+  // check (the H200's d80 calls are instruction-bound: cuda/NOTES.md "Decode", bad block ids).
+  auto issue = [&](auto mode, int tl, int st, int32_t blk) {
+    constexpr bool kCheck = decltype(mode)::kCheck, kWhole = decltype(mode)::kWhole;
+    int copy_end = key_end;  // the copies take keys [t.key_beg, copy_end), zeros elsewhere
+    if constexpr (kCheck && kWhole) {
+      const bool blk_ok = decode_block_ok(blk, p.num_blocks);
       bad_stages = blk_ok ? bad_stages & ~(1u << st) : bad_stages | (1u << st);
+      if (!blk_ok) copy_end = tl;
     }
     if constexpr (TMA) {
       if (lane == 0)
         staged_tma_issue<DP, ROWS, WARPS>(smem, warp, st, tma, t.kv_head, tl & bmask, blk, p.num_blocks, policy);
-      return;
-    }
-    uint4* kdst = ring + static_cast<size_t>(st) * 2 * Ring::kTileChunks;
-    uint4* vdst = kdst + Ring::kTileChunks;
-    int64_t tk = 0, tv = 0;
-    if (whole) {
-      tk = blk * p.k_block_stride + static_cast<int64_t>(tl & bmask) * p.k_row_stride;
-      tv = blk * p.v_block_stride + static_cast<int64_t>(tl & bmask) * p.v_row_stride;
-    }
+    } else {
+      uint4* kdst = ring + static_cast<size_t>(st) * 2 * Ring::kTileChunks;
+      uint4* vdst = kdst + Ring::kTileChunks;
+      if constexpr (kWhole) {
+        const int64_t tk = blk * p.k_block_stride + static_cast<int64_t>(tl & bmask) * p.k_row_stride;
+        const int64_t tv = blk * p.v_block_stride + static_cast<int64_t>(tl & bmask) * p.v_row_stride;
 #pragma unroll
-    for (int n = 0; n < Ring::kCopies; ++n) {
-      const int idx = lane + 32 * n, kk = idx / kChunks, ch = idx - kk * kChunks, key = tl + kk;
-      bool on = blk_ok && ch < nch && key < key_end && key >= t.key_beg;
-      int64_t rk = 0, rv = 0;
-      if (on) {
-        if (whole) {
-          rk = tk + static_cast<int64_t>(kk) * p.k_row_stride;
-          rv = tv + static_cast<int64_t>(kk) * p.v_row_stride;
-        } else {
-          const int32_t kblk = table[key >> shift];
-          on = decode_block_ok(kblk, p.num_blocks);
-          rk = static_cast<int64_t>(kblk) * p.k_block_stride + static_cast<int64_t>(key & bmask) * p.k_row_stride;
-          rv = static_cast<int64_t>(kblk) * p.v_block_stride + static_cast<int64_t>(key & bmask) * p.v_row_stride;
+        for (int n = 0; n < Ring::kCopies; ++n) {
+          const int idx = lane + 32 * n, kk = idx / kChunks, ch = idx - kk * kChunks, key = tl + kk;
+          const bool on = ch < nch && key < copy_end && key >= t.key_beg;
+          const int64_t rk = tk + static_cast<int64_t>(kk) * p.k_row_stride;
+          const int64_t rv = tv + static_cast<int64_t>(kk) * p.v_row_stride;
+          const int slot = Ring::slot(kk, ch);
+          cp_async16(kdst + slot, on ? kbase + rk + ch * 8 : kbase, on ? 16 : 0, policy);
+          cp_async16(vdst + slot, on ? vbase + rv + ch * 8 : vbase, on ? 16 : 0, policy);
+        }
+      } else {
+        // Tiles of several blocks (block size < 16): each key's own block id, checked.
+        (void)blk;
+        (void)copy_end;
+#pragma unroll
+        for (int n = 0; n < Ring::kCopies; ++n) {
+          const int idx = lane + 32 * n, kk = idx / kChunks, ch = idx - kk * kChunks, key = tl + kk;
+          bool on = ch < nch && key < key_end && key >= t.key_beg;
+          int64_t rk = 0, rv = 0;
+          if (on) {
+            const int32_t kblk = table[key >> shift];
+            on = decode_block_ok(kblk, p.num_blocks);
+            rk = static_cast<int64_t>(kblk) * p.k_block_stride + static_cast<int64_t>(key & bmask) * p.k_row_stride;
+            rv = static_cast<int64_t>(kblk) * p.v_block_stride + static_cast<int64_t>(key & bmask) * p.v_row_stride;
+          }
+          const int slot = Ring::slot(kk, ch);
+          cp_async16(kdst + slot, on ? kbase + rk + ch * 8 : kbase, on ? 16 : 0, policy);
+          cp_async16(vdst + slot, on ? vbase + rv + ch * 8 : vbase, on ? 16 : 0, policy);
         }
       }
-      const int slot = Ring::slot(kk, ch);
-      cp_async16(kdst + slot, on ? kbase + rk + ch * 8 : kbase, on ? 16 : 0, policy);
-      cp_async16(vdst + slot, on ? vbase + rv + ch * 8 : vbase, on ? 16 : 0, policy);
     }
   };
   // ldmatrix row addresses of this lane: matrix q = lane / 8, row lane % 8. For K (A of S^T):
@@ -297,8 +315,10 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
 #pragma unroll
   for (int st = 0; st + 1 < kStages; ++st) {
     const int tl = first + st * kTileStride;
-    if (tl < key_end && !(TMA && st == 0 && first_in_flight))
-      issue(DecodeCheck<true>{}, tl, (it + st) % kStages, block_of(tl));
+    if (tl < key_end && !(TMA && st == 0 && first_in_flight)) {
+      if (whole_tiles) issue(CheckedWhole{}, tl, (it + st) % kStages, block_of(tl));
+      else issue(CheckedSeveral{}, tl, (it + st) % kStages, 0);
+    }
     if constexpr (!TMA) cp_async_commit();
   }
   // The block ids of this warp's first 32 x kScan tiles (one a lane and slot), read now beside the
@@ -313,11 +333,11 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
   for (int i = 0; i < kScan; ++i) scan_ids[i] = block_of(first + (lane + 32 * i) * kTileStride);
   int32_t next_blk = block_of(first + (kStages - 1) * kTileStride);
   // One key tile: issue the tile kStages - 1 ahead, wait for this one, then both products.
-  auto step = [&](auto check, int tile) {
-    constexpr bool kCheck = decltype(check)::value;
+  auto step = [&](auto mode, int tile) {
+    constexpr bool kCheck = decltype(mode)::kCheck, kWhole = decltype(mode)::kWhole;
     __syncwarp();  // every lane is done with the stage refilled now (read in iteration it - 1)
     const int ahead = tile + (kStages - 1) * kTileStride;
-    if (ahead < key_end) issue(check, ahead, (it + kStages - 1) % kStages, next_blk);
+    if (ahead < key_end) issue(mode, ahead, (it + kStages - 1) % kStages, next_blk);
     next_blk = block_of(ahead + kTileStride);
     if constexpr (TMA) {
       cuda_common::mbar_wait(bars + 8 * (it % kStages), (it / kStages) & 1);  // tile `it`'s boxes have landed
@@ -354,13 +374,11 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
     // Checked: keys of a bad block id are left out, a whole tile's by ending the tile's keys at its
     // start, else each key's own (kLeftOutKey).
     int key_a = tile + g, key_b = tile + g + 8, tile_end = key_end;
-    if (kCheck) {
-      if (whole_tiles) {
-        if ((bad_stages >> (it % kStages)) & 1u) tile_end = tile;
-      } else {
-        if (key_a < key_end && !decode_block_ok(table[key_a >> shift], p.num_blocks)) key_a = kLeftOutKey;
-        if (key_b < key_end && !decode_block_ok(table[key_b >> shift], p.num_blocks)) key_b = kLeftOutKey;
-      }
+    if constexpr (kCheck && kWhole) {
+      if ((bad_stages >> (it % kStages)) & 1u) tile_end = tile;
+    } else if constexpr (kCheck) {
+      if (key_a < key_end && !decode_block_ok(table[key_a >> shift], p.num_blocks)) key_a = kLeftOutKey;
+      if (key_b < key_end && !decode_block_ok(table[key_b >> shift], p.num_blocks)) key_b = kLeftOutKey;
     }
     float corr[2];
     tile_probabilities(sc, m, l, corr, key_a, key_b, tile_end, pos, low, softcap, s_scale, cap_log2, inv_cap);
@@ -379,11 +397,20 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
     }
   };
   int tl = first;
+  auto key_loop = [&](auto mode) {
+    for (; tl < key_end; tl += kTileStride, ++it) step(mode, tl);
+  };
+  auto checked_loop = [&] {
+    if (whole_tiles) key_loop(CheckedWhole{});
+    else key_loop(CheckedSeveral{});
+  };
   if constexpr (!kFastPath) {
-    for (; tl < key_end; tl += kTileStride, ++it) step(DecodeCheck<true>{}, tl);
+    checked_loop();
   } else {
     if (tl < key_end) {
-      step(DecodeCheck<true>{}, tl);  // whatever the ids: the first tile's was not looked at yet
+      // Whatever the ids: the first tile's was not looked at yet.
+      if (whole_tiles) step(CheckedWhole{}, tl);
+      else step(CheckedSeveral{}, tl);
       tl += kTileStride, ++it;
     }
     bool any_bad = !whole_tiles;  // tiles of several blocks check each key's own id
@@ -391,11 +418,8 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
     for (int i = 0; i < kScan; ++i) any_bad |= !decode_block_ok(scan_ids[i], p.num_blocks);
     for (int later = first + (32 * kScan + lane) * kTileStride; later < key_end; later += 32 * kTileStride)
       any_bad |= !decode_block_ok(block_of(later), p.num_blocks);  // tiles past the first 32 x kScan
-    if (__any_sync(0xffffffffu, any_bad)) {
-      for (; tl < key_end; tl += kTileStride, ++it) step(DecodeCheck<true>{}, tl);
-    } else {
-      for (; tl < key_end; tl += kTileStride, ++it) step(DecodeCheck<false>{}, tl);
-    }
+    if (__any_sync(0xffffffffu, any_bad)) checked_loop();
+    else key_loop(UncheckedWhole{});
   }
   tiles_done = it;
   KH_DEC_PROBE_MARK(p, 2);

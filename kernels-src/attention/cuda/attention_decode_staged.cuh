@@ -277,8 +277,7 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
         }
       } else {
         // Tiles of several blocks (block size < 16): each key's own block id, checked.
-        (void)blk;
-        (void)copy_end;
+        (void)copy_end;  // whole tiles' bound only
 #pragma unroll
         for (int n = 0; n < Ring::kCopies; ++n) {
           const int idx = lane + 32 * n, kk = idx / kChunks, ch = idx - kk * kChunks, key = tl + kk;

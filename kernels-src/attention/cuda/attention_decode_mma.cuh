@@ -96,6 +96,14 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src
   asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(gmem),
                "r"(src_bytes), "l"(policy));
 }
+// The same copy to shared address dst, or 16 zeros where skip; skip is cp.async's ignore-src
+// predicate, so src is not read then and no select of address or size is needed a copy.
+__device__ __forceinline__ void cp_async16_or_zeros(uint32_t dst, const void* src, bool skip, uint64_t policy) {
+  asm volatile(
+      "{\n .reg .pred s;\n setp.ne.b32 s, %2, 0;\n"
+      " cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, s, %3;\n}\n" ::"r"(dst),
+      "l"(src), "r"(static_cast<int>(skip)), "l"(policy));
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 
 // L2 policies for K/V: evict_first where each byte is read by one CTA (a kv head's rows in one

@@ -66,6 +66,20 @@ struct StagedRing {
   }
 };
 
+// Whether the staged kernel's cp.async rings issue a step's copies after the tile's scores instead
+// of first: in the sm90a build only, where they carry head dims 72-120 (128 takes TMA). Issued
+// first, those warps waited on their own tiles (long-scoreboard stalls at the wait: 26% of the d80
+// loop's warp samples) and the long calls took longer; issued late (H200, A/B in one run): b64 x 8k
+// d80 372 -> 360 us, b16 x 32k d80 387 -> 377, d96 425 -> 402, d64 253 -> 248, but b128 x 4k d80
+// 353 -> 363. The sm80 build's ring also carries d128, whose full rows lose 0.5-2.8% issued late
+// (b128 x 4k 483 -> 497), so it keeps issuing first; TMA tiles too (+0.3-0.8% late).
+// cuda/NOTES.md "Decode", bad block ids, eighteenth session.
+#if defined(KH_ATTENTION_SM90A)
+constexpr bool kStagedLateIssue = true;
+#else
+constexpr bool kStagedLateIssue = false;
+#endif
+
 // CTA widths: kThreads / 32 = 4 warps (the default), or kWideWarps, a CTA that fills an SM's
 // shared memory alone (d <= 128: 12 x 16 KiB) so that a row tile's keys need fewer splits,
 // often one: no partials, no combine kernel (cuda/NOTES.md "Decode", wide CTAs).
@@ -175,6 +189,7 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
   constexpr int kBlocks = DP / 16;  // 16-dim blocks of a row (the products' k and m steps)
   constexpr int kChunks = Ring::kChunks;
   constexpr int kTileStride = kWarps * 16;
+  constexpr int kPitchBytes = Ring::kPitch * 16;  // a key row's slots
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, c = lane % 4;
@@ -242,19 +257,36 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
   // whose tiles' ids are all good (read once, before the loop) runs unchecked steps: the check a
   // tile cost those key loops 0.5-2% on the H200 (cuda/NOTES.md "Decode").
   unsigned bad_stages = 0;
+  // cp.async whole tiles of rows of 4, 8 or 16 chunks: lane copies chunk lane_ch of rows lane_row,
+  // lane_row + kRowStep, ... of every tile, so its offsets within a tile and its ring slots (the
+  // swizzle repeats every 8 rows: kSlotKinds of them) are worked out once, here, leaving a copy
+  // one address step and the copy (d80 b64 x 8k: 141 -> 117 M instructions, 158 -> 136 registers).
+  constexpr bool kLaneFixed = !TMA && 32 % kChunks == 0;
+  constexpr int kRowStep = kLaneFixed ? 32 / kChunks : 1;
+  constexpr int kSlotKinds = kLaneFixed ? 8 / kRowStep : 1;
+  static_assert(!kLaneFixed || (kRowStep * kSlotKinds == 8 && Ring::kCopies % kSlotKinds == 0),
+                "a lane's slots repeat every 8 rows");
+  const int lane_row = kLaneFixed ? lane / kChunks : 0, lane_ch = kLaneFixed ? lane % kChunks : 0;
+  const bool lane_pad = lane_ch >= nch;  // a chunk past the head dim: zeros
+  const int64_t k_lane = static_cast<int64_t>(lane_row) * p.k_row_stride + lane_ch * 8;
+  const int64_t v_lane = static_cast<int64_t>(lane_row) * p.v_row_stride + lane_ch * 8;
+  uint32_t lane_slot[kSlotKinds];
+#pragma unroll
+  for (int v = 0; v < kSlotKinds; ++v) lane_slot[v] = static_cast<uint32_t>(Ring::slot(lane_row + kRowStep * v, lane_ch) * 16);
   // Tile tl's K and V rows into stage st: consecutive lanes copy consecutive 16-byte chunks of
   // a row (whole lines), zero past the head dim or outside the split's keys, or from a bad block.
   // Whole tiles and tiles of several blocks take separate copy loops (a branch a tile, not a
   // select a copy), and a whole tile's bad block id ends the keys its copies take at the tile's
   // start instead of adding a predicate to every copy, so that the copy loop carries no per-copy
-  // check (the H200's d80 calls are instruction-bound: cuda/NOTES.md "Decode", bad block ids).
+  // check (cuda/NOTES.md "Decode", bad block ids).
   auto issue = [&](auto mode, int tl, int st, int32_t blk) {
     constexpr bool kCheck = decltype(mode)::kCheck, kWhole = decltype(mode)::kWhole;
     int copy_end = key_end;  // the copies take keys [t.key_beg, copy_end), zeros elsewhere
+    bool blk_bad = false;
     if constexpr (kCheck && kWhole) {
-      const bool blk_ok = decode_block_ok(blk, p.num_blocks);
-      bad_stages = blk_ok ? bad_stages & ~(1u << st) : bad_stages | (1u << st);
-      if (!blk_ok) copy_end = tl;
+      blk_bad = !decode_block_ok(blk, p.num_blocks);
+      bad_stages = blk_bad ? bad_stages | (1u << st) : bad_stages & ~(1u << st);
+      if (blk_bad) copy_end = tl;
     }
     if constexpr (TMA) {
       if (lane == 0)
@@ -262,7 +294,33 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
     } else {
       uint4* kdst = ring + static_cast<size_t>(st) * 2 * Ring::kTileChunks;
       uint4* vdst = kdst + Ring::kTileChunks;
-      if constexpr (kWhole) {
+      if constexpr (kWhole && kLaneFixed) {
+        // A bad id's copies are all skipped (copy_end = tl); block 0 keeps their addresses in the cache.
+        const int64_t b = blk_bad ? 0 : blk;
+        const uint16_t* kp = kbase + b * p.k_block_stride + static_cast<int64_t>(tl & bmask) * p.k_row_stride + k_lane;
+        const uint16_t* vp = vbase + b * p.v_block_stride + static_cast<int64_t>(tl & bmask) * p.v_row_stride + v_lane;
+        const int64_t k_step = kRowStep * p.k_row_stride, v_step = kRowStep * p.v_row_stride;
+        const uint32_t kst = ring_addr + static_cast<uint32_t>(st * 2 * Ring::kTileChunks * 16);
+        const uint32_t vst = kst + static_cast<uint32_t>(Ring::kTileChunks * 16);
+        // Copy n's ring slot: its kind's, 8 rows (kSlotKinds copies) further per round.
+        auto dst = [&](int n) { return lane_slot[n % kSlotKinds] + static_cast<uint32_t>(n / kSlotKinds * 8 * kPitchBytes); };
+        if (tl >= t.key_beg && tl + 16 <= copy_end) {
+          // Every key of the tile is the split's: the common step, one predicate (the lane's chunk).
+#pragma unroll
+          for (int n = 0; n < Ring::kCopies; ++n) {
+            cp_async16_or_zeros(kst + dst(n), kp + n * k_step, lane_pad, policy);
+            cp_async16_or_zeros(vst + dst(n), vp + n * v_step, lane_pad, policy);
+          }
+        } else {
+#pragma unroll
+          for (int n = 0; n < Ring::kCopies; ++n) {
+            const int key = tl + lane_row + kRowStep * n;
+            const bool skip = lane_pad || key >= copy_end || key < t.key_beg;
+            cp_async16_or_zeros(kst + dst(n), kp + n * k_step, skip, policy);
+            cp_async16_or_zeros(vst + dst(n), vp + n * v_step, skip, policy);
+          }
+        }
+      } else if constexpr (kWhole) {
         const int64_t tk = blk * p.k_block_stride + static_cast<int64_t>(tl & bmask) * p.k_row_stride;
         const int64_t tv = blk * p.v_block_stride + static_cast<int64_t>(tl & bmask) * p.v_row_stride;
 #pragma unroll
@@ -331,13 +389,20 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
 #pragma unroll
   for (int i = 0; i < kScan; ++i) scan_ids[i] = block_of(first + (lane + 32 * i) * kTileStride);
   int32_t next_blk = block_of(first + (kStages - 1) * kTileStride);
+  // Where a step issues the copies of the tile kStages - 1 ahead: first, or after this tile's
+  // scores (kStagedLateIssue, above).
+  constexpr bool kIssueAfterScores = kStagedLateIssue && !TMA;
   // One key tile: issue the tile kStages - 1 ahead, wait for this one, then both products.
   auto step = [&](auto mode, int tile) {
     constexpr bool kCheck = decltype(mode)::kCheck, kWhole = decltype(mode)::kWhole;
     __syncwarp();  // every lane is done with the stage refilled now (read in iteration it - 1)
     const int ahead = tile + (kStages - 1) * kTileStride;
-    if (ahead < key_end) issue(mode, ahead, (it + kStages - 1) % kStages, next_blk);
-    next_blk = block_of(ahead + kTileStride);
+    auto issue_ahead = [&] {
+      if (ahead < key_end) issue(mode, ahead, (it + kStages - 1) % kStages, next_blk);
+      next_blk = block_of(ahead + kTileStride);
+      if constexpr (!TMA) cp_async_commit();
+    };
+    if constexpr (!kIssueAfterScores) issue_ahead();
     if constexpr (TMA) {
       cuda_common::mbar_wait(bars + 8 * (it % kStages), (it / kStages) & 1);  // tile `it`'s boxes have landed
       if (tile + 16 > key_end) {
@@ -354,8 +419,9 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
         __syncwarp();
       }
     } else {
-      cp_async_commit();
-      cp_async_wait<kStages - 1>();  // this lane's copies of tile `it` have landed
+      // This lane's copies of tile `it` have landed (the tiles after it are in flight; with the
+      // issue after the scores, the one ahead is not issued yet).
+      cp_async_wait<kIssueAfterScores ? kStages - 2 : kStages - 1>();
       __syncwarp();                  // ... and every lane's
     }
     const uint32_t kst = ring_addr + static_cast<uint32_t>((it % kStages) * 2 * Ring::kTileChunks * 16);
@@ -370,6 +436,7 @@ __device__ __forceinline__ void staged_tile(const DecodeParams& p, const Tile& t
         mma_16816<Tag>(sc, a[0], a[1], a[2], a[3], qf[kb][0], qf[kb][1]);
       }
     }
+    if constexpr (kIssueAfterScores) issue_ahead();
     // Checked: keys of a bad block id are left out, a whole tile's by ending the tile's keys at its
     // start, else each key's own (kLeftOutKey).
     int key_a = tile + g, key_b = tile + g + 8, tile_end = key_end;

@@ -4,7 +4,8 @@
 #   tests/gpu/attention/run_sass_probe.sh LABEL=LIB.so.xz LABEL2=LIB2.so.xz ...
 # For each library, Nsight Compute's source counters (each SASS instruction with the times it was
 # executed, warp-level) of one decode split kernel on the first of KH_AB_SHAPES / KH_AB_HEAD_DIMS
-# (default b64x8192, 80), as CSV: $OUT/sass_LABEL.csv.xz. This machine's CPU side has no SASS
+# (default b64x8192, 80; KH_SASS_KERNEL, a regex, picks the kernel: default the staged or balanced
+# split kernel), as CSV: $OUT/sass_LABEL.csv.xz. This machine's CPU side has no SASS
 # disassembler; the GPU machine's Nsight Compute has one (cuda/NOTES.md "Decode", bad block ids).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -19,7 +20,7 @@ for arg in "$@"; do
   label=${arg%%=*} src=${arg#*=}
   [[ -f "$src" ]] || { echo "$0: no library $src" >&2; rc=2; continue; }
   xz -dc "$src" >"$work/$label.so" || { rc=1; continue; }
-  timeout 200 ncu --clock-control none --kernel-name regex:decode_staged --launch-skip 4 --launch-count 1 \
+  timeout 200 ncu --clock-control none --kernel-name "regex:${KH_SASS_KERNEL:-decode_(staged|balanced)_kernel}" --launch-skip 4 --launch-count 1 \
     --section SourceCounters --section LaunchStats -o "$work/$label" -f \
     python3 tests/gpu/attention/decode_probe.py --module "$work/$label.so" --shapes "${shapes%%,*}" \
     --head-dims "${dims%%,*}" >"$LOG/sass_$label.log" 2>&1 || { tail -20 "$LOG/sass_$label.log"; rc=1; continue; }

@@ -210,6 +210,10 @@ message(STATUS "kh: HIP ${KH_ROCM_VERSION} for ${KH_HIP_ARCH} via ${KH_HIP_TOOLC
 set(KH_HIP_DEFAULT_OPTIONS -O3 -std=c++17 -fPIC -fvisibility=hidden -fvisibility-inlines-hidden
     -Wall -Wextra -Wshadow -Wno-missing-field-initializers)
 
+# Each compile runs through retry-on-compiler-crash.sh: clang-19 crashes at random on some gfx942
+# units (that script says how often), and a second attempt of the same command succeeds.
+set(KH_HIP_RETRY_ON_CRASH "${CMAKE_CURRENT_LIST_DIR}/retry-on-compiler-crash.sh")
+
 function(kh_add_hip_sources target)
   cmake_parse_arguments(PARSE_ARGV 1 H "" "" "OPTIONS")
   set(launcher "")
@@ -229,7 +233,7 @@ function(kh_add_hip_sources target)
     file(RELATIVE_PATH shown "${CMAKE_BINARY_DIR}" "${obj}")
     add_custom_command(
       OUTPUT "${obj}"
-      COMMAND ${launcher} "${KH_HIP_COMPILER}" ${KH_HIP_FLAGS} ${KH_HIP_DEFAULT_OPTIONS} ${H_OPTIONS}
+      COMMAND "${KH_HIP_RETRY_ON_CRASH}" ${launcher} "${KH_HIP_COMPILER}" ${KH_HIP_FLAGS} ${KH_HIP_DEFAULT_OPTIONS} ${H_OPTIONS}
               "$<$<BOOL:${defines}>:-D$<JOIN:${defines},;-D>>"
               "$<$<BOOL:${includes}>:-I$<JOIN:${includes},;-I>>"
               -MD -MF "${obj}.d" -c "${abs}" -o "${obj}"

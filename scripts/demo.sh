@@ -4,7 +4,8 @@
 # with kh_load_kernel() and calls it on the best device present. Where a CUDA GPU is (kh's
 # own probe: libcuda.so.1 loads and sees a device) and nvcc is, the cuda-sm90a and
 # cuda-sm80 builds (build-matrix/build.sh) are published beside the CPU builds, kh selects
-# the one for the GPU, and the C host runs the op on it; elsewhere the CPU build runs.
+# the one for the GPU, and the C host runs the op on it; elsewhere the CPU build runs. A
+# second C host then runs attention_decode_paged as an engine's decode loop, on the same device.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 repo="$(pwd)"
@@ -72,6 +73,9 @@ cmake --build "$work/c-host" >/dev/null
 
 step "Running the C host"
 "$work/c-host/c_host" kernels-community/rms-norm@1   # finds libkh.so through its run path
+
+step "Running the decode host (attention_decode_paged over a paged KV cache, as an engine's decode loop)"
+"$work/c-host/decode_host" kernels-community/attention@1
 
 step "The README's walkthrough, as written (README.md, 'The kernels command')"
 # The shell blocks between the walkthrough markers, run from the repository's root with a

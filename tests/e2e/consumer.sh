@@ -27,6 +27,10 @@ done
 grep -q "rms_norm ok" "$work/c_host.log"
 "$work/cpp-host/cpp_host" | tee "$work/cpp_host.log"
 grep -q "rms_norm ok" "$work/cpp_host.log"
+# The engine-shaped decode loop over a paged KV cache (attention_decode_paged).
+"$work/c-host/decode_host" | tee "$work/decode_host.log"
+grep -q "attention_decode_paged ok" "$work/decode_host.log"
+grep -q "refused as expected: .*workspace" "$work/decode_host.log"
 
 # pkg-config finds the same installation.
 export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"

@@ -37,6 +37,13 @@ between rounds is printed, as the noise floor of the comparison).
   prefill    attention_fwd at head dims 64-256 and 192/128 against the best SDPA backend, and
              attention_varlen_fwd on mixed lengths against attention_fwd on equal ones
              (attention_prefill_bench.py, which says the shapes and targets).
+  fp8        attention 1.2: attention_decode_paged_fp8 (e4m3 caches, per-head scales), GQA 32/8 d128,
+             batch x KV in {16x4k, 16x32k, 64x8k, 128x4k}, block size 16, sm90a and sm80 builds,
+             against the floor of its FP8 bytes, PyTorch bf16 SDPA and kh's bf16
+             attention_decode_paged on the same values (targets: >= 0.85 of the FP8 floor and <=
+             0.55x the SDPA time); paged_kv_cache_write (bf16 keys/values of 65536, 16384 and 256
+             tokens, 8 heads, d128, into e4m3 and bf16 caches at shuffled slots) against the copy
+             bandwidth for its bytes (target >= 0.85 at >= 16384 tokens).
   ceilings   a 1 GiB device copy and a bf16 8192^3 matmul (the floors in the NOTES files).
 
 Prints one table with each row's target and whether it was met, and writes the figures to
@@ -44,7 +51,7 @@ Prints one table with each row's target and whether it was met, and writes the f
 not an error); 0 with SKIP where no CUDA device or PyTorch is present.
 
   python3 tests/bench/gpu_bench.py --hub file:///path/hub --cache /path/cache [--out DIR]
-      [--only attention,norms,decode,prefill,pointwise] [--reps N] [--quick]
+      [--only attention,norms,decode,prefill,pointwise,fp8] [--reps N] [--quick]
 (KH_LIBRARY names libkh.so; tests/gpu/run.sh sets everything up and runs this with --bench.)
 """
 import argparse
@@ -374,6 +381,143 @@ def print_decode(rows):
               f"| {r.get('target', '-')}{extra} | {met} |")
 
 
+# --- FP8 (attention 1.2) ---------------------------------------------------------------
+
+FP8_DECODE_SHAPES = ((16, 4096), (16, 32768), (64, 8192), (128, 4096))  # batch x KV, GQA 32/8 d128
+FP8_WRITE_SHAPES = ((65536, 8, 128), (16384, 8, 128), (256, 8, 128))  # tokens x heads_kv x head_dim
+
+
+def fp8_quantize(x, scale):
+    """PyTorch's e4m3 bytes of x / scale (per KV head on dim -2), as the op's uint8 view."""
+    return (x.float() / scale.view(-1, 1)).clamp(-448.0, 448.0).to(torch.float8_e4m3fn).view(torch.uint8)
+
+
+def bench_fp8(kernels, reps, copy_tbs, failures):
+    """attention_decode_paged_fp8 against the floor of its FP8 bytes, bf16 SDPA and kh's bf16
+    decode on the same shapes (the caches hold the same values: bf16 copies of the dequantized
+    FP8 ones); paged_kv_cache_write against the copy bandwidth for its bytes."""
+    rows = []
+    hq, hkv, d = DECODE_HQ, DECODE_HKV, DECODE_D
+    gen = torch.Generator(device="cuda")
+    for b, kv in FP8_DECODE_SHAPES:
+        scale = 1.0 / math.sqrt(d)
+        bs = 16
+        fp8_bytes = 2 * b * kv * hkv * d  # K + V, one byte an element
+        nsets = max(1, min(16, math.ceil(2 * L2_BYTES / fp8_bytes)))
+        floor_ms = fp8_bytes / (copy_tbs * 1e9)
+        gen.manual_seed(b * 13 + kv)
+        nblk = kv // bs
+        pool = nsets * b * nblk
+        ks = torch.rand(hkv, device="cuda", generator=gen) * 0.05 + 0.01  # per KV head, far from 1
+        vs = torch.rand(hkv, device="cuda", generator=gen) * 0.05 + 0.01
+        kc = fp8_quantize(torch.randn(pool, bs, hkv, d, device="cuda", generator=gen) * ks.view(-1, 1) * 50, ks)
+        vc = fp8_quantize(torch.randn(pool, bs, hkv, d, device="cuda", generator=gen) * vs.view(-1, 1) * 50, vs)
+        perm = torch.randperm(pool, device="cuda", generator=gen).to(torch.int32).view(nsets, b, nblk)
+        tables = [perm[i].contiguous() for i in range(nsets)]
+        seq = torch.full((b,), kv, device="cuda", dtype=torch.int32)
+        qs = [torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16, generator=gen) for _ in range(nsets)]
+        outs = [torch.empty_like(qs[0]) for _ in range(nsets)]
+        ws = torch.empty(max(1, decode_workspace_floats(b, 1, hq, hkv, d, nblk * bs)), device="cuda",
+                         dtype=torch.float32)
+        # The same values in bf16 (exact: e4m3 x scale rounded once to bf16): kh's bf16 decode and SDPA.
+        kb = (kc.view(torch.float8_e4m3fn).float() * ks.view(-1, 1)).to(torch.bfloat16)
+        vb = (vc.view(torch.float8_e4m3fn).float() * vs.view(-1, 1)).to(torch.bfloat16)
+        kd = kb[tables[0].long()].reshape(b, kv, hkv, d).transpose(1, 2).contiguous()
+        vd = vb[tables[0].long()].reshape(b, kv, hkv, d).transpose(1, 2).contiguous()
+        q0 = qs[0].transpose(1, 2)
+        ref = F.scaled_dot_product_attention(q0, kd, vd, scale=scale, enable_gqa=True).transpose(1, 2)
+        sdpa_ms = Timing([lambda: F.scaled_dot_product_attention(q0, kd, vd, scale=scale, enable_gqa=True)], reps).ms
+        del kd, vd
+        bf16_op = kernels["sm90a"].op("attention_decode_paged")
+        bf16_calls = [bf16_op.bind(outs[i], None, qs[i], kb, vb, tables[i], seq, ws, scale, -1, 0.0) for i in range(nsets)]
+        bf16_ms = Timing(bf16_calls, reps).ms
+        bf16_bytes = 2 * fp8_bytes
+        name = f"b{b} kv{kv // 1024}k bs{bs}"
+        for target in ("sm90a", "sm80"):
+            op = kernels[target].op("attention_decode_paged_fp8")
+            calls = [op.bind(outs[i], None, qs[i], kc, vc, ks, vs, tables[i], seq, ws, scale, -1, 0.0)
+                     for i in range(nsets)]
+            outs[0].fill_(float("nan"))
+            calls[0]()
+            err = rel_error(outs[0], ref)
+            if not err < 2e-2:
+                failures.append(f"fp8 decode {target} {name}: rel error {err:.2e} against SDPA on the dequantized cache")
+                continue
+            t = Timing(calls, reps)
+            row = dict(kind="fp8 decode", build=target, name=name, batch=b, kv=kv, us=t.ms * 1e3, spread=t.spread,
+                       sdpa_us=sdpa_ms * 1e3, time_vs_sdpa=t.ms / sdpa_ms, kh_bf16_us=bf16_ms * 1e3,
+                       time_vs_kh_bf16=t.ms / bf16_ms, floor_us=floor_ms * 1e3, floor_ratio=floor_ms / t.ms,
+                       bf16_floor_ratio=bf16_bytes / (copy_tbs * 1e9) / bf16_ms, tbs=fp8_bytes / t.ms / 1e9,
+                       rel_err_vs_sdpa=err, cache_sets=nsets)
+            if target == "sm90a":
+                row["target"] = ">=0.85 FP8 floor, <=0.55x bf16 SDPA time"
+                row["met"] = row["floor_ratio"] >= 0.85 and row["time_vs_sdpa"] <= 0.55
+            rows.append(row)
+        del kc, vc, kb, vb, perm, tables, qs, outs, ws, ref
+        torch.cuda.empty_cache()
+    for tokens, heads, dim in FP8_WRITE_SHAPES:
+        for cache in ("e4m3", "bf16"):
+            in_bytes = 2 * tokens * heads * dim * 2
+            out_bytes = 2 * tokens * heads * dim * (1 if cache == "e4m3" else 2)
+            nsets = max(1, min(16, math.ceil(2 * L2_BYTES / (in_bytes + out_bytes))))
+            gen.manual_seed(tokens + heads)
+            keys = [torch.randn(tokens, heads, dim, device="cuda", dtype=torch.bfloat16, generator=gen)
+                    for _ in range(nsets)]
+            vals = [torch.randn(tokens, heads, dim, device="cuda", dtype=torch.bfloat16, generator=gen)
+                    for _ in range(nsets)]
+            bs = 16
+            nblocks = -(-tokens // bs) + 4
+            cdt = torch.uint8 if cache == "e4m3" else torch.bfloat16
+            kcs = [torch.zeros(nblocks, bs, heads, dim, device="cuda", dtype=cdt) for _ in range(nsets)]
+            vcs = [torch.zeros_like(kcs[0]) for _ in range(nsets)]
+            slots = torch.randperm(nblocks * bs, device="cuda", generator=gen)[:tokens].to(torch.int64)
+            ks = torch.full((heads,), 0.02, device="cuda")
+            vs = torch.full((heads,), 0.03, device="cuda")
+            op = kernels["sm90a"].op("paged_kv_cache_write")
+            scales = (ks, vs) if cache == "e4m3" else (None, None)
+            calls = [op.bind(kcs[i], vcs[i], keys[i], vals[i], slots, *scales) for i in range(nsets)]
+            calls[0]()
+            torch.cuda.synchronize()
+            got = kcs[0].view(-1, heads, dim)[slots]
+            want = fp8_quantize(keys[0], ks) if cache == "e4m3" else keys[0]
+            name = f"t{tokens} h{heads} d{dim} -> {cache}"
+            if not torch.equal(got, want):
+                failures.append(f"cache write {name}: bytes differ from PyTorch's")
+                continue
+            t = Timing(calls, reps)
+            tbs = (in_bytes + out_bytes) / t.ms / 1e9
+            rows.append(dict(kind="cache write", build="sm90a", name=name, us=t.ms * 1e3, spread=t.spread,
+                             tbs=tbs, copy_ratio=tbs / copy_tbs, target=">=0.85 copy bandwidth",
+                             met=tbs / copy_tbs >= 0.85 if tokens >= 16384 else None))
+            if rows[-1]["met"] is None:
+                del rows[-1]["met"], rows[-1]["target"]  # a decode step's size: launch-bound, no target
+            del keys, vals, kcs, vcs
+            torch.cuda.empty_cache()
+    return rows
+
+
+def print_fp8(rows, copy_tbs):
+    print("\n| FP8 decode, GQA 32/8 d128, e4m3 KV | build | us | bf16 SDPA us | time vs SDPA | kh bf16 us "
+          "| time vs kh bf16 | FP8 floor us | floor/time | kh bf16 floor/time | TB/s | spread | target | met |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        if r["kind"] != "fp8 decode":
+            continue
+        met = "-" if "met" not in r else ("met" if r["met"] else "MISSED")
+        print(f"| {r['name']} | {r['build']} | {r['us']:.1f} | {r['sdpa_us']:.1f} | {r['time_vs_sdpa']:.2f}x "
+              f"| {r['kh_bf16_us']:.1f} | {r['time_vs_kh_bf16']:.2f}x | {r['floor_us']:.1f} | {r['floor_ratio']:.2f} "
+              f"| {r['bf16_floor_ratio']:.2f} | {r['tbs']:.2f} | {100 * r['spread']:.1f}% | {r.get('target', '-')} | {met} |")
+    print(f"\n| paged_kv_cache_write (bf16 in) | build | us | TB/s (read + write) | of copy {copy_tbs:.2f} TB/s "
+          "| spread | target | met |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        if r["kind"] != "cache write":
+            continue
+        met = "-" if "met" not in r else ("met" if r["met"] else "MISSED")
+        print(f"| {r['name']} | {r['build']} | {r['us']:.1f} | {r['tbs']:.2f} | {r['copy_ratio']:.2f} "
+              f"| {100 * r['spread']:.1f}% | {r.get('target', '-')} | {met} |")
+
+
 # --- norms ----------------------------------------------------------------------------
 
 NORM_OPS = ("rms_norm", "fused_add_rms_norm", "layer_norm", "fused_add_layer_norm")
@@ -467,7 +611,7 @@ def main():
     ap.add_argument("--cache", default=os.environ.get("KH_CACHE"), help="cache folder (default $KH_CACHE)")
     ap.add_argument("--out", help="folder for gpu_bench.json")
     ap.add_argument("--only", type=lambda v: set(v.split(",")), default=None,
-                    help="comma-separated parts: attention, norms, decode, prefill, pointwise (default: all)")
+                    help="comma-separated parts: attention, norms, decode, prefill, pointwise, fp8 (default: all)")
     ap.add_argument("--reps", type=int, default=30, help="timed calls per round (two rounds)")
     ap.add_argument("--quick", action="store_true", help="attention at s 1k and 4k only")
     args = ap.parse_args()
@@ -506,6 +650,10 @@ def main():
                                            Timing, rel_error, decode_workspace_floats, L2_BYTES)
         except Exception as e:  # noqa: BLE001 (a failed row, not a lost run: written before its first GPU run)
             failures.append(f"decode mixed: {type(e).__name__}: {e}")
+    fp8_rows = []
+    if args.only is None or "fp8" in args.only:
+        kernels = {t: load("attention", t, args, variants) for t in ("sm90a", "sm80")}
+        fp8_rows = bench_fp8(kernels, max(20, args.reps), result["ceilings"]["copy_tbs"], failures)
     if args.only is None or "prefill" in args.only:
         import attention_prefill_bench as prefill  # 1.1's head dims and varlen rows
         kernels = {t: load("attention", t, args, variants) for t in ("sm90a", "sm80")}
@@ -519,8 +667,8 @@ def main():
         kernels = {t: load("rotary", t, args, variants) for t in ("sm90a", "sm80")}
         pointwise_rows += bench_pointwise.bench_rotary(kernels, args.reps, failures, Timing, rel_error, L2_BYTES)
     result.update(attention=attn_rows, norms=norm_rows, decode=decode_rows, decode_mixed=mixed_rows,
-                  prefill=prefill_rows, varlen=varlen_rows, pointwise=pointwise_rows, failures=failures)
-    rows = attn_rows + norm_rows + decode_rows + prefill_rows + varlen_rows + pointwise_rows
+                  prefill=prefill_rows, varlen=varlen_rows, pointwise=pointwise_rows, fp8=fp8_rows, failures=failures)
+    rows = attn_rows + norm_rows + decode_rows + prefill_rows + varlen_rows + pointwise_rows + fp8_rows
     judged = [r for r in rows if "met" in r] + [dict(met=r["stretch_met"]) for r in rows if "stretch" in r]
     result["targets_met"] = sum(r["met"] for r in judged)
     result["targets_judged"] = len(judged)
@@ -541,6 +689,8 @@ def main():
         prefill.print_rows(prefill_rows, varlen_rows)
     if pointwise_rows:
         bench_pointwise.print_pointwise(pointwise_rows)
+    if fp8_rows:
+        print_fp8(fp8_rows, result["ceilings"]["copy_tbs"])
     print(f"\ntargets met: {result['targets_met']} of {result['targets_judged']}; "
           f"validation failures: {len(failures)}; {time.time() - t0:.0f} s")
     for f in failures:

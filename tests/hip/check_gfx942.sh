@@ -20,8 +20,9 @@
 # counts AGPRs too (gfx942 allocates both from one 512-entry file; <= 256 allows 2 waves per
 # SIMD). Every prefill attention kernel (attention_fwd, attention_varlen_fwd: 72, every head-dim
 # bucket) must contain v_mfma instructions, bf16 and f16 ones both, and spill nothing; the
-# attention_decode_paged kernels (memory-bound, on the vector ALUs: no MFMA) must all be there
-# (16 split + 2 combine); the activation (4 ops x 3 dtypes x 16-byte / element packs = 24) and
+# attention_decode_paged kernels (memory-bound, on the vector ALUs: no MFMA; 1.2 adds the e4m3-cache
+# instantiations and paged_kv_cache_write's 4 element-wise kernels) must all be there
+# (16 split of bf16/fp16 caches + 16 of e4m3 ones + 2 combine); the activation (4 ops x 3 dtypes x 16-byte / element packs = 24) and
 # rotary (3 dtypes x NeoX / GPT-J x 16-byte / element packs = 12) kernels must all be there; no
 # kernel may use scratch memory (SGPR spills of the norms and of the 8-row decode kernels go to
 # VGPR lanes).
@@ -153,6 +154,7 @@ kernel_table() {
 declare -A expected_kernels=([activation]=24 [rotary]=12)  # every instantiation of the element-wise packages
 total_mfma=0
 decode_kernels=0
+cache_kernels=0
 for pkg in "${libs[@]}"; do
   lib="$(find "$dir" -name "libkh_${pkg}_hip.so" -type f | head -n1)"
   if [[ -z "$lib" ]]; then
@@ -190,6 +192,8 @@ for pkg in "${libs[@]}"; do
       [[ "$vspill" == 0 && "$scratch" == 0 ]] || fail "$pkg: $pretty spills to scratch ($vspill VGPRs, $scratch bytes)"
       if [[ "$pkg" == attention && "$pretty" == *decode_* ]]; then
         decode_kernels=$((decode_kernels + 1))
+      elif [[ "$pkg" == attention && "$pretty" == *cache_write_kernel* ]]; then
+        cache_kernels=$((cache_kernels + 1))  # paged_kv_cache_write (1.2): element-wise, no MFMA
       elif [[ "$pkg" == attention ]]; then
         prefill_names+="$pretty"$'\n'
         [[ "$mfma" -gt 0 ]] || fail "attention: $pretty has no v_mfma instruction"
@@ -208,14 +212,16 @@ for pkg in "${libs[@]}"; do
   if [[ "$pkg" == attention ]]; then
     # The prefill kernel (attention_fwd and attention_varlen_fwd): 6 head-dim buckets x 2 dtypes x
     # causal or not x 3 modes (fixed, varlen, general); each bucket by name; bf16 and f16 MFMAs.
-    [[ $((kernels - decode_kernels)) -eq 72 ]] ||
-      fail "attention: $((kernels - decode_kernels)) prefill kernels, expected 72 (buckets 64/96/128/192/256/192-128 x bf16/fp16 x causal/not x fixed/varlen/general)"
+    [[ $((kernels - decode_kernels - cache_kernels)) -eq 72 ]] ||
+      fail "attention: $((kernels - decode_kernels - cache_kernels)) prefill kernels, expected 72 (buckets 64/96/128/192/256/192-128 x bf16/fp16 x causal/not x fixed/varlen/general)"
     for bucket in "64, 64" "96, 96" "128, 128" "192, 192" "256, 256" "192, 128"; do
       n="$(grep -c "attention_fwd_gfx942_kernel<$bucket," <<<"$prefill_names")"
       [[ "$n" -eq 12 ]] || fail "attention: bucket <$bucket>: $n prefill kernels, expected 12"
     done
-    [[ $decode_kernels -eq 18 ]] ||
-      fail "attention: $decode_kernels decode kernels, expected 18 (bf16/fp16 x lane groups 4/8/16/32 x 4/8 rows, 2 combine)"
+    [[ $decode_kernels -eq 34 ]] ||
+      fail "attention: $decode_kernels decode kernels, expected 34 (bf16/fp16 x bf16/fp16 or e4m3 caches x lane groups 4/8/16/32 x 4/8 rows, 2 combine)"
+    [[ $cache_kernels -eq 4 ]] ||
+      fail "attention: $cache_kernels paged_kv_cache_write kernels, expected 4 (bf16/fp16 x e4m3 or same-dtype caches)"
     mnemonics="$(for co in "${cos[@]}"; do "$objdump" -d --mcpu=gfx942 "$co"; done |
                  grep -o 'v_mfma_[a-z0-9_]*' | sort | uniq -c | sed 's/^ */    /')"
     echo "  v_mfma instructions by kind (all attention kernels, $total_mfma in all):"

@@ -153,7 +153,7 @@ void run_decode_case(const DecodeCase& c, uint64_t seed) {
 
 TEST_CASE("attention_decode_paged: descriptor") {
   const kh::Kernel& k = attention_kernel();
-  CHECK(k.version() == "1.1.0");
+  CHECK(k.version() == "1.2.0");
   CHECK(k.op("attention_decode_paged").schema() ==
         "attention_decode_paged(Tensor(a!) out, Tensor(b!)? lse, Tensor q, Tensor k_cache, Tensor v_cache, "
         "Tensor block_table, Tensor seq_lens, Tensor(c!) workspace, float scale, int window_left=-1, "

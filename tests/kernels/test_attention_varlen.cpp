@@ -141,7 +141,7 @@ void run_varlen_case(const VarlenCase& c, uint64_t seed) {
 
 TEST_CASE("attention_varlen_fwd: descriptor") {
   const kh::Kernel& k = attention_kernel();
-  CHECK(k.version() == "1.1.0");
+  CHECK(k.version() == "1.2.0");
   CHECK(k.op("attention_varlen_fwd").schema() ==
         "attention_varlen_fwd(Tensor(a!) out, Tensor(b!)? lse, Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, "
         "Tensor cu_seqlens_k, int max_seqlen_q, int max_seqlen_k, float scale, bool causal, int window_left=-1, "

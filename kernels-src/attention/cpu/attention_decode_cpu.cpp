@@ -1,4 +1,5 @@
-// attention_decode_cpu.cpp: the CPU backend of attention_decode_paged, also the test oracle:
+// attention_decode_cpu.cpp: the CPU backend of attention_decode_paged and (1.2)
+// attention_decode_paged_fp8 (e4m3 caches decoded exactly, times their descale), also the test oracle:
 // keys are gathered through the block table, scores, soft-cap, softmax and the weighted sum
 // of v are computed in double; out is rounded to its dtype once, lse to float once. The
 // workspace is checked (same rule as every backend) but not used: nothing is split here.
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "attention_decode_args.hpp"
+#include "attention_fp8.hpp"
 #include "attention_ops.hpp"
 #include "kh_kernel/args.hpp"
 #include "kh_kernel/cpu_dispatch.hpp"
@@ -47,27 +49,38 @@ kh_status check_block_table(const kh_kernels::OpContext& c, const DecodeParams& 
   return KH_OK;
 }
 
+// A cache element in double: bf16/fp16 as stored; e4m3 (attention_decode_paged_fp8) decoded and
+// times its kv head's descale factor (NaN bytes stay NaN here: the oracle's decoding).
 template <typename T>
+double cache_value(const T* x, double) {
+  return to_double(*x);
+}
+double cache_value(const uint8_t* x, double descale) { return static_cast<double>(e4m3_to_float(*x)) * descale; }
+
+// T: q's and out's type; KV: the caches' (T, or uint8_t for e4m3).
+template <typename T, typename KV>
 void attention_decode_cpu(const DecodeParams& p) {
   const int64_t d = p.head_dim, group = p.heads_q / p.heads_kv;
   const T* qb = static_cast<const T*>(p.q);
-  const T* kb = static_cast<const T*>(p.k);
-  const T* vb = static_cast<const T*>(p.v);
+  const KV* kb = static_cast<const KV*>(p.k);
+  const KV* vb = static_cast<const KV*>(p.v);
   T* ob = static_cast<T*>(p.out);
   std::vector<double> k, v, q(static_cast<size_t>(d)), acc(static_cast<size_t>(d)), score;
   for (int64_t b = 0; b < p.batch; ++b) {
     const int64_t len = clamped_len(p, b), first = first_visible_key(p, len);
     const int32_t* table = p.block_table + b * p.bt_batch_stride;
     for (int64_t hkv = 0; hkv < p.heads_kv; ++hkv) {
+      const double k_descale = p.kv_fp8 ? p.k_scale[hkv * p.k_scale_stride] : 1.0;
+      const double v_descale = p.kv_fp8 ? p.v_scale[hkv * p.v_scale_stride] : 1.0;
       k.assign(static_cast<size_t>(len * d), 0.0);
       v.assign(static_cast<size_t>(len * d), 0.0);
       for (int64_t j = first; j < len; ++j) {
         const int64_t blk = table[j >> p.block_shift], off = j & (p.block_size - 1);
-        const T* kr = kb + blk * p.k_block_stride + off * p.k_row_stride + hkv * p.k_head_stride;
-        const T* vr = vb + blk * p.v_block_stride + off * p.v_row_stride + hkv * p.v_head_stride;
+        const KV* kr = kb + blk * p.k_block_stride + off * p.k_row_stride + hkv * p.k_head_stride;
+        const KV* vr = vb + blk * p.v_block_stride + off * p.v_row_stride + hkv * p.v_head_stride;
         for (int64_t e = 0; e < d; ++e) {
-          k[j * d + e] = to_double(kr[e]);
-          v[j * d + e] = to_double(vr[e]);
+          k[j * d + e] = cache_value(kr + e, k_descale);
+          v[j * d + e] = cache_value(vr + e, v_descale);
         }
       }
       score.assign(static_cast<size_t>(len), 0.0);
@@ -106,19 +119,32 @@ void attention_decode_cpu(const DecodeParams& p) {
   }
 }
 
+template <typename Parse>
+kh_status run_decode(const char* op, const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx, Parse parse) {
+  return kh_kernels::guarded({op, ctx, KH_DEVICE_TYPE}, [&] {
+    DecodeParams p;
+    KH_KERNEL_TRY(parse(args, nargs, ctx, &p));
+    if (p.empty()) return KH_OK;
+    KH_KERNEL_TRY(check_block_table({op, ctx, KH_DEVICE_TYPE}, p));
+    kh_kernels::dispatch_float(kh_kernels::DType(p.dtype == ElementType::kBF16 ? kh_kernels::DType::kBF16
+                                                                               : kh_kernels::DType::kF16),
+                               [&](auto tag) {
+                                 using T = typename decltype(tag)::type;
+                                 if (p.kv_fp8) attention_decode_cpu<T, uint8_t>(p);
+                                 else attention_decode_cpu<T, T>(p);
+                               });
+    return KH_OK;
+  });
+}
+
 }  // namespace
 
 kh_status attention_decode_paged_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
-  return kh_kernels::guarded({"attention_decode_paged", ctx, KH_DEVICE_TYPE}, [&] {
-    DecodeParams p;
-    KH_KERNEL_TRY(parse_attention_decode_args(args, nargs, ctx, &p));
-    if (p.empty()) return KH_OK;
-    KH_KERNEL_TRY(check_block_table({"attention_decode_paged", ctx, KH_DEVICE_TYPE}, p));
-    kh_kernels::dispatch_float(kh_kernels::DType(p.dtype == ElementType::kBF16 ? kh_kernels::DType::kBF16
-                                                                               : kh_kernels::DType::kF16),
-                               [&](auto tag) { attention_decode_cpu<typename decltype(tag)::type>(p); });
-    return KH_OK;
-  });
+  return run_decode("attention_decode_paged", args, nargs, ctx, parse_attention_decode_args);
+}
+
+kh_status attention_decode_paged_fp8_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
+  return run_decode("attention_decode_paged_fp8", args, nargs, ctx, parse_attention_decode_fp8_args);
 }
 
 }  // namespace kh_attention

@@ -6,14 +6,20 @@
 //  - sm90a variant (KH_ATTENTION_SM90A): the wgmma + TMA kernel (attention_fwd_sm90.cuh), the
 //    sm80 kernel for calls whose tensors TMA cannot describe. KH_ATTENTION_FORCE_SM80=1 in the
 //    environment picks the sm80 kernel always (for comparisons).
-// attention_decode_paged has its own kernels (attention_decode_launch.hpp).
+// attention_decode_paged has its own kernels (attention_decode_launch.hpp). 1.2.0:
+// attention_decode_paged_fp8 and attention_varlen_fwd_fp8 (bf16/fp16 q) run the FP8-cache kernel
+// (attention_decode_fp8_launch.hpp), paged_kv_cache_write its own (attention_cache_launch.hpp).
 #include <cuda_runtime_api.h>
 
 #include <climits>
+#include <cstdint>
 #include <cstdlib>
 
 #include "attention_args.hpp"
+#include "attention_cache_args.hpp"
+#include "attention_cache_launch.hpp"
 #include "attention_decode_args.hpp"
+#include "attention_decode_fp8_launch.hpp"
 #include "attention_decode_launch.hpp"
 #include "attention_fwd_sm80.hpp"
 #if defined(KH_ATTENTION_SM90A)
@@ -153,6 +159,146 @@ kh_status attention_decode_paged_invoke(const kh_value* args, uint32_t nargs, co
       return op_error(c, KH_ERROR_DEVICE, "kernel launch failed on CUDA device %d: %s (%s)", device_id,
                       cudaGetErrorName(err), cudaGetErrorString(err));
     return KH_OK;
+  });
+}
+
+}  // namespace kh_attention
+
+// --- 1.2.0: FP8 ---------------------------------------------------------------------------------
+namespace kh_attention {
+namespace {
+
+bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+bool multiples_of(int64_t n, int64_t a, int64_t b, int64_t c) { return a % n == 0 && b % n == 0 && c % n == 0; }
+
+// The FP8 kernel reads 16-byte chunks: q, out (and the workspace) as the bf16 kernels, the e4m3
+// caches' rows at 16-byte multiples (their strides are bytes).
+bool fp8_decode_aligned(const DecodeParams& p) {
+  return aligned16(p.q) && aligned16(p.k) && aligned16(p.v) && aligned16(p.out) && aligned16(p.workspace) &&
+         multiples_of(8, p.q_batch_stride, p.q_row_stride, p.q_head_stride) &&
+         multiples_of(8, p.o_batch_stride, p.o_row_stride, p.o_head_stride) &&
+         multiples_of(16, p.k_block_stride, p.k_row_stride, p.k_head_stride) &&
+         multiples_of(16, p.v_block_stride, p.v_row_stride, p.v_head_stride);
+}
+
+kh_status device_error(const OpContext& c, int device_id, cudaError_t err) {
+  return op_error(c, err == cudaErrorMemoryAllocation ? KH_ERROR_OUT_OF_MEMORY : KH_ERROR_DEVICE,
+                  "kernel launch failed on CUDA device %d: %s (%s)", device_id, cudaGetErrorName(err),
+                  cudaGetErrorString(err));
+}
+
+}  // namespace
+
+kh_status attention_decode_paged_fp8_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
+  const OpContext c{"attention_decode_paged_fp8", ctx, KH_DEVICE_TYPE};
+  return kh_kernels::guarded(c, [&]() -> kh_status {
+    DecodeParams p;
+    KH_KERNEL_TRY(parse_attention_decode_fp8_args(args, nargs, ctx, &p));
+    if (p.empty()) return KH_OK;
+    if (!fp8_decode_aligned(p))
+      return op_error(c, KH_ERROR_UNSUPPORTED,
+                      "q, k_cache, v_cache, out and workspace need 16-byte aligned data pointers, q and out strides "
+                      "that are multiples of 8 elements and cache strides that are multiples of 16 bytes (the kernel "
+                      "reads 16-byte chunks)");
+    const int64_t row_tiles = (static_cast<int64_t>(p.q_len) * (p.heads_q / p.heads_kv) + 7) / 8;
+    if (p.batch > 65535 || p.heads_kv * row_tiles > 65535)
+      return op_error(c, KH_ERROR_UNSUPPORTED,
+                      "shape too large for the CUDA kernel: batch %d and heads_kv x ceil(q_len x group / 8) %lld "
+                      "must be <= 65535",
+                      p.batch, (long long)(p.heads_kv * row_tiles));
+    const ScopedDevice device(p.device_id);
+    if (device.status() != cudaSuccess)
+      return op_error(c, KH_ERROR_DEVICE, "cannot make CUDA device %d current: %s", p.device_id,
+                      cudaGetErrorString(device.status()));
+    const cudaStream_t stream = static_cast<cudaStream_t>(c.ctx ? c.ctx->stream : nullptr);
+    const cudaError_t err = decode::launch_decode_fp8(p, stream);
+    return err == cudaSuccess ? KH_OK : device_error(c, p.device_id, err);
+  });
+}
+
+kh_status attention_varlen_fwd_fp8_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
+  const OpContext c{"attention_varlen_fwd_fp8", ctx, KH_DEVICE_TYPE};
+  return kh_kernels::guarded(c, [&]() -> kh_status {
+    AttentionParams a;
+    KH_KERNEL_TRY(parse_attention_varlen_fwd_fp8_args(args, nargs, ctx, &a));
+    // FP8 prefill (an e4m3 q, wgmma FP8 on sm90a) is not built in 1.2.0: refused before any launch,
+    // as the docs say, whatever the shapes.
+    if (a.q_fp8)
+      return op_error(c, KH_ERROR_UNSUPPORTED,
+                      "argument 'q': an e4m3 q (FP8 prefill) has no CUDA kernel in attention 1.2.0; pass q in "
+                      "bf16/fp16 (FP8 KV), or use the CPU build");
+    if (a.empty()) return KH_OK;
+    const int64_t group = a.heads_q / a.heads_kv;
+    const int64_t row_tiles = (a.seqlen_q * group + 7) / 8;
+    if (a.batch > 65535 || a.heads_kv * row_tiles > 65535 || a.seqlen_q > INT_MAX / 4 || a.seqlen_k > INT_MAX / 4 ||
+        a.total_q > INT_MAX || a.total_k > INT_MAX)
+      return op_error(c, KH_ERROR_UNSUPPORTED,
+                      "shape too large for the CUDA kernel: the batch %lld and heads_kv x ceil(max_seqlen_q x group "
+                      "/ 8) %lld must be <= 65535, lengths <= 2^29, packed rows < 2^31",
+                      (long long)a.batch, (long long)(a.heads_kv * row_tiles));
+    DecodeParams p;
+    p.q = a.q, p.k = a.k, p.v = a.v, p.out = a.out;
+    p.q_row_stride = a.q_row_stride, p.q_head_stride = a.q_head_stride;
+    p.o_row_stride = a.o_row_stride, p.o_head_stride = a.o_head_stride;
+    p.k_row_stride = a.k_row_stride, p.k_head_stride = a.k_head_stride;
+    p.v_row_stride = a.v_row_stride, p.v_head_stride = a.v_head_stride;
+    p.batch = static_cast<int>(a.batch);
+    p.q_len = static_cast<int>(a.seqlen_q);
+    p.heads_q = static_cast<int>(a.heads_q);
+    p.heads_kv = static_cast<int>(a.heads_kv);
+    p.head_dim = static_cast<int>(a.head_dim);
+    p.window_left = a.window_left >= a.seqlen_q + a.seqlen_k ? -1 : static_cast<int>(a.window_left);
+    p.scale = static_cast<float>(a.scale);
+    p.softcap = static_cast<float>(a.softcap);
+    p.dtype = a.dtype == kh_kernels::DType::kBF16 ? ElementType::kBF16 : ElementType::kF16;
+    p.device_id = a.device.device_id;
+    p.kv_fp8 = true;
+    p.k_scale = a.k_scale, p.v_scale = a.v_scale;
+    p.k_scale_stride = a.k_scale_stride, p.v_scale_stride = a.v_scale_stride;
+    decode::Fp8VarlenArgs va;
+    va.cu_q = a.cu_seqlens_q, va.cu_k = a.cu_seqlens_k;
+    va.cu_q_stride = a.cu_seqlens_q_stride, va.cu_k_stride = a.cu_seqlens_k_stride;
+    va.total_q = static_cast<int>(a.total_q), va.total_k = static_cast<int>(a.total_k);
+    va.max_q = static_cast<int>(a.seqlen_q), va.max_k = static_cast<int>(a.seqlen_k);
+    va.causal = a.causal;
+    va.lse = a.lse;
+    if (!(aligned16(p.q) && aligned16(p.k) && aligned16(p.v) && aligned16(p.out) &&
+          multiples_of(8, p.q_row_stride, p.q_head_stride, p.o_row_stride) && p.o_head_stride % 8 == 0 &&
+          multiples_of(16, p.k_row_stride, p.k_head_stride, p.v_row_stride) && p.v_head_stride % 16 == 0))
+      return op_error(c, KH_ERROR_UNSUPPORTED,
+                      "q, k, v and out need 16-byte aligned data pointers, q and out strides that are multiples of 8 "
+                      "elements and k and v strides that are multiples of 16 bytes");
+    const ScopedDevice device(p.device_id);
+    if (device.status() != cudaSuccess)
+      return op_error(c, KH_ERROR_DEVICE, "cannot make CUDA device %d current: %s", p.device_id,
+                      cudaGetErrorString(device.status()));
+    const cudaStream_t stream = static_cast<cudaStream_t>(c.ctx ? c.ctx->stream : nullptr);
+    const cudaError_t err = decode::launch_varlen_fp8(p, va, stream);
+    return err == cudaSuccess ? KH_OK : device_error(c, p.device_id, err);
+  });
+}
+
+kh_status paged_kv_cache_write_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
+  const OpContext c{"paged_kv_cache_write", ctx, KH_DEVICE_TYPE};
+  return kh_kernels::guarded(c, [&]() -> kh_status {
+    CacheWriteParams p;
+    KH_KERNEL_TRY(parse_paged_kv_cache_write_args(args, nargs, ctx, &p));
+    if (p.empty()) return KH_OK;
+    const int64_t cache_step = p.fp8 ? 16 : 8;  // elements: 16 bytes either way
+    if (!(aligned16(p.key) && aligned16(p.value) && aligned16(p.k_cache) && aligned16(p.v_cache) &&
+          multiples_of(8, p.key_token_stride, p.key_head_stride, p.value_token_stride) && p.value_head_stride % 8 == 0 &&
+          multiples_of(cache_step, p.kc_block_stride, p.kc_row_stride, p.kc_head_stride) &&
+          multiples_of(cache_step, p.vc_block_stride, p.vc_row_stride, p.vc_head_stride)))
+      return op_error(c, KH_ERROR_UNSUPPORTED,
+                      "key, value and the caches need 16-byte aligned data pointers and strides of 16-byte "
+                      "multiples (the kernel moves 16-byte chunks)");
+    const ScopedDevice device(p.device_id);
+    if (device.status() != cudaSuccess)
+      return op_error(c, KH_ERROR_DEVICE, "cannot make CUDA device %d current: %s", p.device_id,
+                      cudaGetErrorString(device.status()));
+    const cudaStream_t stream = static_cast<cudaStream_t>(c.ctx ? c.ctx->stream : nullptr);
+    const cudaError_t err = launch_cache_write(p, stream);
+    return err == cudaSuccess ? KH_OK : device_error(c, p.device_id, err);
   });
 }
 

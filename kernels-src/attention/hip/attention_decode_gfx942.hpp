@@ -77,6 +77,18 @@ hipError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int 
   return hipGetLastError();
 }
 
+// attention_decode_paged_fp8 (1.2): the same kernel over e4m3 caches (E4m3Kv).
+template <typename Tag, int TPR>
+hipError_t run_decode_split_fp8(const DecodeParams& p, int rows, int row_tiles, int num_splits, hipStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(num_splits), static_cast<unsigned>(p.heads_kv * row_tiles),
+                  static_cast<unsigned>(p.batch));
+  if (rows == 4)
+    decode_split_kernel<Tag, TPR, 4, E4m3Kv><<<grid, kThreads, 0, stream>>>(p, row_tiles, num_splits);
+  else
+    decode_split_kernel<Tag, TPR, 8, E4m3Kv><<<grid, kThreads, 0, stream>>>(p, row_tiles, num_splits);
+  return hipGetLastError();
+}
+
 template <typename Tag, int TPR>
 int decode_split_occupancy(int rows) {
   int blocks = 0;
@@ -93,6 +105,14 @@ int decode_split_occupancy(int rows) {
   extern template int decode_split_occupancy<Tag, TPR>(int);
 #define KH_DECODE_EXTERN_ALL(Tag) \
   KH_DECODE_EXTERN(Tag, 4) KH_DECODE_EXTERN(Tag, 8) KH_DECODE_EXTERN(Tag, 16) KH_DECODE_EXTERN(Tag, 32)
+
+#define KH_DECODE_FP8_EXTERN_ALL(Tag)                                                                          \
+  extern template hipError_t run_decode_split_fp8<Tag, 4>(const DecodeParams&, int, int, int, hipStream_t);  \
+  extern template hipError_t run_decode_split_fp8<Tag, 8>(const DecodeParams&, int, int, int, hipStream_t);  \
+  extern template hipError_t run_decode_split_fp8<Tag, 16>(const DecodeParams&, int, int, int, hipStream_t); \
+  extern template hipError_t run_decode_split_fp8<Tag, 32>(const DecodeParams&, int, int, int, hipStream_t);
+#define KH_DECODE_FP8_INSTANTIATE(Tag, TPR) \
+  template hipError_t run_decode_split_fp8<Tag, TPR>(const DecodeParams&, int, int, int, hipStream_t);
 
 #define KH_DECODE_INSTANTIATE(Tag, TPR)                                                                  \
   template hipError_t run_decode_split<Tag, TPR>(const DecodeParams&, int, int, int, hipStream_t); \

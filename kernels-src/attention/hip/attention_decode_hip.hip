@@ -13,6 +13,8 @@ namespace decode {
 
 KH_DECODE_EXTERN_ALL(Bf16Tag)
 KH_DECODE_EXTERN_ALL(F16Tag)
+KH_DECODE_FP8_EXTERN_ALL(Bf16Tag)
+KH_DECODE_FP8_EXTERN_ALL(F16Tag)
 
 hipError_t run_decode_combine(const DecodeParams& p, int num_splits, hipStream_t stream) {
   const CombineShape shape = decode_combine_shape(p, num_splits);
@@ -35,6 +37,16 @@ hipError_t run_split(const DecodeParams& p, int tpr, int rows, int row_tiles, in
     case 8: return run_decode_split<Tag, 8>(p, rows, row_tiles, splits, s);
     case 16: return run_decode_split<Tag, 16>(p, rows, row_tiles, splits, s);
     default: return run_decode_split<Tag, 32>(p, rows, row_tiles, splits, s);
+  }
+}
+
+template <typename Tag>
+hipError_t run_split_fp8(const DecodeParams& p, int tpr, int rows, int row_tiles, int splits, hipStream_t s) {
+  switch (tpr) {
+    case 4: return run_decode_split_fp8<Tag, 4>(p, rows, row_tiles, splits, s);
+    case 8: return run_decode_split_fp8<Tag, 8>(p, rows, row_tiles, splits, s);
+    case 16: return run_decode_split_fp8<Tag, 16>(p, rows, row_tiles, splits, s);
+    default: return run_decode_split_fp8<Tag, 32>(p, rows, row_tiles, splits, s);
   }
 }
 
@@ -99,6 +111,14 @@ hipError_t launch_decode(const DecodeParams& p, const DecodePlan& plan, hipStrea
   const bool bf16 = p.dtype == ElementType::kBF16;
   hipError_t err = bf16 ? run_split<Bf16Tag>(p, plan.tpr, plan.rows, plan.row_tiles, plan.splits, stream)
                         : run_split<F16Tag>(p, plan.tpr, plan.rows, plan.row_tiles, plan.splits, stream);
+  if (err == hipSuccess && plan.splits > 1) err = run_decode_combine(p, plan.splits, stream);
+  return err;
+}
+
+hipError_t launch_decode_fp8(const DecodeParams& p, const DecodePlan& plan, hipStream_t stream) {
+  const bool bf16 = p.dtype == ElementType::kBF16;
+  hipError_t err = bf16 ? run_split_fp8<Bf16Tag>(p, plan.tpr, plan.rows, plan.row_tiles, plan.splits, stream)
+                        : run_split_fp8<F16Tag>(p, plan.tpr, plan.rows, plan.row_tiles, plan.splits, stream);
   if (err == hipSuccess && plan.splits > 1) err = run_decode_combine(p, plan.splits, stream);
   return err;
 }

@@ -8,8 +8,11 @@
 
 #include <climits>
 #include <cstddef>
+#include <cstdint>
 
 #include "attention_args.hpp"
+#include "attention_cache_args.hpp"
+#include "attention_cache_gfx942.hpp"
 #include "attention_decode_args.hpp"
 #include "attention_decode_gfx942_launch.hpp"
 #include "attention_fwd_gfx942.hpp"
@@ -163,6 +166,95 @@ kh_status attention_decode_paged_invoke(const kh_value* args, uint32_t nargs, co
     const hipStream_t stream = has_stream ? static_cast<hipStream_t>(c.ctx->stream) : nullptr;
     const decode::DecodePlan plan = decode::plan_decode(p, p.device_id);
     const hipError_t err = decode::launch_decode(p, plan, stream);
+    if (err != hipSuccess)
+      return op_error(c, KH_ERROR_DEVICE, "kernel launch failed on ROCm device %d: %s (%s)", p.device_id,
+                      hipGetErrorName(err), hipGetErrorString(err));
+    return KH_OK;
+  });
+}
+
+}  // namespace kh_attention
+
+// --- 1.2.0: FP8 (compiled and checked on the host emulator here, not run: hip/NOTES.md) ---------
+namespace kh_attention {
+namespace {
+
+bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+bool multiples_of(int64_t n, int64_t a, int64_t b, int64_t c) { return a % n == 0 && b % n == 0 && c % n == 0; }
+
+hipStream_t call_stream(const OpContext& c) {
+  const bool has_stream = c.ctx != nullptr && c.ctx->struct_size >= offsetof(kh_call_ctx, stream) + sizeof(void*);
+  return has_stream ? static_cast<hipStream_t>(c.ctx->stream) : nullptr;
+}
+
+}  // namespace
+
+// The shared SIMT split kernel over e4m3 caches (8-byte loads a lane, decoded in registers).
+kh_status attention_decode_paged_fp8_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
+  const OpContext c{"attention_decode_paged_fp8", ctx, KH_DEVICE_TYPE};
+  return kh_kernels::guarded(c, [&]() -> kh_status {
+    DecodeParams p;
+    KH_KERNEL_TRY(parse_attention_decode_fp8_args(args, nargs, ctx, &p));
+    if (p.empty()) return KH_OK;
+    if (!(aligned16(p.q) && aligned16(p.k) && aligned16(p.v) && aligned16(p.out) && aligned16(p.workspace) &&
+          multiples_of(8, p.q_batch_stride, p.q_row_stride, p.q_head_stride) &&
+          multiples_of(8, p.o_batch_stride, p.o_row_stride, p.o_head_stride) &&
+          multiples_of(16, p.k_block_stride, p.k_row_stride, p.k_head_stride) &&
+          multiples_of(16, p.v_block_stride, p.v_row_stride, p.v_head_stride)))
+      return op_error(c, KH_ERROR_UNSUPPORTED,
+                      "q, k_cache, v_cache, out and workspace need 16-byte aligned data pointers, q and out strides "
+                      "that are multiples of 8 elements and cache strides that are multiples of 16 bytes");
+    const int64_t row_tiles = (static_cast<int64_t>(p.q_len) * (p.heads_q / p.heads_kv) + 3) / 4;
+    if (p.batch > 65535 || p.heads_kv * row_tiles > 65535)
+      return op_error(c, KH_ERROR_UNSUPPORTED,
+                      "shape too large for the gfx942 kernel: batch %d and heads_kv x ceil(q_len x group / 4) %lld "
+                      "must be <= 65535",
+                      p.batch, (long long)(p.heads_kv * row_tiles));
+    const ScopedDevice device(p.device_id);
+    if (device.status() != hipSuccess)
+      return op_error(c, KH_ERROR_DEVICE, "cannot make ROCm device %d current: %s", p.device_id,
+                      hipGetErrorString(device.status()));
+    const decode::DecodePlan plan = decode::plan_decode(p, p.device_id);
+    const hipError_t err = decode::launch_decode_fp8(p, plan, call_stream(c));
+    if (err != hipSuccess)
+      return op_error(c, KH_ERROR_DEVICE, "kernel launch failed on ROCm device %d: %s (%s)", p.device_id,
+                      hipGetErrorName(err), hipGetErrorString(err));
+    return KH_OK;
+  });
+}
+
+// Not built for gfx942 in 1.2.0 (the CPU and CUDA builds have it): refused after the shared rules,
+// before anything is launched.
+kh_status attention_varlen_fwd_fp8_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
+  const OpContext c{"attention_varlen_fwd_fp8", ctx, KH_DEVICE_TYPE};
+  return kh_kernels::guarded(c, [&]() -> kh_status {
+    AttentionParams a;
+    KH_KERNEL_TRY(parse_attention_varlen_fwd_fp8_args(args, nargs, ctx, &a));
+    return op_error(c, KH_ERROR_UNSUPPORTED,
+                    "attention_varlen_fwd_fp8 has no gfx942 kernel in attention 1.2.0 (the CPU and CUDA builds have "
+                    "it); dequantize k and v and call attention_varlen_fwd");
+  });
+}
+
+kh_status paged_kv_cache_write_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
+  const OpContext c{"paged_kv_cache_write", ctx, KH_DEVICE_TYPE};
+  return kh_kernels::guarded(c, [&]() -> kh_status {
+    CacheWriteParams p;
+    KH_KERNEL_TRY(parse_paged_kv_cache_write_args(args, nargs, ctx, &p));
+    if (p.empty()) return KH_OK;
+    const int64_t cache_step = p.fp8 ? 16 : 8;
+    if (!(aligned16(p.key) && aligned16(p.value) && aligned16(p.k_cache) && aligned16(p.v_cache) &&
+          multiples_of(8, p.key_token_stride, p.key_head_stride, p.value_token_stride) && p.value_head_stride % 8 == 0 &&
+          multiples_of(cache_step, p.kc_block_stride, p.kc_row_stride, p.kc_head_stride) &&
+          multiples_of(cache_step, p.vc_block_stride, p.vc_row_stride, p.vc_head_stride)))
+      return op_error(c, KH_ERROR_UNSUPPORTED,
+                      "key, value and the caches need 16-byte aligned data pointers and strides of 16-byte "
+                      "multiples (the kernel moves 16-byte chunks)");
+    const ScopedDevice device(p.device_id);
+    if (device.status() != hipSuccess)
+      return op_error(c, KH_ERROR_DEVICE, "cannot make ROCm device %d current: %s", p.device_id,
+                      hipGetErrorString(device.status()));
+    const hipError_t err = launch_cache_write(p, call_stream(c));
     if (err != hipSuccess)
       return op_error(c, KH_ERROR_DEVICE, "kernel launch failed on ROCm device %d: %s (%s)", p.device_id,
                       hipGetErrorName(err), hipGetErrorString(err));

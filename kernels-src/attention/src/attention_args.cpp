@@ -7,6 +7,7 @@
 #include <climits>
 #include <string>
 
+#include "attention_fp8_args.hpp"
 #include "kh_kernel/args.hpp"
 
 namespace kh_attention {
@@ -32,29 +33,44 @@ struct PrefillTensors {
   int64_t heads_q = 0, heads_kv = 0, head_dim = 0, head_dim_v = 0;
 };
 
+// fp8 (attention_varlen_fwd_fp8): k and v are uint8 e4m3 bytes; q is bf16/fp16 (out then q's
+// dtype) or e4m3 too (out bf16 or fp16); head dims in steps of 16, head_dim_v = head_dim.
 kh_status check_prefill_tensors(const OpContext& c, const kh_value* args, uint32_t nargs, uint32_t expected_nargs,
-                                int32_t rank, PrefillTensors* t) {
+                                int32_t rank, bool fp8, PrefillTensors* t) {
   KH_KERNEL_TRY(kh_kernels::check_nargs(c, args, nargs, expected_nargs));
   TensorView& q = t->q;
   KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kQ, "q", Presence::kRequired, &q));
-  KH_KERNEL_TRY(kh_kernels::check_dtype(c, "q", q, kAttentionDtypes));
+  KH_KERNEL_TRY(kh_kernels::check_dtype(c, "q", q, fp8 ? kAttentionDtypes | KH_DTYPE_U8 : kAttentionDtypes));
   KH_KERNEL_TRY(kh_kernels::check_ndim(c, "q", q, rank, rank));
   KH_KERNEL_TRY(kh_kernels::check_last_dim_contiguous(c, "q", q));
   t->heads_q = q.size(rank - 2);
   t->head_dim = q.size(rank - 1);
   if (t->heads_q < 1)
     return arg_error(c, "q", "heads_q (dim %d) must be >= 1, got %lld", rank - 2, (long long)t->heads_q);
-  if (!attention_supports_head_dim(t->head_dim))
+  if (!attention_supports_head_dim(t->head_dim) || (fp8 && t->head_dim % 16 != 0))
     return kh_kernels::op_error(c, KH_ERROR_UNSUPPORTED,
-                                "argument 'q': head_dim %lld is not supported (supported: multiples of 8 from 32 "
+                                "argument 'q': head_dim %lld is not supported (supported: multiples of %d from 32 "
                                 "to 256)",
-                                (long long)t->head_dim);
+                                (long long)t->head_dim, fp8 ? 16 : 8);
 
   KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kK, "k", Presence::kRequired, &t->k));
   KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kV, "v", Presence::kRequired, &t->v));
   KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kOut, "out", Presence::kRequired, &t->out));
-  const LikeQ others[] = {{"k", &t->k}, {"v", &t->v}, {"out", &t->out}};
-  KH_KERNEL_TRY(check_like_q(c, q, others));
+  if (fp8) {
+    const bool q_fp8 = q.dtype == kh_kernels::DType::kU8;
+    for (const Named& x : {Named{"k", &t->k}, Named{"v", &t->v}, Named{"out", &t->out}}) {
+      KH_KERNEL_TRY(kh_kernels::check_same_device(c, x.name, *x.view, "q", q));
+      KH_KERNEL_TRY(kh_kernels::check_ndim(c, x.name, *x.view, q.ndim, q.ndim));
+      KH_KERNEL_TRY(kh_kernels::check_last_dim_contiguous(c, x.name, *x.view));
+    }
+    KH_KERNEL_TRY(check_e4m3(c, "k", t->k));
+    KH_KERNEL_TRY(check_e4m3(c, "v", t->v));
+    if (q_fp8) KH_KERNEL_TRY(kh_kernels::check_dtype(c, "out", t->out, kAttentionDtypes));
+    else KH_KERNEL_TRY(kh_kernels::check_same_dtype(c, "out", t->out, "q", q));
+  } else {
+    const LikeQ others[] = {{"k", &t->k}, {"v", &t->v}, {"out", &t->out}};
+    KH_KERNEL_TRY(check_like_q(c, q, others));
+  }
   const TensorView &k = t->k, &v = t->v, &out = t->out;
   if ((rank == 4 && k.size(0) != q.size(0)) || k.size(rank - 1) != t->head_dim)
     return arg_error(c, "k", "shape %s does not fit q's shape %s: %shead_dim (last dim) must match",
@@ -71,10 +87,10 @@ kh_status check_prefill_tensors(const OpContext& c, const kh_value* args, uint32
       return arg_error(c, "v", "shape %s does not fit k's shape %s: every dim but the last (head_dim_v) must match",
                        kh_kernels::shape_string(v).c_str(), kh_kernels::shape_string(k).c_str());
   t->head_dim_v = v.size(rank - 1);
-  if (!attention_supports_head_dims(t->head_dim, t->head_dim_v))
+  if (!attention_supports_head_dims(t->head_dim, t->head_dim_v) || (fp8 && t->head_dim_v != t->head_dim))
     return kh_kernels::op_error(c, KH_ERROR_UNSUPPORTED,
                                 "argument 'v': head_dim_v (last dim) %lld with head_dim %lld is not supported "
-                                "(supported: head_dim_v equal to head_dim, or 128 with head_dim 192)",
+                                "(supported: head_dim_v equal to head_dim, or 128 with head_dim 192 but in the FP8 op)",
                                 (long long)t->head_dim_v, (long long)t->head_dim);
   bool out_fits = out.size(rank - 1) == t->head_dim_v;
   for (int32_t d = 0; d + 1 < rank; ++d) out_fits = out_fits && out.size(d) == q.size(d);
@@ -183,7 +199,7 @@ kh_status parse_attention_fwd_args(const kh_value* args, uint32_t nargs, const k
   *p = AttentionParams{};
   const OpContext c{"attention_fwd", ctx, KH_DEVICE_TYPE};
   PrefillTensors t;
-  KH_KERNEL_TRY(check_prefill_tensors(c, args, nargs, kAttentionFwdNumArgs, 4, &t));
+  KH_KERNEL_TRY(check_prefill_tensors(c, args, nargs, kAttentionFwdNumArgs, 4, false, &t));
   const TensorView &q = t.q, &k = t.k, &v = t.v, &out = t.out;
   const int64_t batch = q.size(0), seqlen_q = q.size(1);
   const int64_t lse_shape[] = {batch, t.heads_q, seqlen_q};
@@ -201,41 +217,70 @@ kh_status parse_attention_fwd_args(const kh_value* args, uint32_t nargs, const k
   return KH_OK;
 }
 
-kh_status parse_attention_varlen_fwd_args(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,
-                                          AttentionParams* p) {
+namespace {
+
+// Where attention_varlen_fwd's and attention_varlen_fwd_fp8's arguments after v sit.
+struct VarlenArgAt {
+  uint32_t cu_q, cu_k, max_q, max_k, scale, causal, window_left, softcap, nargs;
+  uint32_t q_scale, k_scale, v_scale;  // fp8 only
+};
+constexpr VarlenArgAt kVarlenAt = {kVarCuSeqlensQ, kVarCuSeqlensK, kVarMaxSeqlenQ, kVarMaxSeqlenK, kVarScale,
+                                   kVarCausal,     kVarWindowLeft, kVarSoftcap,    kAttentionVarlenNumArgs, 0, 0, 0};
+constexpr VarlenArgAt kVarlenFp8At = {kVf8CuSeqlensQ, kVf8CuSeqlensK, kVf8MaxSeqlenQ, kVf8MaxSeqlenK,
+                                      kVf8Scale,      kVf8Causal,     kVf8WindowLeft, kVf8Softcap,
+                                      kAttentionVarlenFp8NumArgs, kVf8QScale, kVf8KScale, kVf8VScale};
+
+kh_status parse_varlen(const OpContext& c, const kh_value* args, uint32_t nargs, const VarlenArgAt& at, bool fp8,
+                       AttentionParams* p) {
   *p = AttentionParams{};
-  const OpContext c{"attention_varlen_fwd", ctx, KH_DEVICE_TYPE};
   PrefillTensors t;
-  KH_KERNEL_TRY(check_prefill_tensors(c, args, nargs, kAttentionVarlenNumArgs, 3, &t));
+  KH_KERNEL_TRY(check_prefill_tensors(c, args, nargs, at.nargs, 3, fp8, &t));
   const TensorView &q = t.q, &k = t.k, &v = t.v, &out = t.out;
   const int64_t total_q = q.size(0), total_k = k.size(0);
+  TensorView qs, ks, vs;
+  if (fp8) {
+    p->q_fp8 = q.dtype == kh_kernels::DType::kU8;
+    p->kv_fp8 = true;
+    KH_KERNEL_TRY(fp8_scale_arg(c, args, at.q_scale, "q_scale", q, "q", t.heads_kv, Presence::kOptional, &p->q_scale,
+                                &p->q_scale_stride, &qs));
+    if (p->q_fp8 && !qs.present())
+      return arg_error(c, "q_scale", "is required when q holds e4m3 bytes (uint8): its descale factor");
+    if (!p->q_fp8 && qs.present())
+      return arg_error(c, "q_scale", "must be None when q is %s (only an e4m3 q has a descale factor)",
+                       kh_kernels::dtype_name(q.dtype));
+    KH_KERNEL_TRY(fp8_scale_arg(c, args, at.k_scale, "k_scale", k, "k", t.heads_kv, Presence::kRequired, &p->k_scale,
+                                &p->k_scale_stride, &ks));
+    KH_KERNEL_TRY(fp8_scale_arg(c, args, at.v_scale, "v_scale", v, "v", t.heads_kv, Presence::kRequired, &p->v_scale,
+                                &p->v_scale_stride, &vs));
+  }
 
   TensorView cu_q, cu_k;
-  KH_KERNEL_TRY(cu_seqlens_arg(c, args, kVarCuSeqlensQ, "cu_seqlens_q", q, &cu_q));
+  KH_KERNEL_TRY(cu_seqlens_arg(c, args, at.cu_q, "cu_seqlens_q", q, &cu_q));
   if (cu_q.size(0) < 1)
     return arg_error(c, "cu_seqlens_q", "needs batch + 1 >= 1 entries (the first is 0), got shape %s",
                      kh_kernels::shape_string(cu_q).c_str());
-  KH_KERNEL_TRY(cu_seqlens_arg(c, args, kVarCuSeqlensK, "cu_seqlens_k", q, &cu_k));
+  KH_KERNEL_TRY(cu_seqlens_arg(c, args, at.cu_k, "cu_seqlens_k", q, &cu_k));
   if (cu_k.size(0) != cu_q.size(0))
     return arg_error(c, "cu_seqlens_k", "shape %s does not match cu_seqlens_q's %s: both hold batch + 1 offsets",
                      kh_kernels::shape_string(cu_k).c_str(), kh_kernels::shape_string(cu_q).c_str());
   const int64_t batch = cu_q.size(0) - 1;
 
   int64_t max_q = 0, max_k = 0;
-  KH_KERNEL_TRY(bounded_int_arg(c, args, kVarMaxSeqlenQ, "max_seqlen_q", 0, INT_MAX,
+  KH_KERNEL_TRY(bounded_int_arg(c, args, at.max_q, "max_seqlen_q", 0, INT_MAX,
                                 "a length in [0, 2^31) (the longest sequence of q)", &max_q));
-  KH_KERNEL_TRY(bounded_int_arg(c, args, kVarMaxSeqlenK, "max_seqlen_k", 0, INT_MAX,
+  KH_KERNEL_TRY(bounded_int_arg(c, args, at.max_k, "max_seqlen_k", 0, INT_MAX,
                                 "a length in [0, 2^31) (the longest sequence of k)", &max_k));
   const int64_t lse_shape[] = {t.heads_q, total_q};
   KH_KERNEL_TRY(check_lse_shape(c, t.lse, lse_shape, "(heads_q, total_q)"));
-  KH_KERNEL_TRY(scale_and_causal(c, args, kVarScale, kVarCausal, p));
-  KH_KERNEL_TRY(bounded_int_arg(c, args, kVarWindowLeft, "window_left", -1, INT_MAX,
+  KH_KERNEL_TRY(scale_and_causal(c, args, at.scale, at.causal, p));
+  KH_KERNEL_TRY(bounded_int_arg(c, args, at.window_left, "window_left", -1, INT_MAX,
                                 "-1 (no window) or a key count in [0, 2^31)", &p->window_left));
-  KH_KERNEL_TRY(kh_kernels::double_arg(c, args, kVarSoftcap, "softcap", &p->softcap));
+  KH_KERNEL_TRY(kh_kernels::double_arg(c, args, at.softcap, "softcap", &p->softcap));
   KH_KERNEL_TRY(kh_kernels::check_finite(c, "softcap", p->softcap));
   if (p->softcap < 0) return arg_error(c, "softcap", "must be 0 (none) or > 0, got %g", p->softcap);
   const Named outputs[] = {{"out", &out}, {"lse", &t.lse}};
-  const Named inputs[] = {{"q", &q}, {"k", &k}, {"v", &v}, {"cu_seqlens_q", &cu_q}, {"cu_seqlens_k", &cu_k}};
+  const Named inputs[] = {{"q", &q},          {"k", &k},           {"v", &v},         {"cu_seqlens_q", &cu_q},
+                          {"cu_seqlens_k", &cu_k}, {"q_scale", &qs}, {"k_scale", &ks}, {"v_scale", &vs}};
   KH_KERNEL_TRY(check_outputs_apart(c, outputs, inputs));
 
   fill_tensors(t, p);
@@ -249,8 +294,22 @@ kh_status parse_attention_varlen_fwd_args(const kh_value* args, uint32_t nargs, 
   p->seqlen_k = max_k;
   p->total_q = total_q;
   p->total_k = total_k;
+  if (fp8) p->dtype = out.dtype;  // the output's: q may be e4m3
   return KH_OK;
 }
+
+}  // namespace
+
+kh_status parse_attention_varlen_fwd_args(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,
+                                          AttentionParams* p) {
+  return parse_varlen({"attention_varlen_fwd", ctx, KH_DEVICE_TYPE}, args, nargs, kVarlenAt, false, p);
+}
+
+kh_status parse_attention_varlen_fwd_fp8_args(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,
+                                              AttentionParams* p) {
+  return parse_varlen({"attention_varlen_fwd_fp8", ctx, KH_DEVICE_TYPE}, args, nargs, kVarlenFp8At, true, p);
+}
+
 
 FwdLaunchParams launch_params(const AttentionParams& a) {
   FwdLaunchParams p;

@@ -32,6 +32,25 @@ enum AttentionVarlenArg : uint32_t {
   kAttentionVarlenNumArgs
 };
 
+// attention_varlen_fwd_fp8(Tensor(a!) out, Tensor(b!)? lse, Tensor q, Tensor k, Tensor v,
+//     Tensor? q_scale, Tensor k_scale, Tensor v_scale, Tensor cu_seqlens_q, Tensor cu_seqlens_k,
+//     int max_seqlen_q, int max_seqlen_k, float scale, bool causal, int window_left,
+//     float softcap) -> ()   (1.2.0; out, lse, q, k, v where attention_fwd has them)
+enum AttentionVarlenFp8Arg : uint32_t {
+  kVf8QScale = kV + 1,
+  kVf8KScale,
+  kVf8VScale,
+  kVf8CuSeqlensQ,
+  kVf8CuSeqlensK,
+  kVf8MaxSeqlenQ,
+  kVf8MaxSeqlenK,
+  kVf8Scale,
+  kVf8Causal,
+  kVf8WindowLeft,
+  kVf8Softcap,
+  kAttentionVarlenFp8NumArgs
+};
+
 constexpr uint32_t kAttentionDtypes = KH_DTYPE_F16 | KH_DTYPE_BF16;
 
 // Head dims every backend implements (others are refused with KH_ERROR_UNSUPPORTED): q and k
@@ -84,7 +103,16 @@ struct AttentionParams {
   double scale = 1.0;    // finite; any sign
   double softcap = 0.0;  // 0: none; else > 0
   bool causal = false;
-  kh_kernels::DType dtype = kh_kernels::DType::kUnknown;  // F16 or BF16, of q, k, v and out
+  kh_kernels::DType dtype = kh_kernels::DType::kUnknown;  // F16 or BF16, of out (and of q, k, v but in FP8)
+  // attention_varlen_fwd_fp8 (1.2): k and v hold e4m3 bytes (strides in bytes), and q too when
+  // q_fp8; the dequantized values are e4m3 * <x>_scale[kv head * <x>_scale_stride] (stride 0: one
+  // factor). The scales live on the tensors' device.
+  bool kv_fp8 = false;
+  bool q_fp8 = false;
+  const float* q_scale = nullptr;
+  const float* k_scale = nullptr;
+  const float* v_scale = nullptr;
+  int64_t q_scale_stride = 0, k_scale_stride = 0, v_scale_stride = 0;
   DLDevice device = {kDLCPU, 0};
 
   bool varlen() const { return cu_seqlens_q != nullptr; }
@@ -96,6 +124,8 @@ kh_status parse_attention_fwd_args(const kh_value* args, uint32_t nargs, const k
                                    AttentionParams* p);
 kh_status parse_attention_varlen_fwd_args(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,
                                           AttentionParams* p);
+kh_status parse_attention_varlen_fwd_fp8_args(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,
+                                              AttentionParams* p);
 
 // The GPU kernels' view of a validated call (sizes narrowed to int: the GPU entries check the
 // limits first).

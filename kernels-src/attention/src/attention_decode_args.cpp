@@ -5,8 +5,10 @@
 #include "attention_decode_args.hpp"
 
 #include <climits>
+#include <utility>
 
 #include "attention_args.hpp"  // kAttentionDtypes
+#include "attention_fp8_args.hpp"
 #include "kh_kernel/args.hpp"
 
 namespace kh_attention {
@@ -34,34 +36,57 @@ int log2_of(int64_t x) {
   return s;
 }
 
-}  // namespace
+// Where each argument sits: attention_decode_paged's schema, or attention_decode_paged_fp8's
+// (k_scale and v_scale after the caches).
+struct DecodeArgAt {
+  uint32_t out, lse, q, k_cache, v_cache, block_table, seq_lens, workspace, scale, window_left, softcap, nargs;
+  uint32_t k_scale, v_scale;  // fp8 only
+};
+constexpr DecodeArgAt kDecodeAt = {kDecOut,       kDecLse,        kDecQ,        kDecKCache,     kDecVCache,
+                                   kDecBlockTable, kDecSeqLens,   kDecWorkspace, kDecScale,     kDecWindowLeft,
+                                   kDecSoftcap,   kAttentionDecodeNumArgs, 0, 0};
+constexpr DecodeArgAt kDecodeFp8At = {kDf8Out,        kDf8Lse,       kDf8Q,         kDf8KCache,    kDf8VCache,
+                                      kDf8BlockTable, kDf8SeqLens,   kDf8Workspace, kDf8Scale,     kDf8WindowLeft,
+                                      kDf8Softcap,    kAttentionDecodeFp8NumArgs, kDf8KScale, kDf8VScale};
 
-kh_status parse_attention_decode_args(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,
-                                      DecodeParams* p) {
+// Both ops' rules; fp8: the caches are uint8 e4m3 bytes with descale factors, head dims in steps
+// of 16.
+kh_status parse_decode(const kh_kernels::OpContext& c, const kh_value* args, uint32_t nargs, const DecodeArgAt& at,
+                       bool fp8, DecodeParams* p) {
   *p = DecodeParams{};
-  const kh_kernels::OpContext c{"attention_decode_paged", ctx, KH_DEVICE_TYPE};
-  KH_KERNEL_TRY(kh_kernels::check_nargs(c, args, nargs, kAttentionDecodeNumArgs));
+  KH_KERNEL_TRY(kh_kernels::check_nargs(c, args, nargs, at.nargs));
 
-  TensorView out, lse, q, kc, vc, bt, sl, ws;
-  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kDecQ, "q", Presence::kRequired, &q));
+  TensorView out, lse, q, kc, vc, bt, sl, ws, ks, vs;
+  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, at.q, "q", Presence::kRequired, &q));
   KH_KERNEL_TRY(kh_kernels::check_dtype(c, "q", q, kAttentionDtypes));
   KH_KERNEL_TRY(kh_kernels::check_ndim(c, "q", q, 4, 4));
   KH_KERNEL_TRY(kh_kernels::check_last_dim_contiguous(c, "q", q));
   const int64_t batch = q.size(0), q_len = q.size(1), heads_q = q.size(2), head_dim = q.size(3);
   if (heads_q < 1) return arg_error(c, "q", "heads_q (dim 2) must be >= 1, got %lld", (long long)heads_q);
-  if (!attention_decode_supports_head_dim(head_dim))
+  if (!attention_decode_supports_head_dim(head_dim) || (fp8 && head_dim % kDecodeFp8HeadDimStep != 0))
     return kh_kernels::op_error(c, KH_ERROR_UNSUPPORTED,
-                                "argument 'q': head_dim %lld is not supported (supported: multiples of 8 "
+                                "argument 'q': head_dim %lld is not supported (supported: multiples of %d "
                                 "from 32 to 256)",
-                                (long long)head_dim);
+                                (long long)head_dim, fp8 ? kDecodeFp8HeadDimStep : 8);
   if (batch > INT_MAX || q_len > INT_MAX || heads_q > INT_MAX)
     return arg_error(c, "q", "shape %s is too large (each dim must be < 2^31)", kh_kernels::shape_string(q).c_str());
 
-  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kDecKCache, "k_cache", Presence::kRequired, &kc));
-  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kDecVCache, "v_cache", Presence::kRequired, &vc));
-  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kDecOut, "out", Presence::kRequired, &out));
-  const LikeQ others[] = {{"k_cache", &kc}, {"v_cache", &vc}, {"out", &out}};
-  KH_KERNEL_TRY(check_like_q(c, q, others));
+  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, at.k_cache, "k_cache", Presence::kRequired, &kc));
+  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, at.v_cache, "v_cache", Presence::kRequired, &vc));
+  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, at.out, "out", Presence::kRequired, &out));
+  if (fp8) {
+    const LikeQ others[] = {{"out", &out}};
+    KH_KERNEL_TRY(check_like_q(c, q, others));
+    for (const auto& cache : {std::make_pair("k_cache", &kc), std::make_pair("v_cache", &vc)}) {
+      KH_KERNEL_TRY(kh_kernels::check_same_device(c, cache.first, *cache.second, "q", q));
+      KH_KERNEL_TRY(check_e4m3(c, cache.first, *cache.second));
+      KH_KERNEL_TRY(kh_kernels::check_ndim(c, cache.first, *cache.second, 4, 4));
+      KH_KERNEL_TRY(kh_kernels::check_last_dim_contiguous(c, cache.first, *cache.second));
+    }
+  } else {
+    const LikeQ others[] = {{"k_cache", &kc}, {"v_cache", &vc}, {"out", &out}};
+    KH_KERNEL_TRY(check_like_q(c, q, others));
+  }
   KH_KERNEL_TRY(kh_kernels::check_same_shape(c, "out", out, "q", q));
   const int64_t num_blocks = kc.size(0), block_size = kc.size(1), heads_kv = kc.size(2);
   if (kc.size(3) != head_dim)
@@ -78,8 +103,15 @@ kh_status parse_attention_decode_args(const kh_value* args, uint32_t nargs, cons
   if (num_blocks > INT_MAX)
     return arg_error(c, "k_cache", "num_blocks (dim 0) %lld is too large (< 2^31)", (long long)num_blocks);
   KH_KERNEL_TRY(kh_kernels::check_same_shape(c, "v_cache", vc, "k_cache", kc));
+  if (fp8) {
+    KH_KERNEL_TRY(fp8_scale_arg(c, args, at.k_scale, "k_scale", kc, "k_cache", heads_kv, Presence::kRequired,
+                                &p->k_scale, &p->k_scale_stride, &ks));
+    KH_KERNEL_TRY(fp8_scale_arg(c, args, at.v_scale, "v_scale", vc, "v_cache", heads_kv, Presence::kRequired,
+                                &p->v_scale, &p->v_scale_stride, &vs));
+    p->kv_fp8 = true;
+  }
 
-  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kDecBlockTable, "block_table", Presence::kRequired, &bt));
+  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, at.block_table, "block_table", Presence::kRequired, &bt));
   KH_KERNEL_TRY(kh_kernels::check_same_device(c, "block_table", bt, "q", q));
   KH_KERNEL_TRY(kh_kernels::check_dtype(c, "block_table", bt, KH_DTYPE_I32));
   KH_KERNEL_TRY(kh_kernels::check_ndim(c, "block_table", bt, 2, 2));
@@ -92,7 +124,7 @@ kh_status parse_attention_decode_args(const kh_value* args, uint32_t nargs, cons
     return arg_error(c, "block_table", "max_blocks_per_seq %lld x block_size %lld must be < 2^31 keys",
                      (long long)max_blocks, (long long)block_size);
 
-  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kDecSeqLens, "seq_lens", Presence::kRequired, &sl));
+  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, at.seq_lens, "seq_lens", Presence::kRequired, &sl));
   KH_KERNEL_TRY(kh_kernels::check_same_device(c, "seq_lens", sl, "q", q));
   KH_KERNEL_TRY(kh_kernels::check_dtype(c, "seq_lens", sl, KH_DTYPE_I32));
   KH_KERNEL_TRY(kh_kernels::check_ndim(c, "seq_lens", sl, 1, 1));
@@ -100,7 +132,7 @@ kh_status parse_attention_decode_args(const kh_value* args, uint32_t nargs, cons
     return arg_error(c, "seq_lens", "shape %s does not match q's batch %lld", kh_kernels::shape_string(sl).c_str(),
                      (long long)batch);
 
-  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kDecLse, "lse", Presence::kOptional, &lse));
+  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, at.lse, "lse", Presence::kOptional, &lse));
   if (lse.present()) {
     KH_KERNEL_TRY(kh_kernels::check_same_device(c, "lse", lse, "q", q));
     KH_KERNEL_TRY(kh_kernels::check_dtype(c, "lse", lse, KH_DTYPE_F32));
@@ -113,7 +145,7 @@ kh_status parse_attention_decode_args(const kh_value* args, uint32_t nargs, cons
 
   const int64_t max_kv = max_blocks * block_size;
   const int64_t need = decode_workspace_floats(batch, q_len, heads_q, heads_kv, head_dim, max_kv);
-  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, kDecWorkspace, "workspace", Presence::kRequired, &ws));
+  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, at.workspace, "workspace", Presence::kRequired, &ws));
   KH_KERNEL_TRY(kh_kernels::check_same_device(c, "workspace", ws, "q", q));
   KH_KERNEL_TRY(kh_kernels::check_dtype(c, "workspace", ws, KH_DTYPE_F32));
   KH_KERNEL_TRY(kh_kernels::check_ndim(c, "workspace", ws, 1, 1));
@@ -129,13 +161,13 @@ kh_status parse_attention_decode_args(const kh_value* args, uint32_t nargs, cons
 
   double scale = 0, softcap = 0;
   int64_t window_left = -1;
-  KH_KERNEL_TRY(kh_kernels::double_arg(c, args, kDecScale, "scale", &scale));
+  KH_KERNEL_TRY(kh_kernels::double_arg(c, args, at.scale, "scale", &scale));
   KH_KERNEL_TRY(kh_kernels::check_finite(c, "scale", scale));
-  KH_KERNEL_TRY(int_arg(c, args, kDecWindowLeft, "window_left", &window_left));
+  KH_KERNEL_TRY(int_arg(c, args, at.window_left, "window_left", &window_left));
   if (window_left < -1 || window_left > INT_MAX)
     return arg_error(c, "window_left", "must be -1 (no window) or a key count in [0, 2^31), got %lld",
                      (long long)window_left);
-  KH_KERNEL_TRY(kh_kernels::double_arg(c, args, kDecSoftcap, "softcap", &softcap));
+  KH_KERNEL_TRY(kh_kernels::double_arg(c, args, at.softcap, "softcap", &softcap));
   KH_KERNEL_TRY(kh_kernels::check_finite(c, "softcap", softcap));
   if (softcap < 0) return arg_error(c, "softcap", "must be 0 (none) or > 0, got %g", softcap);
 
@@ -143,7 +175,8 @@ kh_status parse_attention_decode_args(const kh_value* args, uint32_t nargs, cons
   const struct {
     const char* name;
     const TensorView* view;
-  } inputs[] = {{"q", &q}, {"k_cache", &kc}, {"v_cache", &vc}, {"block_table", &bt}, {"seq_lens", &sl}};
+  } inputs[] = {{"q", &q},         {"k_cache", &kc},  {"v_cache", &vc}, {"block_table", &bt},
+                {"seq_lens", &sl}, {"k_scale", &ks},  {"v_scale", &vs}};
   const struct {
     const char* name;
     const TensorView* view;
@@ -191,6 +224,18 @@ kh_status parse_attention_decode_args(const kh_value* args, uint32_t nargs, cons
   p->device_id = q.device.device_id;
   p->dtype = q.dtype == kh_kernels::DType::kBF16 ? ElementType::kBF16 : ElementType::kF16;
   return KH_OK;
+}
+
+}  // namespace
+
+kh_status parse_attention_decode_args(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,
+                                      DecodeParams* p) {
+  return parse_decode({"attention_decode_paged", ctx, KH_DEVICE_TYPE}, args, nargs, kDecodeAt, false, p);
+}
+
+kh_status parse_attention_decode_fp8_args(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,
+                                          DecodeParams* p) {
+  return parse_decode({"attention_decode_paged_fp8", ctx, KH_DEVICE_TYPE}, args, nargs, kDecodeFp8At, true, p);
 }
 
 }  // namespace kh_attention

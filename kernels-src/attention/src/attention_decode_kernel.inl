@@ -32,6 +32,8 @@
 // load nothing and add zeros, so every multiple of 8 from 32 to 256 runs on 4 TPR variants
 // (64, 128, 256 use every lane).
 
+#include "attention_fp8.hpp"
+
 #ifndef KH_DEC_WAIT_PRIOR_GRID
 #define KH_DEC_WAIT_PRIOR_GRID() ((void)0)
 #endif
@@ -49,6 +51,35 @@ constexpr float kLn2 = 0.6931471805599453f;
 
 struct Bf16Tag {};
 struct F16Tag {};
+// The caches of attention_decode_paged_fp8 (1.2): e4m3 bytes (attention_fp8.hpp). The split kernel's
+// Kv parameter: Tag (bf16/fp16 caches, the default) or E4m3Kv.
+struct E4m3Kv {};
+
+template <typename Kv>
+struct KvTraits {
+  using Elem = uint16_t;  // a bf16/fp16 cache: 8 elements a 16-byte load
+  static constexpr bool kFp8 = false;
+};
+template <>
+struct KvTraits<E4m3Kv> {
+  using Elem = uint8_t;  // e4m3: 8 elements an 8-byte load
+  static constexpr bool kFp8 = true;
+};
+
+// A lane's 8 cache elements: 16 bytes (bf16/fp16), 8 bytes (e4m3).
+template <typename Kv>
+KH_DEC_DEV uint4 kv_ld8(const uint16_t* ptr, Kv) {
+  return kh_dec_ld16(ptr);
+}
+KH_DEC_DEV uint2 kv_ld8(const uint8_t* ptr, E4m3Kv) { return *reinterpret_cast<const uint2*>(ptr); }
+
+// An e4m3 byte's value with integer operations (the CUDA FP8 kernel's decoding: NaN bytes read as
+// +-480, no test an element).
+KH_DEC_DEV float e4m3_value_fast(uint32_t b) {
+  const uint32_t em = b & 0x7fu;
+  const float mag = em < 8u ? static_cast<float>(em) * 0.001953125f : __uint_as_float((em << 20) + (120u << 23));
+  return (b & 0x80u) ? -mag : mag;
+}
 
 KH_DEC_DEV void unpack8(uint4 raw, float f[8], Bf16Tag) {
   const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
@@ -76,6 +107,14 @@ KH_DEC_DEV uint32_t to_bits(float f, Bf16Tag) {
 }
 
 KH_DEC_DEV uint32_t to_bits(float f, F16Tag) { return kh_dec_float_to_f16(f); }
+
+KH_DEC_DEV void unpack8(uint2 raw, float f[8], E4m3Kv) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    f[i] = e4m3_value_fast((raw.x >> (8 * i)) & 0xffu);
+    f[4 + i] = e4m3_value_fast((raw.y >> (8 * i)) & 0xffu);
+  }
+}
 
 template <typename Tag>
 KH_DEC_DEV uint4 pack8(const float f[8]) {
@@ -216,10 +255,13 @@ KH_DEC_DEV void decode_epilogue(const DecodeParams& p, const Tile& t, MergeSmem<
   }
 }
 
-template <typename Tag, int TPR, int ROWS>
+// Kv: the caches' format, Tag (q's: bf16/fp16) or E4m3Kv (attention_decode_paged_fp8: k_scale folded
+// into q's scale, v_scale applied to the accumulator before the merge).
+template <typename Tag, int TPR, int ROWS, typename Kv = Tag>
 __global__ void KH_DEC_SPLIT_BOUNDS(ROWS) decode_split_kernel(const DecodeParams p, const int row_tiles,
                                                                 const int num_splits) {
   static_assert(kThreads % TPR == 0 && TPR <= 32, "a lane group lies within one warp");
+  using KvElem = typename KvTraits<Kv>::Elem;
   constexpr int kGroups = kThreads / TPR;
   constexpr int kStep = kGroups * kUnroll;  // keys per CTA step
   __shared__ MergeSmem<TPR, ROWS> sm;
@@ -232,7 +274,8 @@ __global__ void KH_DEC_SPLIT_BOUNDS(ROWS) decode_split_kernel(const DecodeParams
   const bool lane_on = e0 < p.head_dim;
   const bool softcap = p.softcap > 0.f;
   // Scores in log2 units: log2(e) folded into q's scale, or applied after the soft-cap.
-  const float q_scale = softcap ? p.scale : p.scale * kLog2e;
+  float q_scale = softcap ? p.scale : p.scale * kLog2e;
+  if constexpr (KvTraits<Kv>::kFp8) q_scale *= fp8_scale_at(p.k_scale, p.k_scale_stride, t.kv_head);
   const float cap_log2 = p.softcap * kLog2e, inv_cap = softcap ? 1.f / p.softcap : 0.f;
 
   // This thread's 8 elements of each row's q (pre-scaled) and each row's key limits.
@@ -267,8 +310,8 @@ __global__ void KH_DEC_SPLIT_BOUNDS(ROWS) decode_split_kernel(const DecodeParams
   }
 
   const int32_t* table = p.block_table + static_cast<int64_t>(t.b) * p.bt_batch_stride;
-  const uint16_t* kbase = static_cast<const uint16_t*>(p.k) + static_cast<int64_t>(t.kv_head) * p.k_head_stride + e0;
-  const uint16_t* vbase = static_cast<const uint16_t*>(p.v) + static_cast<int64_t>(t.kv_head) * p.v_head_stride + e0;
+  const KvElem* kbase = static_cast<const KvElem*>(p.k) + static_cast<int64_t>(t.kv_head) * p.k_head_stride + e0;
+  const KvElem* vbase = static_cast<const KvElem*>(p.v) + static_cast<int64_t>(t.kv_head) * p.v_head_stride + e0;
   const int bmask = p.block_size - 1;
 
   // Block ids of this thread's keys in the first step.
@@ -280,7 +323,8 @@ __global__ void KH_DEC_SPLIT_BOUNDS(ROWS) decode_split_kernel(const DecodeParams
   }
 
   for (int base = t.key_beg; base < t.key_end; base += kStep) {
-    uint4 kraw[kUnroll], vraw[kUnroll];
+    using KvRaw = decltype(kv_ld8(kbase, Kv{}));
+    KvRaw kraw[kUnroll], vraw[kUnroll];
     // Bit u: key u of this step is within the range and its block id may be read (a bad id's
     // key is left out, as if masked: decode_block_ok).
     unsigned read = 0;
@@ -291,11 +335,11 @@ __global__ void KH_DEC_SPLIT_BOUNDS(ROWS) decode_split_kernel(const DecodeParams
       read |= static_cast<unsigned>(on) << u;
       if (lane_on && on) {
         const int64_t off = static_cast<int64_t>(key & bmask);
-        kraw[u] = kh_dec_ld16(kbase + static_cast<int64_t>(blk[u]) * p.k_block_stride + off * p.k_row_stride);
-        vraw[u] = kh_dec_ld16(vbase + static_cast<int64_t>(blk[u]) * p.v_block_stride + off * p.v_row_stride);
+        kraw[u] = kv_ld8(kbase + static_cast<int64_t>(blk[u]) * p.k_block_stride + off * p.k_row_stride, Kv{});
+        vraw[u] = kv_ld8(vbase + static_cast<int64_t>(blk[u]) * p.v_block_stride + off * p.v_row_stride, Kv{});
       } else {
-        kraw[u] = make_uint4(0u, 0u, 0u, 0u);
-        vraw[u] = make_uint4(0u, 0u, 0u, 0u);
+        kraw[u] = KvRaw{};
+        vraw[u] = KvRaw{};
       }
     }
     // The next step's block ids, while this step's K and V are in flight.
@@ -309,7 +353,7 @@ __global__ void KH_DEC_SPLIT_BOUNDS(ROWS) decode_split_kernel(const DecodeParams
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       float kf[8];
-      unpack8(kraw[u], kf, Tag{});
+      unpack8(kraw[u], kf, Kv{});
 #pragma unroll
       for (int r = 0; r < ROWS; ++r) {
         float dot = 0.f;
@@ -361,7 +405,7 @@ __global__ void KH_DEC_SPLIT_BOUNDS(ROWS) decode_split_kernel(const DecodeParams
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       float vf[8];
-      unpack8(vraw[u], vf, Tag{});
+      unpack8(vraw[u], vf, Kv{});
 #pragma unroll
       for (int r = 0; r < ROWS; ++r)
 #pragma unroll
@@ -369,6 +413,13 @@ __global__ void KH_DEC_SPLIT_BOUNDS(ROWS) decode_split_kernel(const DecodeParams
     }
   }
 
+  if constexpr (KvTraits<Kv>::kFp8) {
+    const float v_descale = fp8_scale_at(p.v_scale, p.v_scale_stride, t.kv_head);
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[r][e] *= v_descale;
+  }
   // Merge the lane groups' states.
 #pragma unroll
   for (int r = 0; r < ROWS; ++r) {

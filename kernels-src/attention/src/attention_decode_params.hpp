@@ -24,6 +24,9 @@ constexpr int64_t kDecodeMaxSplits = 64;
 // size per-row buffers by the maximum).
 constexpr int kDecodeMinHeadDim = 32;
 constexpr int kDecodeMaxHeadDim = 256;
+// attention_decode_paged_fp8's head dims: multiples of 16 (an e4m3 row is then whole 16-byte
+// chunks, as the GPU kernels copy it).
+constexpr int kDecodeFp8HeadDimStep = 16;
 constexpr int64_t kDecodeMinSplitKeys = 128;
 constexpr int64_t kDecodeSplitCtaBudget = 4096;
 
@@ -84,6 +87,13 @@ struct DecodeParams {
   double softcap_f64 = 0.0;
   ElementType dtype = ElementType::kBF16;
   int device_id = 0;              // DLDevice::device_id of the tensors
+  // attention_decode_paged_fp8 (1.2): k and v hold e4m3 bytes (attention_fp8.hpp), so their strides
+  // are in bytes; key j of kv head h is e4m3(k) * k_scale[h * k_scale_stride] (stride 0: one factor
+  // for every head), values likewise. The scales live on the tensors' device.
+  bool kv_fp8 = false;
+  const float* k_scale = nullptr;
+  const float* v_scale = nullptr;
+  int64_t k_scale_stride = 0, v_scale_stride = 0;
   // Launch geometry, set by the backend's plan (not by the caller): 1 = the split kernel's
   // grid is (heads_kv x row tiles, splits, batch) instead of (splits, heads_kv x row tiles,
   // batch), so that the CTAs the device starts together read the same cache blocks.

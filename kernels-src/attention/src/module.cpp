@@ -10,6 +10,7 @@
 //   max_splits = max(1, min(64, ceil(max_kv / 128), ceil(4096 / (batch * heads_kv)))) and
 //   max_kv = block_table.shape[1] * k_cache.shape[1] (attention_decode_params.hpp, the docs).
 #include "attention_args.hpp"
+#include "attention_cache_args.hpp"
 #include "attention_decode_args.hpp"
 #include "attention_ops.hpp"
 #include "kh/kernel_abi.h"
@@ -25,6 +26,12 @@ static_assert(kh_manifest::attention_decode_paged_num_args == kAttentionDecodeNu
               "kernel.json's attention_decode_paged arguments are not attention_decode_args.hpp's");
 static_assert(kh_manifest::attention_varlen_fwd_num_args == kAttentionVarlenNumArgs,
               "kernel.json's attention_varlen_fwd arguments are not attention_args.hpp's");
+static_assert(kh_manifest::attention_decode_paged_fp8_num_args == kAttentionDecodeFp8NumArgs,
+              "kernel.json's attention_decode_paged_fp8 arguments are not attention_decode_args.hpp's");
+static_assert(kh_manifest::attention_varlen_fwd_fp8_num_args == kAttentionVarlenFp8NumArgs,
+              "kernel.json's attention_varlen_fwd_fp8 arguments are not attention_args.hpp's");
+static_assert(kh_manifest::paged_kv_cache_write_num_args == kPagedKvCacheWriteNumArgs,
+              "kernel.json's paged_kv_cache_write arguments are not attention_cache_args.hpp's");
 
 const kh_op_desc kOps[] = {KH_MANIFEST_OPS(KH_MANIFEST_OP_DESC)};
 

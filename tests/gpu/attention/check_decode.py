@@ -14,13 +14,18 @@ Also: the CPU build against ref64 and the GPU builds against the CPU build; ever
 replay after seq_lens and q changed in place (the graph reads them on the device); bad calls
 refused with the argument named and the output untouched; block ids outside the cache left out
 (GPU) or refused (CPU).
+attention 1.2's FP8 ops (attention_decode_paged_fp8, paged_kv_cache_write, attention_varlen_fwd_fp8)
+are checked at the end of check_decode by check_fp8.py, which says the grid and the pass rule;
+KH_GPU_DECODE_FP8_ONLY=1 runs those alone.
 """
 import math
+import os
 
 import torch
 import torch.nn.functional as F
 
 import kh
+from check_fp8 import check_decode_fp8
 
 DT_NAMES = {torch.float16: "f16", torch.bfloat16: "bf16"}
 
@@ -246,6 +251,8 @@ BAD_BLOCK_CASES = [
 def check_decode_bad_blocks(res, kernels, gen, targets):
     """Bad block ids inside the lengths (left out) and past them (never read), on every GPU kernel
     path; the CPU build refuses them with the argument named and out untouched."""
+    if fp8_only():
+        return
     for target in targets:
         op = kernels[("attention", target)].op("attention_decode_paged")
         for (cls, b, q_len, hq, hkv, d, bs, lens, window, softcap, blocks, bad) in BAD_BLOCK_CASES:
@@ -267,7 +274,18 @@ def set_bad_blocks(table, num_blocks, bad):
         table[s, j] = values[n % len(values)]
 
 
+def fp8_only():
+    """KH_GPU_DECODE_FP8_ONLY=1: the decode sections run the FP8 checks alone (check_fp8.py)."""
+    return os.environ.get("KH_GPU_DECODE_FP8_ONLY", "0") == "1"
+
+
 def check_decode(res, kernels, gen, quick, targets):
+    if not fp8_only():
+        check_decode_bf16(res, kernels, gen, quick, targets)
+    check_decode_fp8(res, kernels, gen, quick, targets)  # attention 1.2: e4m3 caches, the cache write
+
+
+def check_decode_bf16(res, kernels, gen, quick, targets):
     for target in targets:
         op = kernels[("attention", target)].op("attention_decode_paged")
         for dtype in (torch.bfloat16, torch.float16):
@@ -309,6 +327,8 @@ def run_case(res, op, target, dtype, cls, b, q_len, hq, hkv, d, bs, lens, window
 
 def check_decode_oracle(res, kernels, gen, targets):
     """The CPU build against ref64, the GPU builds against the CPU build."""
+    if fp8_only():
+        return
     cpu_op = kernels[("attention", "cpu")].op("attention_decode_paged")
     shapes = [("oracle gqa q5 window", 2, 5, 8, 2, 128, 16, [37, 300], 50, 0.0),
               ("oracle mqa softcap", 2, 1, 4, 1, 80, 32, [0, 333], -1, 10.0),

@@ -5,7 +5,8 @@
 // lane groups of the split kernel are exercised as gfx942 runs them) and compares out and lse
 // with a float64 reference: paged caches with shuffled blocks, lengths 0, 1, off multiples of
 // the block size, q_len 1 and 3 (causal among the new tokens), GQA and MQA, a window, a
-// soft-cap, head dims 32, 64, 80 and 128, bf16 and fp16, one split and several.
+// soft-cap, head dims 32, 64, 80 and 128, bf16 and fp16, one split and several; and (1.2) the same
+// kernel over e4m3 caches with descale factors (attention_decode_paged_fp8's gfx942 path).
 //
 // Build and run: tests/hip/emulate/run_emulate.sh (clang-19, host only).
 #include <algorithm>
@@ -77,9 +78,21 @@ struct Case {
   // Table entries (sequence, block) set to ids outside [0, num_blocks) in turn: -1, num_blocks,
   // INT_MIN, INT_MAX. Their keys must be left out (decode_block_ok) and nothing read for them.
   std::vector<std::pair<int, int>> bad_blocks = {};
+  // attention_decode_paged_fp8 (1.2): e4m3 caches (random codes, NaN excluded) with descale factors
+  // per KV head (per tensor when fp8_one_scale), the E4m3Kv split kernel.
+  bool fp8 = false;
+  bool fp8_one_scale = false;
 };
 
-template <typename Tag, int TPR>
+// An e4m3 byte's value from the format's definition (written here, not taken from kernels-src).
+double e4m3_value(uint8_t b) {
+  const int e = (b >> 3) & 15, m = b & 7;
+  const double sign = (b & 0x80) ? -1.0 : 1.0;
+  if (e == 0) return sign * m * std::ldexp(1.0, -9);
+  return sign * (1.0 + m / 8.0) * std::ldexp(1.0, e - 7);
+}
+
+template <typename Tag, int TPR, typename Kv = Tag>
 void launch(const DecodeParams& p, int splits) {
   const int total = p.q_len * (p.heads_q / p.heads_kv);
   const int rows = total <= 4 ? 4 : 8, row_tiles = (total + rows - 1) / rows;
@@ -87,10 +100,10 @@ void launch(const DecodeParams& p, int splits) {
                         static_cast<unsigned>(p.batch)};
   if (rows == 4)
     simt::launch(grid, dec::kThreads,
-                 [&](const DecodeParams& pp) { dec::decode_split_kernel<Tag, TPR, 4>(pp, row_tiles, splits); }, p);
+                 [&](const DecodeParams& pp) { dec::decode_split_kernel<Tag, TPR, 4, Kv>(pp, row_tiles, splits); }, p);
   else
     simt::launch(grid, dec::kThreads,
-                 [&](const DecodeParams& pp) { dec::decode_split_kernel<Tag, TPR, 8>(pp, row_tiles, splits); }, p);
+                 [&](const DecodeParams& pp) { dec::decode_split_kernel<Tag, TPR, 8, Kv>(pp, row_tiles, splits); }, p);
   if (splits > 1) {
     const dec::CombineShape shape = dec::decode_combine_shape(p, splits);
     simt::launch(simt::Dim3{static_cast<unsigned>(shape.blocks), 1, 1}, dec::kCombineThreads,
@@ -98,13 +111,13 @@ void launch(const DecodeParams& p, int splits) {
   }
 }
 
-template <typename Tag>
+template <typename Tag, typename Kv = Tag>
 void launch_tag(const DecodeParams& p, int splits) {
   const int d = p.head_dim;
-  if (d <= 32) launch<Tag, 4>(p, splits);
-  else if (d <= 64) launch<Tag, 8>(p, splits);
-  else if (d <= 128) launch<Tag, 16>(p, splits);
-  else launch<Tag, 32>(p, splits);
+  if (d <= 32) launch<Tag, 4, Kv>(p, splits);
+  else if (d <= 64) launch<Tag, 8, Kv>(p, splits);
+  else if (d <= 128) launch<Tag, 16, Kv>(p, splits);
+  else launch<Tag, 32, Kv>(p, splits);
 }
 
 bool run_case(const Case& c, std::mt19937& rng) {
@@ -114,6 +127,26 @@ bool run_case(const Case& c, std::mt19937& rng) {
       vc(kc.size()), out(q.size(), 0x7fc0);
   for (auto* buf : {&q, &kc, &vc})
     for (auto& x : *buf) x = to_bits(uni(rng), c.bf16);
+  // FP8: the caches as e4m3 codes and their descale factors (far from 1), and what they stand for.
+  std::vector<uint8_t> kc8(c.fp8 ? kc.size() : 0), vc8(kc8.size());
+  std::vector<float> k_scale(c.hkv), v_scale(c.hkv);
+  if (c.fp8) {
+    std::uniform_int_distribution<int> code(0, 0x7e), sign(0, 1);
+    std::uniform_real_distribution<double> log_scale(std::log(1e-3), std::log(30.0));
+    for (auto* buf : {&kc8, &vc8})
+      for (auto& b : *buf) b = static_cast<uint8_t>(code(rng) | (sign(rng) ? 0x80 : 0));
+    for (int h = 0; h < c.hkv; ++h) {
+      k_scale[h] = static_cast<float>(std::exp(log_scale(rng)) / 64.0);  // keys' scores stay moderate
+      v_scale[h] = static_cast<float>(std::exp(log_scale(rng)));
+      if (c.fp8_one_scale) k_scale[h] = k_scale[0], v_scale[h] = v_scale[0];
+    }
+  }
+  auto k_at = [&](size_t i, int head) {
+    return c.fp8 ? e4m3_value(kc8[i]) * static_cast<double>(k_scale[head]) : from_bits(kc[i], c.bf16);
+  };
+  auto v_at = [&](size_t i, int head) {
+    return c.fp8 ? e4m3_value(vc8[i]) * static_cast<double>(v_scale[head]) : from_bits(vc[i], c.bf16);
+  };
   std::vector<int32_t> perm(nb);
   std::iota(perm.begin(), perm.end(), 0);
   std::shuffle(perm.begin(), perm.end(), rng);
@@ -148,9 +181,17 @@ bool run_case(const Case& c, std::mt19937& rng) {
   p.max_blocks_per_seq = c.max_blocks, p.num_blocks = nb, p.window_left = c.window;
   p.scale = static_cast<float>(1.0 / std::sqrt(c.d)), p.softcap = static_cast<float>(c.softcap);
   p.dtype = c.bf16 ? ElementType::kBF16 : ElementType::kF16;
+  if (c.fp8) {
+    p.k = kc8.data(), p.v = vc8.data();
+    p.kv_fp8 = true;
+    p.k_scale = k_scale.data(), p.v_scale = v_scale.data();
+    p.k_scale_stride = p.v_scale_stride = c.fp8_one_scale ? 0 : 1;
+  }
   const int splits = c.splits;
   (void)max_kv;
-  if (c.bf16) launch_tag<dec::Bf16Tag>(p, splits);
+  if (c.fp8 && c.bf16) launch_tag<dec::Bf16Tag, dec::E4m3Kv>(p, splits);
+  else if (c.fp8) launch_tag<dec::F16Tag, dec::E4m3Kv>(p, splits);
+  else if (c.bf16) launch_tag<dec::Bf16Tag>(p, splits);
   else launch_tag<dec::F16Tag>(p, splits);
 
   const double eps = c.bf16 ? 1.0 / 256 : 1.0 / 2048;
@@ -172,7 +213,7 @@ bool run_case(const Case& c, std::mt19937& rng) {
           double dot = 0;
           for (int e = 0; e < c.d; ++e)
             dot += from_bits(q[((static_cast<size_t>(b) * c.q_len + i) * c.hq + h) * c.d + e], c.bf16) *
-                   from_bits(kc[krow + e], c.bf16);
+                   k_at(krow + e, hk);
           double x = dot * p.scale;
           if (c.softcap > 0) x = c.softcap * std::tanh(x / c.softcap);
           s.push_back(x);
@@ -185,7 +226,7 @@ bool run_case(const Case& c, std::mt19937& rng) {
           for (size_t n = 0; n < s.size(); ++n) {
             const int j = keys[n];
             const size_t vrow = ((static_cast<size_t>(table[b * c.max_blocks + j / c.bs]) * c.bs + j % c.bs) * c.hkv + hk) * c.d;
-            want += std::exp(s[n] - mx) / denom * from_bits(vc[vrow + e], c.bf16);
+            want += std::exp(s[n] - mx) / denom * v_at(vrow + e, hk);
           }
           const double got = from_bits(out[((static_cast<size_t>(b) * c.q_len + i) * c.hq + h) * c.d + e], c.bf16);
           const double err = std::fabs(got - want);
@@ -198,8 +239,9 @@ bool run_case(const Case& c, std::mt19937& rng) {
         const bool lse_ok = s.empty() ? (std::isinf(got_lse) && got_lse < 0) : std::fabs(got_lse - want_lse) <= 1e-3;
         if (!lse_ok && bad++ < 3) std::printf("  lse[%d,%d,%d] = %g, want %g\n", b, h, i, got_lse, want_lse);
       }
-  std::printf("%s d%d %s b%d q%d h%d/%d bs%d w%d cap%g splits %d: max err %.2e\n", bad ? "FAIL" : "ok  ", c.d,
-              c.bf16 ? "bf16" : "fp16", c.batch, c.q_len, c.hq, c.hkv, c.bs, c.window, c.softcap, splits, max_err);
+  std::printf("%s d%d %s%s b%d q%d h%d/%d bs%d w%d cap%g splits %d: max err %.2e\n", bad ? "FAIL" : "ok  ", c.d,
+              c.bf16 ? "bf16" : "fp16", c.fp8 ? (c.fp8_one_scale ? " e4m3 cache (one scale)" : " e4m3 cache") : "",
+              c.batch, c.q_len, c.hq, c.hkv, c.bs, c.window, c.softcap, splits, max_err);
   return bad == 0;
 }
 
@@ -226,6 +268,17 @@ int main() {
       // with no key at all in sequence 1) and past them (never read), block sizes 16 and 1.
       {3, 2, 4, 2, 64, 16, 6, -1, 3, 0.0, true, {90, 16, 40}, {{0, 1}, {0, 5}, {1, 0}, {2, 2}, {2, 4}}},
       {2, 1, 4, 1, 128, 1, 40, 20, 2, 0.0, false, {40, 7}, {{0, 3}, {0, 30}, {0, 39}, {1, 6}}},
+      // attention_decode_paged_fp8: e4m3 caches over the full code range (saturated 448s and
+      // subnormals) with descale factors per KV head or per tensor; GQA/MQA, q_len 1 and 3, a window,
+      // a soft-cap, head dims 32-256 in steps of 16, one split and several, a bad block id.
+      {3, 1, 4, 2, 64, 16, 5, -1, 1, 0.0, true, {0, 1, 70}, {}, true},
+      {3, 1, 4, 2, 64, 16, 5, -1, 3, 0.0, false, {0, 1, 70}, {}, true, true},
+      {2, 3, 4, 1, 128, 16, 3, -1, 2, 0.0, false, {2, 45}, {}, true},
+      {2, 3, 8, 2, 80, 32, 2, 20, 1, 5.0, true, {64, 50}, {}, true},
+      {2, 1, 2, 2, 32, 16, 4, -1, 4, 0.0, false, {33, 64}, {}, true, true},
+      {2, 1, 2, 1, 256, 16, 20, -1, 5, 0.0, true, {300, 0}, {}, true},
+      {1, 2, 4, 2, 96, 32, 10, -1, 3, 0.0, false, {250}, {}, true},
+      {3, 2, 4, 2, 48, 16, 6, -1, 3, 0.0, true, {90, 16, 40}, {{0, 1}, {2, 4}}, true},
   };
   int failed = 0;
   for (const Case& c : cases) failed += run_case(c, rng) ? 0 : 1;

@@ -1,0 +1,105 @@
+// attention_cache_cuda.cu: paged_kv_cache_write on CUDA: one CTA a token, its threads walking the
+// token's 16-byte chunks of key, then of value (8 elements each): a bf16/fp16 cache gets the chunk as
+// is, an e4m3 cache its 8 bytes quantized (x / scale in float32 IEEE division, then round to nearest
+// even with saturation: cvt.rn.satfinite.e4m3x2.f32 where the arch has it (sm89+), else
+// attention_fp8.hpp's integer rounding, which gives the same bytes). The slot is read on the device:
+// a negative or out-of-range slot writes nothing. No allocation, no host synchronisation.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "attention_cache_launch.hpp"
+#include "attention_fp8.hpp"
+
+namespace kh_attention {
+namespace {
+
+constexpr int kCacheWriteThreads = 128;
+
+struct Bf16In {};
+struct F16In {};
+
+__device__ __forceinline__ float to_float(uint16_t bits, Bf16In) { return __uint_as_float(static_cast<uint32_t>(bits) << 16); }
+__device__ __forceinline__ float to_float(uint16_t bits, F16In) { return __half2float(__ushort_as_half(bits)); }
+
+// Four floats (first lowest) as four e4m3 bytes.
+__device__ __forceinline__ uint32_t to_e4m3x4(float f0, float f1, float f2, float f3) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  uint32_t out;
+  asm("{\n .reg .b16 lo, hi;\n"
+      " cvt.rn.satfinite.e4m3x2.f32 lo, %2, %1;\n"
+      " cvt.rn.satfinite.e4m3x2.f32 hi, %4, %3;\n"
+      " mov.b32 %0, {lo, hi};\n}\n"
+      : "=r"(out)
+      : "f"(f0), "f"(f1), "f"(f2), "f"(f3));
+  return out;
+#else
+  return static_cast<uint32_t>(float_to_e4m3(f0)) | static_cast<uint32_t>(float_to_e4m3(f1)) << 8 |
+         static_cast<uint32_t>(float_to_e4m3(f2)) << 16 | static_cast<uint32_t>(float_to_e4m3(f3)) << 24;
+#endif
+}
+
+__device__ __forceinline__ uint4 load_streamed(const void* ptr) {
+  uint4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(ptr));
+  return r;
+}
+
+template <typename In, bool FP8>
+__global__ void __launch_bounds__(kCacheWriteThreads) cache_write_kernel(const CacheWriteParams p) {
+  const int64_t t = blockIdx.x;
+  const int64_t slot = p.slots_i64 ? static_cast<const int64_t*>(p.slots)[t * p.slot_stride]
+                                   : static_cast<const int32_t*>(p.slots)[t * p.slot_stride];
+  if (slot < 0 || slot >= p.num_blocks * p.block_size) return;
+  const int64_t block = slot / p.block_size, row = slot - block * p.block_size;
+  const int per_head = static_cast<int>(p.head_dim / 8);
+  const int chunks = static_cast<int>(p.heads) * per_head;
+  for (int i = threadIdx.x; i < 2 * chunks; i += kCacheWriteThreads) {
+    const bool is_v = i >= chunks;
+    const int ci = is_v ? i - chunks : i;
+    const int h = ci / per_head, e0 = (ci - h * per_head) * 8;
+    const uint16_t* src = static_cast<const uint16_t*>(is_v ? p.value : p.key) +
+                          t * (is_v ? p.value_token_stride : p.key_token_stride) +
+                          h * (is_v ? p.value_head_stride : p.key_head_stride) + e0;
+    const int64_t dst_off = block * (is_v ? p.vc_block_stride : p.kc_block_stride) +
+                            row * (is_v ? p.vc_row_stride : p.kc_row_stride) +
+                            h * (is_v ? p.vc_head_stride : p.kc_head_stride) + e0;
+    const uint4 raw = load_streamed(src);
+    if constexpr (FP8) {
+      const float s = is_v ? p.v_scale[h * p.v_scale_stride] : p.k_scale[h * p.k_scale_stride];
+      const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+      float f[8];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        f[2 * k] = __fdiv_rn(to_float(static_cast<uint16_t>(w[k] & 0xffffu), In{}), s);
+        f[2 * k + 1] = __fdiv_rn(to_float(static_cast<uint16_t>(w[k] >> 16), In{}), s);
+      }
+      const uint2 out = make_uint2(to_e4m3x4(f[0], f[1], f[2], f[3]), to_e4m3x4(f[4], f[5], f[6], f[7]));
+      *reinterpret_cast<uint2*>(static_cast<uint8_t*>(is_v ? p.v_cache : p.k_cache) + dst_off) = out;
+    } else {
+      *reinterpret_cast<uint4*>(static_cast<uint16_t*>(is_v ? p.v_cache : p.k_cache) + dst_off) = raw;
+    }
+  }
+}
+
+template <typename In>
+cudaError_t launch_typed(const CacheWriteParams& p, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(p.tokens));
+  if (p.fp8)
+    cache_write_kernel<In, true><<<grid, kCacheWriteThreads, 0, stream>>>(p);
+  else
+    cache_write_kernel<In, false><<<grid, kCacheWriteThreads, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_cache_write(const CacheWriteParams& p, cudaStream_t stream) {
+  return p.dtype == ElementType::kBF16 ? launch_typed<Bf16In>(p, stream) : launch_typed<F16In>(p, stream);
+}
+
+}  // namespace kh_attention

@@ -1,0 +1,55 @@
+// attention_decode_fp8_launch.hpp: the FP8-cache split kernel (attention_decode_fp8.cuh) as the op
+// entries see it: one explicit instantiation per (dtype, head-dim bucket) in
+// attention_decode_fp8_<dtype>_d<bucket>.cu, the plan and launch of a decode call, and the packed
+// (varlen) mode's launch.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "attention_decode_params.hpp"
+
+namespace kh_attention {
+namespace decode {
+
+struct Bf16Tag;
+struct F16Tag;
+
+// The packed mode's sequences (attention_varlen_fwd_fp8 with a bf16/fp16 q); cu_q == nullptr: the
+// paged mode (attention_decode_paged_fp8). lse: (heads_q, total_q) float32, or null.
+struct Fp8VarlenArgs {
+  const int32_t* cu_q = nullptr;
+  const int32_t* cu_k = nullptr;
+  int64_t cu_q_stride = 1, cu_k_stride = 1;
+  int total_q = 0, total_k = 0, max_q = 0, max_k = 0;
+  bool causal = false;
+  float* lse = nullptr;
+};
+
+// Head-dim buckets of the FP8 kernel: 64, 128, 256 (dims past head_dim are zero chunks).
+constexpr int decode_fp8_bucket(int head_dim) { return head_dim <= 64 ? 64 : head_dim <= 128 ? 128 : 256; }
+
+template <typename Tag, int DP>
+cudaError_t run_decode_fp8_split(const DecodeParams& p, const Fp8VarlenArgs& va, int row_tiles, int num_splits,
+                                 cudaStream_t stream);
+template <typename Tag, int DP>
+int decode_fp8_occupancy();
+
+#define KH_DECODE_FP8_EXTERN(Tag, DP)                                                                              \
+  extern template cudaError_t run_decode_fp8_split<Tag, DP>(const DecodeParams&, const Fp8VarlenArgs&, int, int, \
+                                                            cudaStream_t);                                      \
+  extern template int decode_fp8_occupancy<Tag, DP>();
+
+// attention_decode_paged_fp8: split count from the shapes and the device (the bf16 kernels' rule:
+// best fill of the resident CTAs within max_splits), the split kernel, the combine when split.
+cudaError_t launch_decode_fp8(const DecodeParams& p, cudaStream_t stream);
+// attention_varlen_fwd_fp8 with a bf16/fp16 q: the packed mode over p (pointers and strides of q,
+// k, v, out; heads, head_dim, scale, window, softcap, scales; batch = sequences, q_len =
+// max_seqlen_q), one CTA per (kv head x 8 query rows, sequence), never split.
+cudaError_t launch_varlen_fp8(const DecodeParams& p, const Fp8VarlenArgs& va, cudaStream_t stream);
+// Query rows a CTA of the FP8 kernel takes (the grid's y is heads_kv x ceil(rows / this)).
+constexpr int kDecodeFp8RowsPerCta = 8;
+
+}  // namespace decode
+}  // namespace kh_attention

@@ -1,0 +1,593 @@
+"""check_fp8.py: the FP8 ops of kernels-community/attention 1.2 on the GPU, called from check_decode.py
+(the "attention decode" section of check_through_kh.py) with the builds loaded through kh.load_kernel().
+
+Caches hold float8_e4m3fn bytes, passed as uint8 views (the op's convention). The pass rule of issue
+42: the reference is float64 attention on the dequantized e4m3 values (e4m3 * scale); a build passes
+when max|out - ref64| <= 2 * max|torch - ref64| + 1e-5 over rows that see a key, torch being a
+float32 PyTorch implementation on the same dequantized values that rounds the probabilities to q's
+dtype before P.V (and its result to out's dtype); lse within 1e-3 of ref64's; rows that see no key
+exactly 0 with lse -inf. Per GPU target x dtype:
+  - attention_decode_paged_fp8 on 1.1's decode grid (GQA/MQA, block sizes 1-256, lengths 0/1/not
+    multiples of the block, windows, soft-caps, q_len 1, 2, 5 and 8, head dims 32-256 in steps of 16),
+    scales per tensor and per KV head far from 1 (1e-3 .. 300), caches at e4m3's range limits
+    (saturated +-448 and subnormal values); the CPU build against ref64 and the GPU builds against
+    the CPU build; a CUDA graph replay bit-identical to the eager call and honouring new seq_lens and
+    scales written in place;
+  - paged_kv_cache_write: e4m3 caches byte-equal to PyTorch's (x.float() / s).clamp(-448, 448)
+    .to(torch.float8_e4m3fn) (per tensor and per head, int32/int64 slot maps with skipped tokens,
+    values at 448, 464, 480, infinities, subnormals; NaN written as a NaN byte), bf16/fp16 caches
+    byte-equal to the input, untouched rows untouched; then a decode over the written cache;
+  - attention_varlen_fwd_fp8 with a bf16/fp16 q (the FP8-KV packed mode) against ref64 by the same
+    rule; an e4m3 q refused with KH_ERROR_UNSUPPORTED before launch (no output written);
+  - bad calls refused with the argument named.
+KH_GPU_FP8_QUICK=1 runs one case per class (head dims 64/128/256).
+"""
+import itertools
+import math
+import os
+
+import torch
+
+import kh
+
+E4M3 = torch.float8_e4m3fn
+DT_NAMES = {torch.float16: "f16", torch.bfloat16: "bf16"}
+
+
+def quick():
+    return os.environ.get("KH_GPU_FP8_QUICK", "0") == "1"
+
+
+# --- FP8 helpers ---------------------------------------------------------------------------------
+
+def quantize(x, scale):
+    """PyTorch's e4m3 bytes of x / scale (scale: (1) or (heads) float32, heads on dim -2), saturating."""
+    s = scale.view(*([1] * (x.dim() - 2)), -1, 1) if scale.numel() > 1 else scale
+    return (x.float() / s).clamp(-448.0, 448.0).to(E4M3).view(torch.uint8)
+
+
+def dequant(b, scale):
+    s = scale.view(*([1] * (b.dim() - 2)), -1, 1).double() if scale.numel() > 1 else scale.double()
+    return b.view(E4M3).double() * s
+
+
+def make_scales(kind, hkv, gen, lo=1e-3, hi=300.0):
+    """kind 'tensor': one factor; 'head': one a KV head, spread log-uniformly over [lo, hi]."""
+    n = 1 if kind == "tensor" else hkv
+    u = torch.rand(n, device="cuda", generator=gen, dtype=torch.float64)
+    return torch.exp(math.log(lo) + u * (math.log(hi) - math.log(lo))).float()
+
+
+def workspace_floats(batch, q_len, hq, hkv, d, max_kv):
+    by_len = -(-max_kv // 128)
+    by_fill = -(-4096 // (batch * hkv)) if batch * hkv > 0 else 1
+    s = max(1, min(64, by_len, by_fill))
+    return batch * q_len * hq * s * (d + 1) if s > 1 else 0
+
+
+def make_paged_fp8(b, q_len, hq, hkv, d, bs, lens, dtype, gen, scale_kind="head", values="normal", max_blocks=None,
+                   spare=3):
+    """q, k_cache, v_cache (uint8 e4m3), k_scale, v_scale, block_table (a padded-row view), seq_lens,
+    out (NaN), lse (NaN), ws. values: 'normal' (N(0,1) x scale), 'limits' (a third saturated past
+    448, a third subnormal), 'subnormal' (mostly below 2^-6 after scaling)."""
+    lens = [lens[i % len(lens)] for i in range(b)]
+    need = max(1, max(-(-n // bs) for n in lens)) if lens else 1
+    mb = max_blocks or need
+    nblocks = b * mb + spare
+    q = torch.randn(b, q_len, hq, d, device="cuda", generator=gen).to(dtype)
+    ks = make_scales(scale_kind, hkv, gen)
+    vs = make_scales(scale_kind, hkv, gen)
+    caches = []
+    for s in (ks, vs):
+        x = torch.randn(nblocks, bs, hkv, d, device="cuda", generator=gen)
+        if values == "limits":
+            pick = torch.randint(0, 3, x.shape, device="cuda", generator=gen)
+            x = torch.where(pick == 0, x * 600.0, torch.where(pick == 1, x * 2.0 ** -8, x * 100.0))
+        elif values == "subnormal":
+            x = x * 2.0 ** -8
+        sv = s.view(1, 1, -1, 1) if s.numel() > 1 else s
+        caches.append(quantize(x * sv, s))
+    kc, vc = caches
+    perm = torch.randperm(nblocks, device="cuda", generator=gen)[: b * mb].to(torch.int32)
+    table_buf = torch.full((b, mb + 5), -1, device="cuda", dtype=torch.int32)
+    table = table_buf[:, 2:2 + mb]
+    table.copy_(perm.view(b, mb))
+    seq = torch.tensor(lens, device="cuda", dtype=torch.int32)
+    out = torch.full((b, q_len, hq, d), float("nan"), device="cuda", dtype=dtype)
+    lse = torch.full((b, hq, q_len), float("nan"), device="cuda", dtype=torch.float32)
+    ws = torch.full((max(1, workspace_floats(b, q_len, hq, hkv, d, mb * bs)),), float("nan"), device="cuda",
+                    dtype=torch.float32)
+    return q, kc, vc, ks, vs, table, seq, out, lse, ws
+
+
+def visible(n, q_len, window, device, causal=True, len_q=None):
+    """(q_len, n) bool: query i (key position n - len_q + i) sees key j."""
+    len_q = q_len if len_q is None else len_q
+    i = torch.arange(q_len, device=device).view(-1, 1)
+    j = torch.arange(n, device=device).view(1, -1)
+    pos = n - len_q + i
+    m = (j <= pos) if causal else torch.ones(q_len, n, dtype=torch.bool, device=device)
+    if window >= 0:
+        m &= j >= pos - window
+    return m
+
+
+def attention_ref(q, k, v, mask, scale, softcap, operand_dtype=None):
+    """q (hq, sq, d), k/v (hkv, n, d) dequantized, mask (sq, n). float64 (operand_dtype None), or the
+    float32 implementation that rounds exp(s - max) to operand_dtype before P.V and its result too.
+    Returns out (sq, hq, d) float64 and lse (hq, sq) float64."""
+    hq, hkv = q.shape[0], k.shape[0]
+    f = torch.float64 if operand_dtype is None else torch.float32
+    kk = k.to(f).repeat_interleave(hq // hkv, dim=0)
+    vv = v.to(f).repeat_interleave(hq // hkv, dim=0)
+    s = torch.matmul(q.to(f), kk.transpose(-1, -2)) * scale
+    if softcap > 0:
+        s = softcap * torch.tanh(s / softcap)
+    s = s.masked_fill(~mask, -math.inf)
+    mx = s.amax(-1, keepdim=True)
+    mx = torch.where(torch.isinf(mx), torch.zeros_like(mx), mx)
+    e = torch.exp(s - mx)
+    den = e.sum(-1, keepdim=True)
+    pe = e if operand_dtype is None else e.to(operand_dtype).to(f)
+    o = torch.matmul(pe, vv) / torch.where(den > 0, den, torch.ones_like(den))
+    if operand_dtype is not None:
+        o = o.to(operand_dtype)
+    lse = torch.log(den.squeeze(-1)) + mx.squeeze(-1)
+    lse = torch.where(den.squeeze(-1) > 0, lse, torch.full_like(lse, -math.inf))
+    return o.double().transpose(0, 1), lse.double()
+
+
+def gather(cache, table_row, n):
+    bs = cache.shape[1]
+    j = torch.arange(n, device=cache.device)
+    return cache[table_row[j // bs].long(), j % bs]  # (n, heads, d)
+
+
+def decode_refs(q, kc, vc, ks, vs, table, seq, scale, window, softcap):
+    """(ref64 out, ref64 lse, torch-rule out) for a paged FP8 decode call."""
+    b, q_len, hq, d = q.shape
+    ref_o = torch.zeros(b, q_len, hq, d, device=q.device, dtype=torch.float64)
+    ref_l = torch.full((b, hq, q_len), -math.inf, device=q.device, dtype=torch.float64)
+    tp_o = torch.zeros_like(ref_o)
+    for s in range(b):
+        n = int(seq[s])
+        if n == 0:
+            continue
+        k = dequant(gather(kc, table[s], n), ks).transpose(0, 1)  # (hkv, n, d)
+        v = dequant(gather(vc, table[s], n), vs).transpose(0, 1)
+        mask = visible(n, q_len, window, q.device)
+        qs = q[s].transpose(0, 1)
+        o, l = attention_ref(qs, k, v, mask, scale, softcap)
+        rows = mask.any(-1)
+        o[~rows] = 0
+        ref_o[s], ref_l[s] = o, l
+        o2, _ = attention_ref(qs, k, v, mask, scale, softcap, operand_dtype=q.dtype)
+        o2[~rows] = 0
+        tp_o[s] = o2
+    return ref_o, ref_l, tp_o
+
+
+def errors(out, lse, ref_o, ref_l, seen):
+    o = out.double()
+    problems = []
+    if bool(torch.isnan(o).any()):
+        problems.append("NaN (unwritten) outputs")
+    err = (o - ref_o).abs().masked_fill(~seen, 0).max().item() if o.numel() else 0.0
+    masked = o.masked_select(~seen.expand_as(o))
+    if masked.numel() and not bool((masked == 0).all()):
+        problems.append("rows that see no key are not exactly 0")
+    lse_err = 0.0
+    if lse is not None:
+        inf_ref = torch.isinf(ref_l)
+        if bool(torch.isnan(lse).any()):
+            problems.append("NaN lse")
+        if not (bool((torch.isinf(lse) == inf_ref).all()) and bool((lse[inf_ref] < 0).all())):
+            problems.append("lse -inf mismatch")
+        fin = ~inf_ref
+        lse_err = (lse.double()[fin] - ref_l[fin]).abs().max().item() if bool(fin.any()) else 0.0
+        if lse_err > 1e-3:
+            problems.append(f"lse err {lse_err:.1e} > 1e-3")
+    return err, lse_err, problems
+
+
+# --- attention_decode_paged_fp8 ------------------------------------------------------------------
+
+# (class, b, q_len, hq, hkv, d, block_size, lens, window, softcap, scale kind, values)
+DECODE_CASES = [
+    ("len 0/1/odd", 4, 1, 8, 2, 128, 16, [0, 1, 17, 1000], -1, 0.0, "head", "normal"),
+    ("long (split)", 1, 1, 32, 8, 128, 16, [20000], -1, 0.0, "tensor", "normal"),
+    ("many seqs", 96, 1, 8, 8, 64, 32, [700, 1, 0, 129, 64], -1, 0.0, "head", "normal"),
+    ("b512 (never split)", 512, 1, 8, 8, 64, 16, [300, 1, 0, 129, 64], -1, 0.0, "tensor", "normal"),
+    ("mqa", 3, 1, 16, 1, 64, 32, [5, 300, 4096], -1, 0.0, "tensor", "normal"),
+    ("q_len 5", 4, 5, 8, 2, 128, 16, [3, 5, 64, 2000], -1, 0.0, "head", "normal"),
+    ("q_len 8 gqa 8", 2, 8, 32, 4, 128, 16, [8, 5000], -1, 0.0, "head", "normal"),
+    ("window", 3, 2, 8, 2, 128, 64, [100, 3000, 10], 256, 0.0, "head", "normal"),
+    ("softcap", 2, 1, 8, 8, 256, 256, [1500, 33], -1, 30.0, "head", "normal"),
+    ("softcap+window q_len 5", 2, 5, 4, 2, 96, 16, [700, 4], 64, 20.0, "tensor", "normal"),
+    ("block size 1", 2, 1, 8, 2, 128, 1, [77, 300], -1, 0.0, "head", "normal"),
+    ("block size 8", 2, 2, 8, 2, 64, 8, [300, 50], 100, 0.0, "head", "normal"),
+    ("gqa 32/8 b16 (bench shape)", 16, 1, 32, 8, 128, 16, [700, 1, 0, 129, 2048, 37], -1, 0.0, "head", "normal"),
+    ("e4m3 limits", 4, 1, 8, 2, 128, 16, [300, 1, 45, 1000], -1, 0.0, "head", "limits"),
+    ("e4m3 subnormals", 3, 2, 8, 2, 64, 32, [90, 400, 3], -1, 0.0, "tensor", "subnormal"),
+    ("e4m3 limits d256 softcap", 2, 1, 8, 2, 256, 16, [500, 129], -1, 50.0, "head", "limits"),
+]
+
+
+def run_decode_case(res, op, target, dtype, case, gen):
+    cls, b, q_len, hq, hkv, d, bs, lens, window, softcap, skind, values = case
+    name = f"b{b} q{q_len} h{hq}/{hkv} d{d} bs{bs} lens{lens[:4]} w{window} cap{softcap:g} {skind} {values}"
+    scale = 1.0 / math.sqrt(d)
+    try:
+        q, kc, vc, ks, vs, table, seq, out, lse, ws = make_paged_fp8(b, q_len, hq, hkv, d, bs, lens, dtype, gen,
+                                                                     skind, values)
+        op(out, lse, q, kc, vc, ks, vs, table, seq, ws, scale, window, softcap)
+        torch.cuda.synchronize()
+        ref_o, ref_l, tp_o = decode_refs(q, kc, vc, ks, vs, table, seq, scale, window, softcap)
+        seen = torch.isfinite(ref_l).transpose(1, 2).unsqueeze(-1)
+        torch_err = (tp_o - ref_o).abs().masked_fill(~seen, 0).max().item()
+        err, lse_err, problems = errors(out, lse, ref_o, ref_l, seen)
+        tol = 2.0 * torch_err + 1e-5
+        if err > tol:
+            problems.append(f"err {err:.2e} > tol {tol:.2e}")
+        res.add("attention_decode_paged_fp8", target, DT_NAMES[dtype], cls, name, not problems, err, tol,
+                "; ".join(problems) or f"torch {torch_err:.2e} lse_err {lse_err:.1e}")
+    except (kh.Error, RuntimeError) as e:
+        res.add("attention_decode_paged_fp8", target, DT_NAMES[dtype], cls, name, False, detail=f"{type(e).__name__}: {e}")
+
+
+def check_decode_fp8_oracle(res, kernels, gen, targets):
+    """The CPU build against ref64 (one rounding of out's dtype), the GPU builds against the CPU build."""
+    cpu_op = kernels[("attention", "cpu")].op("attention_decode_paged_fp8")
+    shapes = [("oracle gqa q5 window", 2, 5, 8, 2, 128, 16, [37, 300], 50, 0.0, "head", "normal"),
+              ("oracle mqa softcap limits", 2, 1, 4, 1, 80, 32, [0, 333], -1, 10.0, "tensor", "limits"),
+              ("oracle split", 1, 1, 8, 2, 64, 16, [3000], -1, 0.0, "head", "normal")]
+    for dtype in (torch.bfloat16, torch.float16):
+        for (cls, b, q_len, hq, hkv, d, bs, lens, window, softcap, skind, values) in shapes:
+            name = f"b{b} q{q_len} h{hq}/{hkv} d{d} lens{lens} w{window} cap{softcap:g}"
+            scale = 1.0 / math.sqrt(d)
+            t = make_paged_fp8(b, q_len, hq, hkv, d, bs, lens, dtype, gen, skind, values)
+            q, kc, vc, ks, vs, table, seq, out, lse, ws = t
+            ref_o, ref_l, tp_o = decode_refs(q, kc, vc, ks, vs, table, seq, scale, window, softcap)
+            seen = torch.isfinite(ref_l).transpose(1, 2).unsqueeze(-1)
+            cpu = [x.cpu() for x in t]
+            try:
+                cpu_op(cpu[7], cpu[8], *cpu[:7], cpu[9], scale, window, softcap)
+            except kh.Error as e:
+                res.add("attention_decode_paged_fp8", "cpu", DT_NAMES[dtype], cls, name, False, detail=str(e))
+                continue
+            oc, lc = cpu[7], cpu[8]
+            rtol = 2.0 ** -7 if dtype == torch.bfloat16 else 2.0 ** -10
+            err_c, lse_c, problems = errors(oc, lc, ref_o.cpu(), ref_l.cpu(), seen.cpu())
+            if not bool(((oc.double() - ref_o.cpu()).abs() <= rtol * ref_o.cpu().abs() + 1e-6).all()):
+                problems.append("CPU oracle is not within one rounding of ref64")
+            res.add("attention_decode_paged_fp8", "cpu", DT_NAMES[dtype], cls, name, not problems, err_c, None,
+                    "; ".join(problems) or f"lse_err {lse_c:.1e}")
+            torch_err = (tp_o - ref_o).abs().masked_fill(~seen, 0).max().item()
+            for target in targets:
+                op = kernels[("attention", target)].op("attention_decode_paged_fp8")
+                try:
+                    out.fill_(float("nan"))
+                    op(out, lse, q, kc, vc, ks, vs, table, seq, ws, scale, window, softcap)
+                    torch.cuda.synchronize()
+                except kh.Error as e:
+                    res.add("attention_decode_paged_fp8", f"{target} vs cpu", DT_NAMES[dtype], cls, name, False,
+                            detail=str(e))
+                    continue
+                err, lse_err, problems = errors(out.cpu(), lse.cpu(), oc.double(), lc.double(), seen.cpu())
+                tol = 2.0 * torch_err + err_c + 1e-5
+                if err > tol:
+                    problems.append(f"|gpu - cpu| {err:.2e} > {tol:.2e}")
+                res.add("attention_decode_paged_fp8", f"{target} vs cpu", DT_NAMES[dtype], cls, name, not problems,
+                        err, tol, "; ".join(problems) or f"lse |gpu - cpu| {lse_err:.1e}")
+
+
+def check_decode_fp8_graph(res, op, target, gen):
+    """One call captured in a CUDA graph: replay == eager bit for bit; after seq_lens, q and the
+    scales change in place, a replay computes the new call."""
+    for cls, b, lens in (("graph split", 1, [6000]), ("graph b128", 128, [900, 1, 0, 333])):
+        name = f"b{b} lens{lens}"
+        try:
+            dtype, hq, hkv, d, bs = torch.bfloat16, 32, 8, 128, 16
+            q, kc, vc, ks, vs, table, seq, out, lse, ws = make_paged_fp8(
+                b, 1, hq, hkv, d, bs, lens, dtype, gen, "head", "normal", max_blocks=-(-max(lens) // bs) + 2)
+            scale = 1.0 / math.sqrt(d)
+            op(out, lse, q, kc, vc, ks, vs, table, seq, ws, scale, -1, 0.0)
+            torch.cuda.synchronize()
+            eager_o, eager_l = out.clone(), lse.clone()
+            out.fill_(float("nan"))
+            g = torch.cuda.CUDAGraph()
+            s = torch.cuda.Stream()
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                with torch.cuda.graph(g, stream=s):
+                    op(out, lse, q, kc, vc, ks, vs, table, seq, ws, scale, -1, 0.0, stream=s)
+            torch.cuda.current_stream().wait_stream(s)
+            torch.cuda.synchronize()
+            untouched = bool(torch.isnan(out.float()).all())
+            g.replay()
+            torch.cuda.synchronize()
+            same = torch.equal(out, eager_o) and torch.equal(lse, eager_l)
+            seq.copy_(torch.tensor([min(n + 17, table.shape[1] * bs) for n in (lens * b)[:b]], device="cuda",
+                                   dtype=torch.int32))
+            q.copy_(torch.randn(q.shape, device="cuda", generator=gen).to(dtype))
+            ks.mul_(0.5)
+            vs.mul_(3.0)
+            g.replay()
+            torch.cuda.synchronize()
+            ref_o, ref_l, tp_o = decode_refs(q, kc, vc, ks, vs, table, seq, scale, -1, 0.0)
+            seen = torch.isfinite(ref_l).transpose(1, 2).unsqueeze(-1)
+            tol = 2.0 * (tp_o - ref_o).abs().masked_fill(~seen, 0).max().item() + 1e-5
+            err, _, problems = errors(out, lse, ref_o, ref_l, seen)
+            if not untouched:
+                problems.append("capture ran the kernel")
+            if not same:
+                problems.append("replay is not bit-identical to the eager call")
+            if err > tol:
+                problems.append(f"replay with new lengths and scales: err {err:.2e} > tol {tol:.2e}")
+            res.add("attention_decode_paged_fp8", target, "bf16", cls, name, not problems, err, tol,
+                    "; ".join(problems) or "replay bit-identical; new lengths and scales honoured")
+        except (kh.Error, RuntimeError) as e:
+            res.add("attention_decode_paged_fp8", target, "bf16", cls, name, False, detail=f"{type(e).__name__}: {e}")
+
+
+# --- paged_kv_cache_write ------------------------------------------------------------------------
+
+def check_cache_write(res, op, target, gen, dec_op=None):
+    """Round trips against PyTorch's quantize, bytes exact; bf16/fp16 caches exact copies."""
+    cases = [  # (class, tokens, heads, d, block_size, blocks, scale kind, slot dtype, special values)
+        ("e4m3 per head, int32 slots", 37, 8, 128, 16, 6, "head", torch.int32, False),
+        ("e4m3 per tensor, int64 slots", 300, 2, 64, 32, 12, "tensor", torch.int64, False),
+        ("e4m3 limits and specials", 20, 2, 256, 4, 8, "head", torch.int32, True),
+        ("e4m3 d80 block size 1", 9, 3, 80, 1, 16, "head", torch.int64, False),
+    ]
+    for dtype in (torch.bfloat16, torch.float16):
+        for (cls, tokens, heads, d, bs, nblocks, skind, sdt, special) in cases:
+            name = f"t{tokens} h{heads} d{d} bs{bs} {skind} {str(sdt)[6:]}"
+            try:
+                key = torch.randn(tokens, heads, d, device="cuda", generator=gen)
+                value = torch.randn(tokens, heads, d, device="cuda", generator=gen)
+                ks = make_scales(skind, heads, gen, 0.01, 10.0)
+                vs = make_scales(skind, heads, gen, 0.01, 10.0)
+                sv = ks.view(1, -1, 1) if ks.numel() > 1 else ks
+                key = key * sv * 100.0  # a spread reaching past 448 and into the subnormals
+                if special:
+                    flat = key.view(-1)
+                    sk = ks.view(1, -1, 1).expand(tokens, heads, d).reshape(-1) if ks.numel() > 1 else ks.expand(flat.numel())
+                    vals = torch.tensor([448.0, 464.0, 480.0, 1e4, float("inf"), -float("inf"), 2.0 ** -9, 2.0 ** -10,
+                                         3 * 2.0 ** -10, -448.0, 0.0, -0.0, 1.0 + 1 / 16, 432.0],
+                                        device="cuda")
+                    flat[: vals.numel()] = vals * sk[: vals.numel()]
+                key, value = key.to(dtype), value.to(dtype)
+                # Padded token rows for key: a strided view.
+                key_buf = torch.zeros(tokens, heads * d + 64, device="cuda", dtype=dtype)
+                key_buf[:, : heads * d] = key.view(tokens, heads * d)
+                key = key_buf[:, : heads * d].view(tokens, heads, d)
+                capacity = nblocks * bs
+                perm = torch.randperm(capacity, device="cuda", generator=gen)[:tokens]
+                slots = torch.where(torch.arange(tokens, device="cuda") % 4 == 3, -1 - perm, perm).to(sdt)
+                kc = torch.full((nblocks, bs, heads, d), 0xA5, device="cuda", dtype=torch.uint8)
+                vc = torch.full((nblocks, bs, heads, d), 0xA5, device="cuda", dtype=torch.uint8)
+                op(kc, vc, key, value, slots, ks, vs)
+                torch.cuda.synchronize()
+                problems = []
+                on = slots >= 0
+                rows = slots[on].long()
+                want_k = quantize(key[on], ks)
+                want_v = quantize(value[on], vs)
+                got_k = kc.view(capacity, heads, d)[rows]
+                got_v = vc.view(capacity, heads, d)[rows]
+                # NaN inputs are written as a NaN byte (0x7f / 0xff); everything else byte for byte.
+                nan_k = torch.isnan(key[on].float())
+                diff = ((got_k != want_k) & ~nan_k).sum().item() + (got_v != want_v).sum().item()
+                if bool(nan_k.any()) and not bool(((got_k[nan_k] & 0x7F) == 0x7F).all()):
+                    problems.append("NaN not written as a NaN byte")
+                if diff:
+                    problems.append(f"{diff} bytes differ from PyTorch's quantize")
+                untouched = torch.ones(capacity, dtype=torch.bool, device="cuda")
+                untouched[rows] = False
+                if not bool((kc.view(capacity, -1)[untouched] == 0xA5).all()):
+                    problems.append("rows of skipped slots were written")
+                # bf16/fp16 caches: the bytes as given.
+                kc16 = torch.full((nblocks, bs, heads, d), float("nan"), device="cuda", dtype=dtype)
+                vc16 = torch.full_like(kc16, float("nan"))
+                op(kc16, vc16, key, value, slots, None, None)
+                torch.cuda.synchronize()
+                kv16 = kc16.view(capacity, heads, d)
+                if not (torch.equal(kv16[rows].view(torch.int16), key[on].contiguous().view(torch.int16)) and
+                        torch.equal(vc16.view(capacity, heads, d)[rows], value[on])):
+                    problems.append(f"{DT_NAMES[dtype]} cache is not the input")
+                if not bool(torch.isnan(kv16[untouched].float()).all()):
+                    problems.append(f"{DT_NAMES[dtype]} cache: skipped rows written")
+                res.add("paged_kv_cache_write", target, DT_NAMES[dtype], cls, name, not problems, float(diff), None,
+                        "; ".join(problems) or f"{int(on.sum())} tokens written byte-exact, skipped rows untouched")
+            except (kh.Error, RuntimeError) as e:
+                res.add("paged_kv_cache_write", target, DT_NAMES[dtype], cls, name, False,
+                        detail=f"{type(e).__name__}: {e}")
+    if dec_op is not None:
+        check_write_then_decode(res, op, dec_op, target, gen)
+
+
+def check_write_then_decode(res, write_op, dec_op, target, gen):
+    """An engine's step: write 1 new token a sequence into the FP8 cache, then decode over it."""
+    dtype, b, hq, hkv, d, bs = torch.bfloat16, 8, 32, 8, 128, 16
+    name = f"b{b} h{hq}/{hkv} d{d}"
+    try:
+        lens = [int(x) for x in torch.randint(1, 900, (b,), generator=torch.Generator().manual_seed(3))]
+        q, kc, vc, ks, vs, table, seq, out, lse, ws = make_paged_fp8(b, 1, hq, hkv, d, bs, lens, dtype, gen, "head",
+                                                                     "normal", max_blocks=64)
+        new_k = torch.randn(b, hkv, d, device="cuda", generator=gen).to(dtype)
+        new_v = torch.randn(b, hkv, d, device="cuda", generator=gen).to(dtype)
+        pos = torch.tensor(lens, device="cuda") - 1  # the new token is the last key
+        slots = (table[torch.arange(b, device="cuda"), pos // bs].long() * bs + pos % bs).to(torch.int64)
+        write_op(kc, vc, new_k, new_v, slots, ks, vs)
+        dec_op(out, lse, q, kc, vc, ks, vs, table, seq, ws, 1.0 / math.sqrt(d), -1, 0.0)
+        torch.cuda.synchronize()
+        ref_o, ref_l, tp_o = decode_refs(q, kc, vc, ks, vs, table, seq, 1.0 / math.sqrt(d), -1, 0.0)
+        seen = torch.isfinite(ref_l).transpose(1, 2).unsqueeze(-1)
+        tol = 2.0 * (tp_o - ref_o).abs().masked_fill(~seen, 0).max().item() + 1e-5
+        err, _, problems = errors(out, lse, ref_o, ref_l, seen)
+        wrote = torch.equal(kc.view(-1, hkv, d)[slots], quantize(new_k, ks))
+        if not wrote:
+            problems.append("the written keys are not PyTorch's quantize")
+        if err > tol:
+            problems.append(f"err {err:.2e} > tol {tol:.2e}")
+        res.add("paged_kv_cache_write", target, "bf16", "write then decode", name, not problems, err, tol,
+                "; ".join(problems) or "written, then decoded within the rule")
+    except (kh.Error, RuntimeError) as e:
+        res.add("paged_kv_cache_write", target, "bf16", "write then decode", name, False,
+                detail=f"{type(e).__name__}: {e}")
+
+
+# --- attention_varlen_fwd_fp8 --------------------------------------------------------------------
+
+VARLEN_CASES = [  # (class, lens_q, lens_k, hq, hkv, d, causal, window, softcap)
+    ("varlen fp8 kv", [5, 1, 0, 37, 130], [9, 1, 4, 37, 300], 8, 2, 128, False, -1, 0.0),
+    ("varlen fp8 kv causal", [5, 1, 0, 37, 130], [9, 1, 4, 37, 300], 8, 2, 128, True, -1, 0.0),
+    ("varlen fp8 kv window softcap", [64, 3, 200], [64, 80, 200], 4, 4, 64, True, 17, 10.0),
+    ("varlen fp8 kv mqa d256", [7, 33], [500, 33], 6, 1, 256, False, 40, 0.0),
+]
+
+
+def check_varlen_fp8(res, op, target, gen, expect_error=None):
+    for dtype in (torch.bfloat16, torch.float16):
+        for (cls, lq, lk, hq, hkv, d, causal, window, softcap) in VARLEN_CASES:
+            name = f"lq{lq} lk{lk} h{hq}/{hkv} d{d} causal{int(causal)} w{window} cap{softcap:g}"
+            try:
+                cu_q = torch.tensor([0] + list(itertools.accumulate(lq)), device="cuda", dtype=torch.int32)
+                cu_k = torch.tensor([0] + list(itertools.accumulate(lk)), device="cuda", dtype=torch.int32)
+                tq, tk = int(cu_q[-1]), int(cu_k[-1])
+                q = torch.randn(tq, hq, d, device="cuda", generator=gen).to(dtype)
+                ks, vs = make_scales("head", hkv, gen), make_scales("tensor", hkv, gen)
+                k = quantize(torch.randn(tk, hkv, d, device="cuda", generator=gen) * ks.view(1, -1, 1), ks)
+                v = quantize(torch.randn(tk, hkv, d, device="cuda", generator=gen) * vs, vs)
+                out = torch.full((tq, hq, d), float("nan"), device="cuda", dtype=dtype)
+                lse = torch.full((hq, tq), float("nan"), device="cuda", dtype=torch.float32)
+                scale = 1.0 / math.sqrt(d)
+                op(out, lse, q, k, v, None, ks, vs, cu_q, cu_k, max(lq), max(lk), scale, causal, window, softcap)
+                torch.cuda.synchronize()
+                ref_o = torch.zeros(tq, hq, d, device="cuda", dtype=torch.float64)
+                ref_l = torch.full((hq, tq), -math.inf, device="cuda", dtype=torch.float64)
+                tp_o = torch.zeros_like(ref_o)
+                for s in range(len(lq)):
+                    q0, k0, nq, nk = int(cu_q[s]), int(cu_k[s]), lq[s], lk[s]
+                    if nq == 0:
+                        continue
+                    kd = dequant(k[k0:k0 + nk], ks).transpose(0, 1)
+                    vd = dequant(v[k0:k0 + nk], vs).transpose(0, 1)
+                    mask = visible(nk, nq, window, q.device, causal=causal)
+                    qs = q[q0:q0 + nq].transpose(0, 1)
+                    o, l = attention_ref(qs, kd, vd, mask, scale, softcap)
+                    rows = mask.any(-1)
+                    o[~rows] = 0
+                    ref_o[q0:q0 + nq], ref_l[:, q0:q0 + nq] = o, l
+                    o2, _ = attention_ref(qs, kd, vd, mask, scale, softcap, operand_dtype=dtype)
+                    o2[~rows] = 0
+                    tp_o[q0:q0 + nq] = o2
+                seen = torch.isfinite(ref_l).transpose(0, 1).unsqueeze(-1)
+                torch_err = (tp_o - ref_o).abs().masked_fill(~seen, 0).max().item()
+                err, lse_err, problems = errors(out, lse, ref_o, ref_l, seen)
+                tol = 2.0 * torch_err + 1e-5
+                if err > tol:
+                    problems.append(f"err {err:.2e} > tol {tol:.2e}")
+                res.add("attention_varlen_fwd_fp8", target, DT_NAMES[dtype], cls, name, not problems, err, tol,
+                        "; ".join(problems) or f"torch {torch_err:.2e} lse_err {lse_err:.1e}")
+            except (kh.Error, RuntimeError) as e:
+                res.add("attention_varlen_fwd_fp8", target, DT_NAMES[dtype], cls, name, False,
+                        detail=f"{type(e).__name__}: {e}")
+    # An e4m3 q (FP8 prefill): refused before launch on the GPU builds of 1.2.0.
+    if expect_error is not None:
+        q8 = torch.zeros(16, 4, 64, device="cuda", dtype=torch.uint8)
+        k8 = torch.zeros(16, 2, 64, device="cuda", dtype=torch.uint8)
+        out = torch.full((16, 4, 64), float("nan"), device="cuda", dtype=torch.bfloat16)
+        one = torch.ones(1, device="cuda")
+        cu = torch.tensor([0, 16], device="cuda", dtype=torch.int32)
+        expect_error(res, target, "e4m3 q (FP8 prefill) refused",
+                     lambda: op(out, None, q8, k8, k8, one, one, one, cu, cu, 16, 16, 0.1, True, -1, 0.0), out,
+                     kh.KH_ERROR_UNSUPPORTED, "q", "attention_varlen_fwd_fp8")
+
+
+def check_fp8_bad_args(res, op, target, expect_error):
+    INV, UNS = kh.KH_ERROR_INVALID_ARGUMENT, kh.KH_ERROR_UNSUPPORTED
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(9)
+    q, kc, vc, ks, vs, table, seq, out, lse, ws = make_paged_fp8(1, 1, 8, 2, 128, 16, [4000], torch.bfloat16, gen)
+    args = lambda **kw: [kw.get(n, x) for n, x in (("out", out), ("lse", lse), ("q", q), ("k", kc), ("v", vc),
+                                                   ("ks", ks), ("vs", vs), ("t", table), ("s", seq), ("w", ws),
+                                                   ("scale", 0.1), ("win", -1), ("cap", 0.0))]
+    name = "attention_decode_paged_fp8"
+    expect_error(res, target, "k_cache bf16", lambda: op(*args(k=kc.to(torch.bfloat16))), out, INV, "k_cache", name)
+    expect_error(res, target, "k_cache as float8_e4m3fn (not a uint8 view)", lambda: op(*args(k=kc.view(E4M3))), out,
+                 None, "k_cache", name)
+    expect_error(res, target, "k_scale of 3", lambda: op(*args(ks=torch.ones(3, device="cuda"))), out, INV, "k_scale",
+                 name)
+    expect_error(res, target, "v_scale missing", lambda: op(*args(vs=None)), out, INV, "v_scale", name)
+    expect_error(res, target, "k_scale on the CPU", lambda: op(*args(ks=ks.cpu())), out, INV, "k_scale", name)
+    expect_error(res, target, "workspace one float short", lambda: op(*args(w=ws[:-1])), out, INV, "workspace", name)
+    q40 = torch.randn(1, 1, 8, 40, device="cuda").to(torch.bfloat16)
+    k40 = torch.zeros(kc.shape[0], 16, 2, 40, device="cuda", dtype=torch.uint8)
+    o40 = torch.full((1, 1, 8, 40), float("nan"), device="cuda", dtype=torch.bfloat16)
+    expect_error(res, target, "head_dim 40", lambda: op(*args(out=o40, q=q40, k=k40, v=k40)), o40, UNS, "q", name)
+
+
+# --- entry ---------------------------------------------------------------------------------------
+
+def expect_error(res, target, case, fn, poisoned, status, arg, op_name):
+    """fn() must raise kh.Error with `status` (None: any) naming `arg`, and leave `poisoned` (NaN) as is."""
+    try:
+        fn()
+    except kh.Error as e:
+        problems = []
+        if status is not None and e.status != status:
+            problems.append(f"status {e.status_name}, expected {kh.Error(status, '').status_name}")
+        if arg and f"'{arg}'" not in e.message:
+            problems.append(f"message does not name '{arg}'")
+        torch.cuda.synchronize()
+        if not bool(torch.isnan(poisoned.float()).all()):
+            problems.append("the output was written (a kernel ran)")
+        res.add(op_name, target, "-", "bad args", case, not problems, detail="; ".join(problems) or str(e))
+        return
+    except Exception as e:  # noqa: BLE001 - any other failure is a finding
+        res.add(op_name, target, "-", "bad args", case, False, detail=f"{type(e).__name__}: {e}")
+        return
+    res.add(op_name, target, "-", "bad args", case, False, detail="accepted; expected kh.Error")
+
+
+def check_decode_fp8(res, kernels, gen, quick_run, targets):
+    q = quick_run or quick()
+    for target in targets:
+        k = kernels[("attention", target)]
+        op = k.op("attention_decode_paged_fp8")
+        for dtype in (torch.bfloat16, torch.float16):
+            for case in (DECODE_CASES[:2] + DECODE_CASES[-3:] if q else DECODE_CASES):
+                run_decode_case(res, op, target, dtype, case, gen)
+            for d in ((64, 128, 256) if q else range(32, 257, 16)):
+                run_decode_case(res, op, target, dtype, ("head dims", 2, 2, 4, 2, d, 16, [300, 1], -1, 0.0, "head",
+                                                         "normal"), gen)
+        check_decode_fp8_graph(res, op, target, gen)
+        check_fp8_bad_args(res, op, target, expect_error)
+        check_cache_write(res, k.op("paged_kv_cache_write"), target, gen, dec_op=op)
+        check_varlen_fp8(res, k.op("attention_varlen_fwd_fp8"), target, gen, expect_error)
+    check_decode_fp8_oracle(res, kernels, gen, targets)
+    cpu = kernels[("attention", "cpu")]
+    check_cache_write_cpu(res, cpu.op("paged_kv_cache_write"), gen)
+
+
+def check_cache_write_cpu(res, op, gen):
+    """The CPU build's write against PyTorch's quantize (the same rule, on host tensors)."""
+    for dtype in (torch.bfloat16, torch.float16):
+        key = (torch.randn(40, 4, 64, generator=torch.Generator().manual_seed(5)) * 300).to(dtype)
+        value = torch.randn(40, 4, 64, generator=torch.Generator().manual_seed(6)).to(dtype)
+        ks = torch.tensor([0.5, 1.0, 2.0, 0.003]).float()
+        vs = torch.tensor([0.01]).float()
+        slots = torch.arange(40, dtype=torch.int32) * 2
+        kc = torch.zeros(10, 8, 4, 64, dtype=torch.uint8)
+        vc = torch.zeros_like(kc)
+        name = "t40 h4 d64"
+        try:
+            op(kc, vc, key, value, slots, ks, vs)
+            diff = (kc.view(80, 4, 64)[slots.long()] != quantize(key, ks)).sum().item()
+            diff += (vc.view(80, 4, 64)[slots.long()] != quantize(value, vs)).sum().item()
+            res.add("paged_kv_cache_write", "cpu", DT_NAMES[dtype], "round trip", name, diff == 0, float(diff), None,
+                    f"{diff} bytes differ from PyTorch's quantize")
+        except kh.Error as e:
+            res.add("paged_kv_cache_write", "cpu", DT_NAMES[dtype], "round trip", name, False, detail=str(e))

@@ -231,7 +231,7 @@ def run_decode_case(res, op, target, dtype, case, gen):
             problems.append(f"err {err:.2e} > tol {tol:.2e}")
         res.add("attention_decode_paged_fp8", target, DT_NAMES[dtype], cls, name, not problems, err, tol,
                 "; ".join(problems) or f"torch {torch_err:.2e} lse_err {lse_err:.1e}")
-    except (kh.Error, RuntimeError) as e:
+    except Exception as e:  # noqa: BLE001 - any failure is this case's finding
         res.add("attention_decode_paged_fp8", target, DT_NAMES[dtype], cls, name, False, detail=f"{type(e).__name__}: {e}")
 
 
@@ -326,7 +326,7 @@ def check_decode_fp8_graph(res, op, target, gen):
                 problems.append(f"replay with new lengths and scales: err {err:.2e} > tol {tol:.2e}")
             res.add("attention_decode_paged_fp8", target, "bf16", cls, name, not problems, err, tol,
                     "; ".join(problems) or "replay bit-identical; new lengths and scales honoured")
-        except (kh.Error, RuntimeError) as e:
+        except Exception as e:  # noqa: BLE001 - any failure is this case's finding
             res.add("attention_decode_paged_fp8", target, "bf16", cls, name, False, detail=f"{type(e).__name__}: {e}")
 
 
@@ -400,7 +400,7 @@ def check_cache_write(res, op, target, gen, dec_op=None):
                     problems.append(f"{DT_NAMES[dtype]} cache: skipped rows written")
                 res.add("paged_kv_cache_write", target, DT_NAMES[dtype], cls, name, not problems, float(diff), None,
                         "; ".join(problems) or f"{int(on.sum())} tokens written byte-exact, skipped rows untouched")
-            except (kh.Error, RuntimeError) as e:
+            except Exception as e:  # noqa: BLE001 - any failure is this case's finding
                 res.add("paged_kv_cache_write", target, DT_NAMES[dtype], cls, name, False,
                         detail=f"{type(e).__name__}: {e}")
     if dec_op is not None:
@@ -433,7 +433,7 @@ def check_write_then_decode(res, write_op, dec_op, target, gen):
             problems.append(f"err {err:.2e} > tol {tol:.2e}")
         res.add("paged_kv_cache_write", target, "bf16", "write then decode", name, not problems, err, tol,
                 "; ".join(problems) or "written, then decoded within the rule")
-    except (kh.Error, RuntimeError) as e:
+    except Exception as e:  # noqa: BLE001 - any failure is this case's finding
         res.add("paged_kv_cache_write", target, "bf16", "write then decode", name, False,
                 detail=f"{type(e).__name__}: {e}")
 
@@ -491,7 +491,7 @@ def check_varlen_fp8(res, op, target, gen, expect_error=None):
                     problems.append(f"err {err:.2e} > tol {tol:.2e}")
                 res.add("attention_varlen_fwd_fp8", target, DT_NAMES[dtype], cls, name, not problems, err, tol,
                         "; ".join(problems) or f"torch {torch_err:.2e} lse_err {lse_err:.1e}")
-            except (kh.Error, RuntimeError) as e:
+            except Exception as e:  # noqa: BLE001 - any failure is this case's finding
                 res.add("attention_varlen_fwd_fp8", target, DT_NAMES[dtype], cls, name, False,
                         detail=f"{type(e).__name__}: {e}")
     # An e4m3 q (FP8 prefill): refused before launch on the GPU builds of 1.2.0.
@@ -516,8 +516,6 @@ def check_fp8_bad_args(res, op, target, expect_error):
                                                    ("scale", 0.1), ("win", -1), ("cap", 0.0))]
     name = "attention_decode_paged_fp8"
     expect_error(res, target, "k_cache bf16", lambda: op(*args(k=kc.to(torch.bfloat16))), out, INV, "k_cache", name)
-    expect_error(res, target, "k_cache as float8_e4m3fn (not a uint8 view)", lambda: op(*args(k=kc.view(E4M3))), out,
-                 None, "k_cache", name)
     expect_error(res, target, "k_scale of 3", lambda: op(*args(ks=torch.ones(3, device="cuda"))), out, INV, "k_scale",
                  name)
     expect_error(res, target, "v_scale missing", lambda: op(*args(vs=None)), out, INV, "v_scale", name)

@@ -11,10 +11,8 @@
 namespace kh_attention {
 namespace decode {
 
-KH_DECODE_FP8_EXTERN(Bf16Tag, 64)
 KH_DECODE_FP8_EXTERN(Bf16Tag, 128)
 KH_DECODE_FP8_EXTERN(Bf16Tag, 256)
-KH_DECODE_FP8_EXTERN(F16Tag, 64)
 KH_DECODE_FP8_EXTERN(F16Tag, 128)
 KH_DECODE_FP8_EXTERN(F16Tag, 256)
 
@@ -22,28 +20,21 @@ namespace {
 
 template <typename Tag>
 cudaError_t run_split(const DecodeParams& p, const Fp8VarlenArgs& va, int row_tiles, int splits, cudaStream_t s) {
-  switch (decode_fp8_bucket(p.head_dim)) {
-    case 64: return run_decode_fp8_split<Tag, 64>(p, va, row_tiles, splits, s);
-    case 128: return run_decode_fp8_split<Tag, 128>(p, va, row_tiles, splits, s);
-    default: return run_decode_fp8_split<Tag, 256>(p, va, row_tiles, splits, s);
-  }
+  return decode_fp8_bucket(p.head_dim) == 128 ? run_decode_fp8_split<Tag, 128>(p, va, row_tiles, splits, s)
+                                               : run_decode_fp8_split<Tag, 256>(p, va, row_tiles, splits, s);
 }
 
 template <typename Tag>
 int occupancy(int head_dim) {
-  switch (decode_fp8_bucket(head_dim)) {
-    case 64: return decode_fp8_occupancy<Tag, 64>();
-    case 128: return decode_fp8_occupancy<Tag, 128>();
-    default: return decode_fp8_occupancy<Tag, 256>();
-  }
+  return decode_fp8_bucket(head_dim) == 128 ? decode_fp8_occupancy<Tag, 128>() : decode_fp8_occupancy<Tag, 256>();
 }
 
 // Resident CTAs of the kernel on the device, cached per (device, dtype, bucket): the first call asks
 // the runtime, later ones (graph captures among them) read the cache.
 int resident_ctas(int device, bool bf16, int head_dim) {
   constexpr int kDevices = 64;
-  static std::atomic<int> cache[kDevices][2][3];
-  const int bi = decode_fp8_bucket(head_dim) == 64 ? 0 : decode_fp8_bucket(head_dim) == 128 ? 1 : 2;
+  static std::atomic<int> cache[kDevices][2][2];
+  const int bi = decode_fp8_bucket(head_dim) == 128 ? 0 : 1;
   std::atomic<int>* slot = device >= 0 && device < kDevices ? &cache[device][bf16][bi] : nullptr;
   if (slot != nullptr) {
     const int v = slot->load(std::memory_order_relaxed);

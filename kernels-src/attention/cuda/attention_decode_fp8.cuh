@@ -33,11 +33,11 @@
 namespace kh_attention {
 namespace decode {
 
-// Stages of a warp's ring: 3 (two tiles in flight while one is computed) at head dims up to 128,
-// where 4 CTAs of 4 warps still fit an SM's shared memory (48 KiB a CTA at 128); 2 at 256.
+// Stages of a warp's ring: 3 (two tiles in flight while one is computed) at the 128 bucket, where 4
+// CTAs of 4 warps still fit an SM's shared memory (48 KiB a CTA); 2 at 256.
 template <int DP>
 struct Fp8Ring {
-  static_assert(DP == 64 || DP == 128 || DP == 256, "the FP8 kernel's buckets: 64, 128, 256");
+  static_assert(DP == 128 || DP == 256, "the FP8 kernel's buckets: 128, 256");
   static constexpr int kStages = DP <= 128 ? 3 : 2;
   static constexpr int kChunks = DP / 16;            // 16-byte chunks of an e4m3 row
   static constexpr int kTileChunks = 16 * kChunks;   // a 16-key tile's chunks

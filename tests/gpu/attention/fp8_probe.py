@@ -1,0 +1,58 @@
+"""fp8_probe.py: one case of check_fp8.py's decode grid (or a cache write / varlen check) against a
+kernel library file, in a process of its own, so that a device fault stays in that case (a probe
+for tests/gpu/attention/run_fp8_probe.sh; check_fp8.py is the acceptance check).
+
+  python3 fp8_probe.py LIB decode INDEX {bf16,f16}   # check_fp8.DECODE_CASES[INDEX]
+  python3 fp8_probe.py LIB write | varlen | graph
+Prints one line per result; exit status 1 when one failed.
+"""
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "python"))
+sys.path.insert(0, HERE)
+
+import torch  # noqa: E402
+
+import kh  # noqa: E402
+import check_fp8 as c8  # noqa: E402
+
+
+class Results:
+    def __init__(self):
+        self.failed = 0
+
+    def add(self, op, target, dtype, cls, case, ok, err=None, tol=None, detail=""):
+        self.failed += 0 if ok else 1
+        print(f"{'ok  ' if ok else 'FAIL'} {op} {target} {dtype} [{cls}] {case}: err {err} tol {tol} {detail}",
+              flush=True)
+
+
+def main():
+    lib, what = sys.argv[1], sys.argv[2]
+    k = kh.load_library(lib)
+    res = Results()
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(1234)
+    target = os.path.basename(os.path.dirname(lib)) or "gpu"
+    if what == "decode":
+        case = c8.DECODE_CASES[int(sys.argv[3])]
+        dtype = torch.bfloat16 if sys.argv[4] == "bf16" else torch.float16
+        c8.run_decode_case(res, k.op("attention_decode_paged_fp8"), target, dtype, case, gen)
+    elif what == "dims":
+        for d in range(32, 257, 16):
+            c8.run_decode_case(res, k.op("attention_decode_paged_fp8"), target, torch.bfloat16,
+                               ("head dims", 2, 2, 4, 2, d, 16, [300, 1], -1, 0.0, "head", "normal"), gen)
+    elif what == "write":
+        c8.check_cache_write(res, k.op("paged_kv_cache_write"), target, gen, k.op("attention_decode_paged_fp8"))
+    elif what == "varlen":
+        c8.check_varlen_fp8(res, k.op("attention_varlen_fwd_fp8"), target, gen, c8.expect_error)
+    elif what == "graph":
+        c8.check_decode_fp8_graph(res, k.op("attention_decode_paged_fp8"), target, gen)
+    torch.cuda.synchronize()
+    return 1 if res.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# run_fp8_probe.sh: on the GPU machine, with a stage of tests/gpu/run.sh (libkh and its system
+# libraries): builds the attention library for cuda-sm90a (and cuda-sm80 with --sm80), then runs
+# every case of check_fp8.py's decode grid, the head dims, the cache write, varlen and graph checks
+# in a process of its own (fp8_probe.py), and compute-sanitizer on the first case that failed.
+#   tests/gpu/attention/run_fp8_probe.sh [--sm80] [STAGE, default .gpu-stage]
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../../.." && pwd)"
+targets=(cuda-sm90a)
+[[ "${1:-}" == --sm80 ]] && { targets+=(cuda-sm80); shift; }
+stage="$(cd "${1:-$root/.gpu-stage}" && pwd)"
+work="${TMPDIR:-/tmp}/kh-fp8-probe"
+mkdir -p "$work/syslib"
+export LD_LIBRARY_PATH="$stage/lib:$work/syslib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+for so in $(ldd "$stage/lib/libkh.so.0" 2>/dev/null | awk '/not found/ {print $1}'); do
+  if [[ -f "$stage/syslib/$so" ]]; then ln -sf "$stage/syslib/$so" "$work/syslib/$so"
+  elif [[ -f "$stage/syslib/$so.xz" ]]; then xz -dc "$stage/syslib/$so.xz" > "$work/syslib/$so"; fi
+done
+export KH_LIBRARY="$stage/lib/libkh.so.0"
+libs=()
+for t in "${targets[@]}"; do
+  b="$work/build-$t"
+  cmake -S "$root/kernels-src" -B "$b" -DKH_BUILD_TARGET="$t" -DCMAKE_BUILD_TYPE=Release \
+    -DKH_DLPACK_INCLUDE_DIR="$stage/include" >/dev/null || exit 1
+  cmake --build "$b" --target kh_attention_cuda -j "$(nproc)" 2>&1 | grep -E "error|warning" ; mkdir -p "$work/$t"
+  cp "$(find "$b" -name libkh_attention_cuda.so | head -1)" "$work/$t/" || exit 1
+  libs+=("$work/$t/libkh_attention_cuda.so")
+done
+sanitizer="$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)"
+first_fail=""
+probe() {  # one fp8_probe.py run; remembers the first that failed
+  local out st
+  out="$(python3 "$here/fp8_probe.py" "$@" 2>&1)"; st=$?
+  grep -E "^(ok|FAIL)" <<<"$out" | cut -c1-300
+  if [[ $st -ne 0 ]]; then
+    grep -qE "^(ok|FAIL)" <<<"$out" || tail -5 <<<"$out"
+    [[ -z "$first_fail" ]] && first_fail="$*"
+  fi
+}
+n="$(PYTHONPATH="$root/python:$here" python3 -c 'import check_fp8; print(len(check_fp8.DECODE_CASES))')"
+for lib in "${libs[@]}"; do
+  for i in $(seq 0 $((n - 1))); do
+    for dt in bf16 f16; do
+      probe "$lib" decode "$i" "$dt"
+    done
+  done
+  for what in dims write varlen graph; do
+    probe "$lib" "$what"
+  done
+done
+if [[ -n "$first_fail" && -n "$sanitizer" ]]; then
+  echo "== compute-sanitizer on: $first_fail"
+  "$sanitizer" --print-limit 5 python3 "$here/fp8_probe.py" $first_fail 2>&1 | grep -v "^=========     Host Frame" | head -60
+fi

@@ -5,8 +5,10 @@ Caches hold float8_e4m3fn bytes, passed as uint8 views (the op's convention). Th
 42: the reference is float64 attention on the dequantized e4m3 values (e4m3 * scale); a build passes
 when max|out - ref64| <= 2 * max|torch - ref64| + 1e-5 over rows that see a key, torch being a
 float32 PyTorch implementation on the same dequantized values that rounds the probabilities to q's
-dtype before P.V (and its result to out's dtype); lse within 1e-3 of ref64's; rows that see no key
-exactly 0 with lse -inf. Per GPU target x dtype:
+dtype before P.V (and its result to out's dtype); lse within 1e-3 of ref64's, or within twice the
+float32 implementation's lse error where that is larger (scores of e4m3 values near 448 times their
+scales reach the thousands, where float32 itself is off by more); rows that see no key exactly 0
+with lse -inf. Per GPU target x dtype:
   - attention_decode_paged_fp8 on 1.1's decode grid (GQA/MQA, block sizes 1-256, lengths 0/1/not
     multiples of the block, windows, soft-caps, q_len 1, 2, 5 and 8, head dims 32-256 in steps of 16),
     scales per tensor and per KV head far from 1 (1e-3 .. 300), caches at e4m3's range limits
@@ -143,12 +145,13 @@ def gather(cache, table_row, n):
     return cache[table_row[j // bs].long(), j % bs]  # (n, heads, d)
 
 
-def decode_refs(q, kc, vc, ks, vs, table, seq, scale, window, softcap):
-    """(ref64 out, ref64 lse, torch-rule out) for a paged FP8 decode call."""
+def decode_refs(q, kc, vc, ks, vs, table, seq, scale, window, softcap, with_lse=False):
+    """(ref64 out, ref64 lse, torch-rule out[, torch-rule lse]) for a paged FP8 decode call."""
     b, q_len, hq, d = q.shape
     ref_o = torch.zeros(b, q_len, hq, d, device=q.device, dtype=torch.float64)
     ref_l = torch.full((b, hq, q_len), -math.inf, device=q.device, dtype=torch.float64)
     tp_o = torch.zeros_like(ref_o)
+    tp_l = ref_l.clone()
     for s in range(b):
         n = int(seq[s])
         if n == 0:
@@ -161,13 +164,22 @@ def decode_refs(q, kc, vc, ks, vs, table, seq, scale, window, softcap):
         rows = mask.any(-1)
         o[~rows] = 0
         ref_o[s], ref_l[s] = o, l
-        o2, _ = attention_ref(qs, k, v, mask, scale, softcap, operand_dtype=q.dtype)
+        o2, l2 = attention_ref(qs, k, v, mask, scale, softcap, operand_dtype=q.dtype)
         o2[~rows] = 0
-        tp_o[s] = o2
-    return ref_o, ref_l, tp_o
+        tp_o[s], tp_l[s] = o2, l2
+    return (ref_o, ref_l, tp_o, tp_l) if with_lse else (ref_o, ref_l, tp_o)
 
 
-def errors(out, lse, ref_o, ref_l, seen):
+def lse_tolerance(tp_l, ref_l):
+    """1e-3 (1.1's decode rule), or twice the float32 reference's lse error where the scores are so
+    large (e4m3 values near 448 times scales far from 1 reach scores of 1e5) that float32 itself is
+    further off; errors() adds two float32 ulps of each lse (lse is float32: at 1e5 one ulp is 8e-3)."""
+    fin = torch.isfinite(ref_l)
+    torch_err = (tp_l[fin] - ref_l[fin]).abs().max().item() if bool(fin.any()) else 0.0
+    return max(1e-3, 2.0 * torch_err)
+
+
+def errors(out, lse, ref_o, ref_l, seen, lse_tol=1e-3):
     o = out.double()
     problems = []
     if bool(torch.isnan(o).any()):
@@ -184,9 +196,11 @@ def errors(out, lse, ref_o, ref_l, seen):
         if not (bool((torch.isinf(lse) == inf_ref).all()) and bool((lse[inf_ref] < 0).all())):
             problems.append("lse -inf mismatch")
         fin = ~inf_ref
-        lse_err = (lse.double()[fin] - ref_l[fin]).abs().max().item() if bool(fin.any()) else 0.0
-        if lse_err > 1e-3:
-            problems.append(f"lse err {lse_err:.1e} > 1e-3")
+        diff = (lse.double()[fin] - ref_l[fin]).abs()
+        lse_err = diff.max().item() if bool(fin.any()) else 0.0
+        allowed = lse_tol + 2.0 ** -22 * ref_l[fin].abs()  # + 2 float32 ulps of the value
+        if bool(fin.any()) and not bool((diff <= allowed).all()):
+            problems.append(f"lse err {lse_err:.1e} > {lse_tol:.1e} + 2 float32 ulps")
     return err, lse_err, problems
 
 
@@ -222,10 +236,10 @@ def run_decode_case(res, op, target, dtype, case, gen):
                                                                      skind, values)
         op(out, lse, q, kc, vc, ks, vs, table, seq, ws, scale, window, softcap)
         torch.cuda.synchronize()
-        ref_o, ref_l, tp_o = decode_refs(q, kc, vc, ks, vs, table, seq, scale, window, softcap)
+        ref_o, ref_l, tp_o, tp_l = decode_refs(q, kc, vc, ks, vs, table, seq, scale, window, softcap, with_lse=True)
         seen = torch.isfinite(ref_l).transpose(1, 2).unsqueeze(-1)
         torch_err = (tp_o - ref_o).abs().masked_fill(~seen, 0).max().item()
-        err, lse_err, problems = errors(out, lse, ref_o, ref_l, seen)
+        err, lse_err, problems = errors(out, lse, ref_o, ref_l, seen, lse_tolerance(tp_l, ref_l))
         tol = 2.0 * torch_err + 1e-5
         if err > tol:
             problems.append(f"err {err:.2e} > tol {tol:.2e}")
@@ -339,6 +353,8 @@ def check_cache_write(res, op, target, gen, dec_op=None):
         ("e4m3 per tensor, int64 slots", 300, 2, 64, 32, 12, "tensor", torch.int64, False),
         ("e4m3 limits and specials", 20, 2, 256, 4, 8, "head", torch.int32, True),
         ("e4m3 d80 block size 1", 9, 3, 80, 1, 16, "head", torch.int64, False),
+        # Past 4096 tokens the CUDA kernel takes 8 tokens a CTA (5000: a last CTA of 8 partly empty).
+        ("e4m3 many tokens", 5000, 4, 128, 16, 400, "head", torch.int64, False),
     ]
     for dtype in (torch.bfloat16, torch.float16):
         for (cls, tokens, heads, d, bs, nblocks, skind, sdt, special) in cases:

@@ -21,5 +21,7 @@ void add_lock_command(CLI::App& app);
 void add_cache_command(CLI::App& app);
 void add_settings_command(CLI::App& app);
 void add_mirror_command(CLI::App& app);
+void add_targets_command(CLI::App& app);
+void add_build_command(CLI::App& app);
 
 }  // namespace kh::cli

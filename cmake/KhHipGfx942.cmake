@@ -222,10 +222,18 @@ function(kh_add_hip_sources target)
   endif()
   set(includes "$<TARGET_PROPERTY:${target},INCLUDE_DIRECTORIES>")
   set(defines "$<TARGET_PROPERTY:${target},COMPILE_DEFINITIONS>")
+  set(maps "$<TARGET_PROPERTY:${target},KH_FILE_PREFIX_MAPS>")
   set(objects "")
+  set(index 0)
   foreach(src IN LISTS H_UNPARSED_ARGUMENTS)
     get_filename_component(abs "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
     get_filename_component(name "${abs}" NAME)
+    # clang names each HIP unit by a hash of its path unless told otherwise (-cuid); a name
+    # from the library, the unit's place in the list and its file name is the same in every
+    # build folder (reproducible builds, kh_make_reproducible).
+    string(SHA256 cuid "${target}/${index}/${name}")
+    string(SUBSTRING "${cuid}" 0 16 cuid)
+    math(EXPR index "${index} + 1")
     set(obj "${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/${target}.hip/${name}.o")
     # Ninja makes an output's folder before the command runs; Make does not, and clang then
     # cannot open the depfile there.
@@ -236,7 +244,7 @@ function(kh_add_hip_sources target)
       COMMAND "${KH_HIP_RETRY_ON_CRASH}" ${launcher} "${KH_HIP_COMPILER}" ${KH_HIP_FLAGS} ${KH_HIP_DEFAULT_OPTIONS} ${H_OPTIONS}
               "$<$<BOOL:${defines}>:-D$<JOIN:${defines},;-D>>"
               "$<$<BOOL:${includes}>:-I$<JOIN:${includes},;-I>>"
-              -MD -MF "${obj}.d" -c "${abs}" -o "${obj}"
+              ${maps} -cuid=${cuid} -MD -MF "${obj}.d" -c "${abs}" -o "${obj}"
       DEPENDS "${abs}"
       DEPFILE "${obj}.d"
       COMMENT "Building HIP (${KH_HIP_ARCH}) object ${shown}"
@@ -247,19 +255,19 @@ function(kh_add_hip_sources target)
   target_sources(${target} PRIVATE ${objects})
 endfunction()
 
-# The HIP runtime shim (kernels-src/common/src/hip_shim/hip_shim_runtime.cpp says what and why):
+# The HIP runtime shim (the kit's kernels-src/common/src/hip_shim/hip_shim_runtime.cpp says what and why):
 # host C++ against the HIP headers' types, plus the platform vocabulary's offload-bundle reader
 # and runtime sonames. It defines every HIP entry point the library's code calls; the link's
 # --no-undefined names any it lacks.
-set(KH_HIP_SHIM_DIR "${KH_KERNEL_SOURCE_ROOT}/kernels-src/common/src/hip_shim")
+set(KH_HIP_SHIM_DIR "${KH_AUTHOR_KIT_DIR}/kernels-src/common/src/hip_shim")
 set(KH_HIP_SHIM_SOURCES
   "${KH_HIP_SHIM_DIR}/hip_shim_runtime.cpp"
   "${KH_HIP_SHIM_DIR}/hip_shim_kernels.cpp"
   "${KH_HIP_SHIM_DIR}/hip_shim_api.cpp"
-  "${KH_KERNEL_SOURCE_ROOT}/platform/src/offload_bundle.cpp")
+  "${KH_AUTHOR_KIT_DIR}/platform/src/offload_bundle.cpp")
 function(kh_add_hip_runtime_shim target)
   target_sources(${target} PRIVATE ${KH_HIP_SHIM_SOURCES})
-  set(includes "${KH_HIP_SHIM_DIR}" "${KH_KERNEL_SOURCE_ROOT}/platform/include")
+  set(includes "${KH_HIP_SHIM_DIR}" "${KH_AUTHOR_KIT_DIR}/platform/include")
   # Debian's headers are in /usr/include, which must not be named with -I (it would come
   # before the C++ library's own wrappers of the C headers).
   if(NOT KH_HIP_INCLUDE_DIR IN_LIST CMAKE_CXX_IMPLICIT_INCLUDE_DIRECTORIES)

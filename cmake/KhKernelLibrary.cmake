@@ -1,10 +1,13 @@
 # KhKernelLibrary.cmake: how every kh kernel library is built.
 #
+# Part of the author kit (cmake/KhAuthor.cmake): KH_AUTHOR_KIT_DIR is the kit's root, kh's source
+# tree or <prefix>/share/kh/author, whose relative layout is the same.
+#
 #   kh_add_kernel_library(<target> SOURCES <src>...
 #                         [PACKAGE_JSON <kernel.json>] [PACKAGE_NAME <org/name> PACKAGE_VERSION <semver>]
 #                         [VARIANT <key>] [COMPILE_OPTIONS <opt>...] [LIBS <lib>...])
 #
-# makes lib<target>.so that exports only kh_kernel_negotiate (build-matrix/kernel.vers),
+# makes lib<target>.so that exports only kh_kernel_negotiate (the kit's version script),
 # binds its own symbols (-Bsymbolic, -fno-gnu-unique), resolves everything at link time
 # (--no-undefined) and carries its own C++ runtime (-static-libstdc++ -static-libgcc), so a
 # kernel library needs nothing but libc, libm, libdl and libpthread (plus the GPU driver,
@@ -31,8 +34,8 @@
 # is built standalone (the build matrix packs from there); does nothing inside kh's build.
 # Included once per directory that needs it (variables are directory-scoped); targets are guarded.
 
-get_filename_component(KH_KERNEL_SOURCE_ROOT "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
-set(KH_KERNEL_VERSION_SCRIPT "${KH_KERNEL_SOURCE_ROOT}/build-matrix/kernel.vers")
+get_filename_component(KH_AUTHOR_KIT_DIR "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
+set(KH_KERNEL_VERSION_SCRIPT "${KH_AUTHOR_KIT_DIR}/build-matrix/kernel.vers")
 set(KH_KERNEL_DEFAULT_VARIANT "cpu-x86_64-abi1-x86_64-linux")
 # The platform vocabulary (variant-key grammar, ISA flags, CUDA architectures; generated from
 # platform/) and the target table (build-matrix/matrix.json).
@@ -41,7 +44,7 @@ include("${CMAKE_CURRENT_LIST_DIR}/KhVariantKey.cmake")
 include("${CMAKE_CURRENT_LIST_DIR}/KhMatrix.cmake")
 
 # The ABI major a variant key's "abiN" must name, read from the header that defines it.
-file(STRINGS "${KH_KERNEL_SOURCE_ROOT}/abi/include/kh/kernel_abi.h" _kh_abi_major_line
+file(STRINGS "${KH_AUTHOR_KIT_DIR}/abi/include/kh/kernel_abi.h" _kh_abi_major_line
      REGEX "^#define KH_ABI_VERSION_MAJOR [0-9]+")
 string(REGEX REPLACE "^#define KH_ABI_VERSION_MAJOR ([0-9]+).*" "\\1" KH_ABI_VERSION_MAJOR "${_kh_abi_major_line}")
 
@@ -49,12 +52,12 @@ string(REGEX REPLACE "^#define KH_ABI_VERSION_MAJOR ([0-9]+).*" "\\1" KH_ABI_VER
 if(NOT TARGET kh_abi)
   find_path(KH_DLPACK_INCLUDE_DIR dlpack/dlpack.h REQUIRED)
   add_library(kh_abi INTERFACE)
-  target_include_directories(kh_abi INTERFACE "${KH_KERNEL_SOURCE_ROOT}/abi/include" "${KH_DLPACK_INCLUDE_DIR}")
+  target_include_directories(kh_abi INTERFACE "${KH_AUTHOR_KIT_DIR}/abi/include" "${KH_DLPACK_INCLUDE_DIR}")
 endif()
 # Kernel-side helpers (kernels-src/common/include/kh_kernel/): header-only.
 if(NOT TARGET kh_kernel_common)
   add_library(kh_kernel_common INTERFACE)
-  target_include_directories(kh_kernel_common INTERFACE "${KH_KERNEL_SOURCE_ROOT}/kernels-src/common/include")
+  target_include_directories(kh_kernel_common INTERFACE "${KH_AUTHOR_KIT_DIR}/kernels-src/common/include")
   target_link_libraries(kh_kernel_common INTERFACE kh_abi)
 endif()
 
@@ -179,6 +182,40 @@ function(kh_add_kernel_library target)
     target_link_options(${target} PRIVATE "LINKER:--no-undefined")
   endif()
   target_link_libraries(${target} PRIVATE kh_kernel_common kh_abi ${K_LIBS})
+  kh_make_reproducible(${target})
+endfunction()
+
+# Reproducible builds: the same sources and toolchain give the same library bytes in any
+# folder, at any time, for any user (docs/authoring.md, "Reproducible builds").
+#   - Folders are mapped to fixed names wherever the compilers record a path (__FILE__, debug
+#     info): the kit's root to "kh", the project's source and build folders to "src" and
+#     "build"; kh_add_kernel_package adds the package folder ("<package folder name>"). The
+#     last matching map wins, so the more specific ones come later.
+#   - nvcc compiles each .cu through a temporary file named after its process id
+#     (tmpxft_<pid>_...cudafe1.cpp), which the host compiler records as a STT_FILE symbol of
+#     the static symbol table; nothing refers to it, so it is removed after the link.
+#   - HIP sources get a stable compilation-unit id (kh_add_hip_sources).
+function(kh_file_prefix_map target from to)
+  target_compile_options(${target} PRIVATE
+    "$<$<COMPILE_LANGUAGE:C,CXX>:-ffile-prefix-map=${from}=${to}>"
+    "$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-ffile-prefix-map=${from}=${to}>")
+  set_property(TARGET ${target} APPEND PROPERTY KH_FILE_PREFIX_MAPS "-ffile-prefix-map=${from}=${to}")
+endfunction()
+
+function(kh_make_reproducible target)
+  kh_file_prefix_map(${target} "${KH_AUTHOR_KIT_DIR}" kh)
+  kh_file_prefix_map(${target} "${CMAKE_SOURCE_DIR}" src)
+  kh_file_prefix_map(${target} "${CMAKE_BINARY_DIR}" build)
+  get_target_property(variant ${target} KH_VARIANT_KEY)
+  if(variant MATCHES "^cuda")
+    if(NOT CMAKE_OBJCOPY)
+      message(FATAL_ERROR "kh_add_kernel_library(${target}): objcopy (binutils) is needed to make CUDA builds "
+                          "reproducible: apt-get install binutils")
+    endif()
+    add_custom_command(TARGET ${target} POST_BUILD
+      COMMAND "${CMAKE_OBJCOPY}" --wildcard "--strip-symbol=tmpxft_*" "$<TARGET_FILE:${target}>"
+      VERBATIM)
+  endif()
 endfunction()
 
 function(kh_install_kernel_library target)
@@ -208,7 +245,7 @@ endfunction()
 
 macro(kh_setup_kernel_target kh_build_target)
   kh_host_cpu_name(_kh_cpu)
-  kh_matrix_read("${KH_KERNEL_SOURCE_ROOT}/build-matrix/matrix.json")
+  kh_matrix_read("${KH_AUTHOR_KIT_DIR}/build-matrix/matrix.json")
   if("${kh_build_target}" IN_LIST KH_MATRIX_KEYS)
     set(_kh_arch "${KH_MATRIX_ARCH_${kh_build_target}}")
     set(_kh_backend "${KH_MATRIX_BACKEND_${kh_build_target}}")
@@ -219,7 +256,8 @@ macro(kh_setup_kernel_target kh_build_target)
     set(_kh_backend cpu)
   else()
     string(REPLACE ";" ", " _kh_known "${KH_MATRIX_KEYS}")
-    message(FATAL_ERROR "KH_BUILD_TARGET=${kh_build_target}: unknown target (build-matrix/matrix.json has ${_kh_known})")
+    message(FATAL_ERROR "KH_BUILD_TARGET=${kh_build_target}: unknown target; the targets are ${_kh_known} "
+                        "(`kernels targets` lists them with what each needs)")
   endif()
   if(_kh_backend STREQUAL "cpu")
     set(KH_BACKEND cpu)
@@ -255,15 +293,33 @@ macro(kh_setup_kernel_target kh_build_target)
     set(KH_VARIANT_KEY "cuda${_kh_cuda_mm}-${_kh_arch}-abi${KH_ABI_VERSION_MAJOR}-${_kh_cpu}-linux")
   elseif(_kh_backend STREQUAL "rocm")
     if(NOT _kh_arch STREQUAL "gfx942")
-      message(FATAL_ERROR "KH_BUILD_TARGET=${kh_build_target}: the HIP toolchain helper (cmake/KhHipGfx942.cmake) "
-                          "builds gfx942 only, not ${_kh_arch}")
+      message(FATAL_ERROR "KH_BUILD_TARGET=${kh_build_target}: this kh builds ROCm code for gfx942 only, "
+                          "not ${_kh_arch}")
     endif()
     # The helper sets up clang-19 + lld-19 for -x hip --offload-arch=gfx942, the HIP runtime
     # shim the libraries link instead of libamdhip64, and KH_ROCM_VERSION (major.minor of the
     # HIP headers compiled against).
-    include("${KH_KERNEL_SOURCE_ROOT}/cmake/KhHipGfx942.cmake")
+    include("${KH_AUTHOR_KIT_DIR}/cmake/KhHipGfx942.cmake")
     set(KH_BACKEND hip)
     set(KH_VARIANT_KEY "rocm${KH_ROCM_VERSION}-${_kh_arch}-abi${KH_ABI_VERSION_MAJOR}-${_kh_cpu}-linux")
   endif()
   kh_parse_variant_key("${KH_VARIANT_KEY}")
+  kh_write_build_info("${kh_build_target}")
 endmacro()
+
+# <build>/kh-build-info.json: the target, its variant key and the compilers that build it,
+# which `kernels build` records as the builder in the package's provenance.
+function(kh_write_build_info build_target)
+  set(tools "\"c++\": \"${CMAKE_CXX_COMPILER_ID} ${CMAKE_CXX_COMPILER_VERSION}\"")
+  if(KH_BACKEND STREQUAL "cuda")
+    string(APPEND tools ", \"cuda\": \"${CMAKE_CUDA_COMPILER_ID} ${CMAKE_CUDA_COMPILER_VERSION}\"")
+  elseif(KH_BACKEND STREQUAL "hip")
+    execute_process(COMMAND "${KH_HIP_COMPILER}" --version OUTPUT_VARIABLE hip_cc ERROR_QUIET)
+    string(REGEX MATCH "version [0-9][0-9.]*" hip_cc "${hip_cc}")
+    string(REPLACE "version " "" hip_cc "${hip_cc}")
+    get_filename_component(hip_cc_name "${KH_HIP_COMPILER}" NAME)
+    string(APPEND tools ", \"hip\": \"${hip_cc_name} ${hip_cc}, HIP ${KH_ROCM_VERSION}\"")
+  endif()
+  file(WRITE "${CMAKE_BINARY_DIR}/kh-build-info.json"
+       "{\"target\": \"${build_target}\", \"variant\": \"${KH_VARIANT_KEY}\", \"tools\": {${tools}}}\n")
+endfunction()

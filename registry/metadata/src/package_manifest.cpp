@@ -55,6 +55,7 @@ PackageManifest parse_package_manifest(std::string_view json_text, std::string_v
   if (!detail::is_safe_relative_path(m.library)) r.bad("library", "'" + m.library + "' is not a safe relative path");
   m.description = detail::optional_text_at(r, doc, "", "description", kMaxPackageDescriptionBytes);
   m.ops = detail::parse_ops(r, r.array_at(doc, "", "ops"), "ops");
+  if (auto it = doc.find("provenance"); it != doc.end()) m.provenance = parse_provenance(*it, "provenance", source);
 
   const json& files = r.array_at(doc, "", "files");
   for (size_t i = 0; i < files.size(); ++i) {
@@ -90,6 +91,7 @@ std::string serialize_package_manifest(const PackageManifest& manifest) {
   doc["library"] = manifest.library;
   if (!manifest.description.empty()) doc["description"] = manifest.description;
   doc["ops"] = detail::ops_json(manifest.ops);
+  if (!manifest.provenance.empty()) doc["provenance"] = provenance_json(manifest.provenance);
   std::vector<ManifestFile> files = manifest.files;
   std::sort(files.begin(), files.end(), [](const ManifestFile& a, const ManifestFile& b) { return a.path < b.path; });
   ojson fs = ojson::array();

@@ -206,6 +206,8 @@ RepoIndex parse_repo_index(std::string_view json_text, std::string_view source) 
       detail::optional_runtime_floor_at(r, vit.value(), vpath, &ve.runtime, &ve.code_object);
       ve.description = detail::optional_text_at(r, vit.value(), vpath, "description", kMaxPackageDescriptionBytes);
       ve.ops = parse_ops(r, r.array_at(vit.value(), vpath, "ops"), vpath + ".ops");
+      if (auto pv = vit.value().find("provenance"); pv != vit.value().end())
+        ve.provenance = parse_provenance(*pv, vpath + ".provenance", source);
       rel.variants.push_back(std::move(ve));
     }
     std::sort(rel.variants.begin(), rel.variants.end(),
@@ -242,6 +244,7 @@ std::string serialize_repo_index(const RepoIndex& index) {
       detail::write_runtime_floor(entry, v->runtime, v->code_object);
       if (!v->description.empty()) entry["description"] = v->description;
       entry["ops"] = detail::ops_json(v->ops);
+      if (!v->provenance.empty()) entry["provenance"] = provenance_json(v->provenance);
       variants[v->key] = std::move(entry);
     }
     r["variants"] = std::move(variants);

@@ -25,12 +25,16 @@
 #include "kh/registry/status_error.hpp"
 #include "catalog.hpp"
 #include "internal.hpp"
+#include "publish_index.hpp"
 
 namespace kh::registry {
 namespace {
 
+using detail::IndexChanged;
+using detail::kIndexMaxBytes;
+using detail::RepoState;
+
 constexpr uint64_t kManifestMaxBytes = 16u << 20;
-constexpr uint64_t kIndexMaxBytes = 64u << 20;
 
 struct RemoveOnExit {
   std::string path;
@@ -110,14 +114,6 @@ namespace {
 
 constexpr int kMaxRestarts = 3;
 
-// One touched repo: its index as the hub had it (the bytes, or none), and as merged.
-struct RepoState {
-  std::optional<std::string> before;
-  std::optional<std::string> before_minisig;
-  RepoIndex index;
-  bool changed = false;
-};
-
 // The archives of dist_dir, each read and hashed.
 std::vector<Incoming> read_archives(const std::string& dist_dir) {
   std::vector<std::string> archives;
@@ -141,42 +137,6 @@ std::vector<Incoming> read_archives(const std::string& dist_dir) {
     incoming.push_back(std::move(in));
   }
   return incoming;
-}
-
-// The repo's current index, as what is merged into must be what clients would accept: a
-// remote hub's is verified as a client verifies it (pinned root, signatures, rollback,
-// expiry) and the verified copy is what the publish builds on; a local hub's files are the
-// operator's own and are read as they are.
-RepoState read_repo(HubWriter& hub, const std::string& repo, bool signed_hub, const PublishOptions& options) {
-  RepoState state;
-  const std::string rel = repo_index_path(repo);
-  state.before = fetch_metadata_if_present(hub.reader(), rel, kIndexMaxBytes);
-  if (!state.before) {
-    state.index.repo = repo;
-    return state;
-  }
-  if (!hub.is_local()) {
-    Cache cache(options.trust_cache, options.cache_locks);
-    if (signed_hub && !TrustStore(cache, hub.reader().id()).trusted_root())
-      fail(KH_ERROR_SIGNATURE, "publish: hub " + hub.url() + " has a root of trust, but the cache " + cache.root() +
-                                   " has not pinned it, so its current " + rel + " cannot be verified before it is "
-                                   "merged and signed again; pin it first: `kernels trust <root.json> --hub " +
-                                   hub.url() + "` with the root obtained over a channel you trust");
-    try {
-      fetch_verified_index(hub.reader(), cache, repo, options.trust);
-    } catch (const StatusError& e) {
-      fail(e.status(), "publish: the hub's current " + rel + " does not verify, so it cannot be merged into and "
-                           "signed again (" + e.what() + "); pin the hub's root first (`kernels trust <root.json> "
-                           "--hub " + hub.url() + "`), as the cache " + cache.root() + " is what is checked");
-    }
-    state.before = cache.load_metadata(hub.reader().id(), rel);
-  }
-  state.before_minisig = fetch_metadata_if_present(hub.reader(), rel + ".minisig", kMaxSignatureFileBytes);
-  state.index = parse_repo_index(*state.before, rel + " of hub " + hub.url());
-  if (state.index.repo != repo)
-    fail(KH_ERROR_BAD_METADATA, rel + " of hub " + hub.url() + " names repo '" + state.index.repo + "', not '" + repo +
-                                    "'; fix the hub first");
-  return state;
 }
 
 // Merges each archive into its repo's index, refusing any conflict before the hub is touched.
@@ -222,17 +182,13 @@ void merge(std::map<std::string, RepoState>& repos, std::vector<Incoming>& incom
     ve.code_object = in.manifest.code_object;
     ve.description = in.manifest.description;
     ve.ops = in.manifest.ops;  // with their docs: `kernels info --op` and `kernels docs` read them there
+    ve.provenance = in.manifest.provenance;  // signed with the index: `kernels info --provenance`
     rel->variants.push_back(std::move(ve));
     std::sort(rel->variants.begin(), rel->variants.end(),
               [](const VariantEntry& a, const VariantEntry& b) { return a.key < b.key; });
     state.changed = true;
   }
 }
-
-// Thrown inside one pass when another publisher changed an index under us.
-struct IndexChanged {
-  std::string rel;
-};
 
 // One pass of publish(), under the lock: read, merge, write.
 std::vector<PublishedVariant> publish_once(std::vector<Incoming> incoming, HubWriter& hub, PublishLock& lock,
@@ -243,7 +199,7 @@ std::vector<PublishedVariant> publish_once(std::vector<Incoming> incoming, HubWr
 
   std::map<std::string, RepoState> repos;
   for (const Incoming& in : incoming)
-    if (!repos.count(in.pv.repo)) repos.emplace(in.pv.repo, read_repo(hub, in.pv.repo, root.has_value(), options));
+    if (!repos.count(in.pv.repo)) repos.emplace(in.pv.repo, detail::read_repo(hub, in.pv.repo, root.has_value(), options));
   merge(repos, incoming);
   KH_TEST_PAUSE("publish-merged");  // race tests: two publishers hold their merge here at once
 
@@ -265,26 +221,7 @@ std::vector<PublishedVariant> publish_once(std::vector<Incoming> incoming, HubWr
       continue;
     }
     any_changed = true;
-    RepoIndex& index = state.index;
-    if (index.version >= kMaxMetadataVersion)
-      fail(KH_ERROR_BAD_METADATA,
-           "cannot publish " + repo + ": its index is at version " + std::to_string(index.version) +
-               ", the highest kh accepts (2^53 - 1), so it cannot grow again. An index that high was signed with a "
-               "misused key: rotate the index keys with a new root (`kernels trust rotate`), set \"version\" in " +
-               rel + " back to the last honest version, and publish again (clients reset their rollback "
-               "state when the index keys change)");
-    index.version += 1;
-    index.expires = format_rfc3339_utc(expires);
-    index.expires_unix = expires;
-    const std::string text = serialize_repo_index(index);
-    std::optional<IndexSignatures> sigs;
-    if (!options.signing_keys.empty()) sigs = sign_index(root, repo, text, options.signing_keys, hub.url());
-    // Nobody else may have changed the index since it was read (a publisher that ignored
-    // the lock, or one whose lease ran out): then start over from what is there now.
-    lock.check_held();
-    if (fetch_metadata_if_present(reader, rel, kIndexMaxBytes) != state.before) throw IndexChanged{rel};
-    hub.put_index(repo, text, sigs ? sigs->minisig : "", sigs ? sigs->sigs : "");
-    if (fetch_metadata_if_present(reader, rel, kIndexMaxBytes) != text) throw IndexChanged{rel};
+    write_repo_index(hub, lock, root, state, options, expires);
   }
 
   if (!fetch_metadata_if_present(reader, "kh-hub.json", 1u << 16)) {

@@ -8,6 +8,7 @@
 //   "library": "lib/libkh_rms_norm.so",
 //   "description": "...",   // optional: the package's, from kernel.json
 //   "ops": [ { "name": "...", "schema": "...", "summary": "...", ... } ],   // docs: op_docs.hpp
+//   "provenance": { "source": ..., "builder": ..., "inputs": ... },   // optional: provenance.hpp
 //   "files": [ { "path": "lib/libkh_rms_norm.so", "sha256": "...", "size": 123 } ] }
 #pragma once
 
@@ -16,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kh/registry/provenance.hpp"
 #include "kh/registry/repo_index.hpp"
 
 namespace kh::registry {
@@ -42,6 +44,7 @@ struct PackageManifest {
   uint32_t code_object = 0;
   std::string description;  // the package's (kernel.json), optional
   std::vector<OpInfo> ops;  // with their docs (op_docs.hpp) where kernel.json has them
+  Provenance provenance;    // where the build came from (`kernels build`); empty when not recorded
   std::vector<ManifestFile> files;  // every file but the manifest itself, sorted by path
 };
 

@@ -17,7 +17,8 @@
 //           "runtime": "5.0", "code_object": 4,   // ROCm builds: oldest HIP runtime, AMDGPU code-object version
 //           "description": "...",           // optional: the package's
 //           "ops": [ { "name": "rms_norm", "schema": "rms_norm(...) -> ()", "summary": ...,
-//                      "args": [...], ... } ]      // the docs are optional: op_docs.hpp
+//                      "args": [...], ... } ],     // the docs are optional: op_docs.hpp
+//           "provenance": {...}             // optional: where the build came from (provenance.hpp)
 //         } } } } }
 #pragma once
 
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "kh/registry/op_docs.hpp"  // OpInfo
+#include "kh/registry/provenance.hpp"
 #include "kh/registry/semver.hpp"
 
 namespace kh::registry {
@@ -56,6 +58,7 @@ struct VariantEntry {
   uint32_t code_object = 0;
   std::string description;  // the package's, from its manifest; empty when not recorded
   std::vector<OpInfo> ops;  // with their docs where the package carries them (op_docs.hpp)
+  Provenance provenance;    // the build's, copied from its manifest at publish; empty when not recorded
 };
 
 struct Release {

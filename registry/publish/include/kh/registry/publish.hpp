@@ -63,6 +63,21 @@ std::vector<PublishedVariant> publish_to_file_hub(const std::string& dist_dir, c
                                                   int expires_days = 365,
                                                   const std::vector<minisign::SecretKey>& signing_keys = {});
 
+// What set_release_yanked() did: the release (as the index spells it), whether its flag
+// changed (false: it already was so, nothing written), and the index's version after.
+struct YankOutcome {
+  std::string version;
+  bool changed = false;
+  uint64_t index_version = 0;
+};
+
+// Marks release `version` (exact: "1.2.0") of `repo` yanked, or no longer yanked, in the hub's
+// index, signed with options' keys as publish() signs, under the hub's publish lock (the index
+// is read and verified as publish() reads it, its version bumped, its expiry renewed).
+// KH_ERROR_NOT_FOUND names the releases there are when the version is not one of them.
+YankOutcome set_release_yanked(HubWriter& hub, const std::string& repo, const std::string& version, bool yanked,
+                               const PublishOptions& options);
+
 // Which root write_next_root() may write.
 enum class RootStep {
   Next,    // whatever comes next (1 for a hub without a root)

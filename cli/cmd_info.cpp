@@ -1,5 +1,6 @@
 // `kernels info <org>/<name>[@<version>] [--op NAME]`: versions, builds and ops a hub offers,
-// each op with its summary; with --op, the whole reference of one op (op_reference.hpp).
+// each op with its summary; with --op, the whole reference of one op (op_reference.hpp); with
+// --provenance, where each build came from.
 #include <cstdio>
 #include <memory>
 
@@ -34,6 +35,25 @@ void print_op_info(const registry::RepoIndex& index, const registry::Release& re
   }
 }
 
+// --provenance: where each build came from, as its signed index entry records it.
+void print_provenance(const registry::VariantEntry& v) {
+  const registry::Provenance& p = v.provenance;
+  if (p.empty()) {
+    std::printf("    provenance: none recorded (packed without `kernels build`)\n");
+    return;
+  }
+  if (p.has_source())
+    std::printf("    source:  %s commit %s%s%s\n", p.repository.empty() ? "(no repository named)" : p.repository.c_str(),
+                p.commit.c_str(), p.path.empty() ? "" : (" folder " + p.path).c_str(),
+                p.dirty ? "  DIRTY: built with uncommitted changes" : "");
+  else
+    std::printf("    source:  not recorded (built outside a git checkout)\n");
+  std::string tools;
+  for (const auto& [name, version] : p.tools) tools += (tools.empty() ? "" : ", ") + name + " " + version;
+  std::printf("    builder: kh %s, target %s, %s\n", p.kh_version.c_str(), p.target.c_str(), tools.c_str());
+  std::printf("    inputs:  sha256:%s\n", p.inputs.c_str());
+}
+
 }  // namespace
 
 void add_info_command(CLI::App& app) {
@@ -43,6 +63,7 @@ void add_info_command(CLI::App& app) {
     install::Options options;
     bool json = false;
     bool coverage = false;
+    bool provenance = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("info", "Show the versions, builds and ops of a kernel package on a hub");
@@ -52,6 +73,9 @@ void add_info_command(CLI::App& app) {
   cmd->add_flag("--coverage", args->coverage,
                 "For each GPU arch (sm75 .. sm121, gfx90a, gfx942, gfx950, gfx1100): whether the release runs "
                 "there natively, through PTX, or not at all");
+  cmd->add_flag("--provenance", args->provenance,
+                "Show where each build came from: source repository and commit, builder (kh, target, compilers) "
+                "and inputs digest, as the signed index records them (`kernels build --verify` rebuilds from it)");
   cmd->add_option("--op", args->op,
                   "Show the reference of this op (schema, arguments with shapes and dtypes, semantics, notes, "
                   "errors) from the newest release, or the one @version names");
@@ -79,6 +103,7 @@ void add_info_command(CLI::App& app) {
           nlohmann::json entry = {{"variant", v.key}, {"sha256", v.sha256}, {"size", v.size}, {"abi", v.abi}, {"ops", ops}};
           if (!v.glibc.empty()) entry["glibc"] = v.glibc;
           if (!v.description.empty()) entry["description"] = v.description;
+          if (!v.provenance.empty()) entry["provenance"] = nlohmann::json::parse(registry::provenance_json(v.provenance).dump());
           variants.push_back(std::move(entry));
         }
         nlohmann::json release = {{"version", registry::to_string(r->version)}, {"yanked", r->yanked}, {"variants", variants}};
@@ -94,9 +119,11 @@ void add_info_command(CLI::App& app) {
                 static_cast<unsigned long long>(index.version), index.expires.c_str());
     for (const auto* r : shown) {
       std::printf("\n%s%s\n", registry::to_string(r->version).c_str(), r->yanked ? "  (yanked)" : "");
-      for (const auto& v : r->variants)
+      for (const auto& v : r->variants) {
         std::printf("  build %s  %llu bytes  sha256:%s%s\n", v.key.c_str(), static_cast<unsigned long long>(v.size),
                     v.sha256.c_str(), v.glibc.empty() ? "" : ("  needs glibc " + v.glibc).c_str());
+        if (args->provenance) print_provenance(v);
+      }
       // Every build of a release exports the same ops; show them once, from the first.
       if (!r->variants.empty()) {
         std::printf("  ops:\n");

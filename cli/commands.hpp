@@ -23,5 +23,7 @@ void add_settings_command(CLI::App& app);
 void add_mirror_command(CLI::App& app);
 void add_targets_command(CLI::App& app);
 void add_build_command(CLI::App& app);
+void add_init_command(CLI::App& app);
+void add_yank_command(CLI::App& app);
 
 }  // namespace kh::cli

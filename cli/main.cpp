@@ -52,6 +52,8 @@ int main(int argc, char** argv) {
   kh::cli::add_mirror_command(app);
   kh::cli::add_targets_command(app);
   kh::cli::add_build_command(app);
+  kh::cli::add_init_command(app);
+  kh::cli::add_yank_command(app);
 
   std::vector<std::string> verbs;
   for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) verbs.push_back(sub->get_name());

@@ -194,6 +194,9 @@ endfunction()
 #   - nvcc compiles each .cu through a temporary file named after its process id
 #     (tmpxft_<pid>_...cudafe1.cpp), which the host compiler records as a STT_FILE symbol of
 #     the static symbol table; nothing refers to it, so it is removed after the link.
+#   - nvcc names an anonymous namespace after a hash of its source file's absolute path
+#     (_GLOBAL__N__<hash>_...), in the host stubs and the device code alike; each .cu is
+#     given a path made of the library's name and its place in the source list instead.
 #   - HIP sources get a stable compilation-unit id (kh_add_hip_sources).
 function(kh_file_prefix_map target from to)
   target_compile_options(${target} PRIVATE
@@ -207,6 +210,16 @@ function(kh_make_reproducible target)
   kh_file_prefix_map(${target} "${CMAKE_SOURCE_DIR}" src)
   kh_file_prefix_map(${target} "${CMAKE_BINARY_DIR}" build)
   get_target_property(variant ${target} KH_VARIANT_KEY)
+  get_target_property(sources ${target} SOURCES)
+  set(index 0)
+  foreach(src IN LISTS sources)
+    if(src MATCHES "\\.cu$")
+      get_filename_component(name "${src}" NAME)
+      set_property(SOURCE "${src}" TARGET_DIRECTORY ${target} APPEND PROPERTY COMPILE_OPTIONS
+                   "-Xcudafe=--orig_src_path_name,${target}/${index}/${name}")
+    endif()
+    math(EXPR index "${index} + 1")
+  endforeach()
   if(variant MATCHES "^cuda")
     if(NOT CMAKE_OBJCOPY)
       message(FATAL_ERROR "kh_add_kernel_library(${target}): objcopy (binutils) is needed to make CUDA builds "

@@ -199,13 +199,13 @@ function(kh_kernel_package_info pkg_dir prefix)
   endif()
   kh_package_ident("${CMAKE_MATCH_1}" ident)
   _kh_json_type(build_type "${json}" build)
+  # A package with a CMakeLists.txt and no "build" section builds through its CMakeLists.txt
+  # alone (legacy: a package brought in from elsewhere). With a "build" section the manifest
+  # says what to compile, whatever CMakeLists.txt there is (a package repository's own, which
+  # calls kh_add_kernel_package on its folder).
   set(legacy FALSE)
-  if(EXISTS "${pkg_dir}/CMakeLists.txt")
+  if(EXISTS "${pkg_dir}/CMakeLists.txt" AND build_type STREQUAL "MISSING")
     set(legacy TRUE)
-    if(NOT build_type STREQUAL "MISSING")
-      _kh_manifest_error("${manifest}" "the package has both a \"build\" section and its own CMakeLists.txt; "
-                         "delete the CMakeLists.txt (kh_add_kernel_package builds it from the manifest)")
-    endif()
     set(backends "")
     foreach(b IN LISTS KH_PACKAGE_BACKENDS)
       if(IS_DIRECTORY "${pkg_dir}/${b}")

@@ -45,6 +45,9 @@ install(FILES platform/include/kh/platform/offload_bundle.hpp platform/include/k
               platform/include/kh/platform/versions.hpp
         DESTINATION ${KH_AUTHOR_KIT_INSTALL_DIR}/platform/include/kh/platform)
 install(FILES platform/src/offload_bundle.cpp DESTINATION ${KH_AUTHOR_KIT_INSTALL_DIR}/platform/src)
+# `kernels init`'s package template (its scripts keep their executable bit).
+install(DIRECTORY build-matrix/author/template/ DESTINATION ${KH_AUTHOR_KIT_INSTALL_DIR}/build-matrix/author/template
+        USE_SOURCE_PERMISSIONS)
 # `kernels` finds the kit at <its folder>/../share/kh/author; in the build tree that is the
 # source tree itself (the same layout), so the build tree's `kernels targets` works too.
 file(MAKE_DIRECTORY "${PROJECT_BINARY_DIR}/${CMAKE_INSTALL_DATADIR}/kh")

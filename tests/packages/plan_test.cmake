@@ -236,7 +236,7 @@ expect_error("two combinations, one file name" "\"output\": \"attention_decode_@
 expect_error("an empty axis" "\"kernel\": [" "\"kernel\": [], \"unused\": ["
              "generate\\[0\\].axes.kernel: expected a non-empty array of values")
 expect_error("a misspelt arch" "\"sm90a\": {" "\"sm90\": {"
-             "archs: no target of build-matrix/matrix.json builds arch 'sm90' for cuda")
+             "archs: no target of kh's target table \\(`kernels targets`\\) builds arch 'sm90' for cuda")
 expect_error("a template that is not there" "\"cuda/attention_decode_instance.cu.in\"" "\"cuda/decode.cu.in\""
              "generate\\[1\\].template: no file cuda/decode.cu.in in the package")
 expect_error("docs whose args are not the schema's" "{\"name\": \"lse\"," "{\"name\": \"log_sum_exp\","
@@ -246,6 +246,4 @@ expect_error("a shape that is no tuple" "\"shape\": \"(batch, heads_q, seq_q)\""
              "args\\[1\\].shape: 'batch x heads_q x seq_q' is not written \\(dim, ..., dim\\)")
 expect_error("a scalar with dtypes" "{\"name\": \"scale\", \"doc\": \"Score scale.\"}"
              "{\"name\": \"scale\", \"dtypes\": [\"f32\"], \"doc\": \"Score scale.\"}" "'scale' is not a tensor")
-expect_error("a build section and a CMakeLists.txt" "\"version\"" "\"version\""
-             "has both a \"build\" section and its own CMakeLists.txt" ADD CMakeLists.txt)
 expect_error("a schema of another op" "\"schema\": \"attention_fwd(" "\"schema\": \"attention(" "is not 'attention_fwd\\(<arguments>\\) -> <returns>'")

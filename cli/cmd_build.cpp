@@ -10,6 +10,7 @@
 #include "kh/author/kit.hpp"
 #include "kh/author/package_build.hpp"
 #include "kh/registry/status_error.hpp"
+#include "session.hpp"
 #include "verify_release.hpp"
 
 namespace kh::cli {
@@ -79,7 +80,10 @@ void add_build_command(CLI::App& app) {
       "  kernels build --all-targets --out dist          # what CI runs before `kernels publish dist`\n"
       "  kernels build --verify acme/scale@0.1.0 --hub https://hub.example.org/kh");
   cmd->callback([args]() {
-    const author::Kit kit = author::find_kit(KH_VERSION_STRING);
+    const install::Settings& s = settings();
+    const author::Kit kit = author::find_kit(KH_VERSION_STRING, s.author_kit);
+    args->request.cmake_args.insert(args->request.cmake_args.end(), s.build_cmake_args.begin(), s.build_cmake_args.end());
+    args->request.source_repository = s.source_repository;
     auto progress = [](const std::string& line) { std::fprintf(stderr, "kernels build: %s\n", line.c_str()); };
     if (!args->verify_spec.empty()) {
       if (verify_release(args->verify_spec, args->request, args->hub, kit, progress) != 0) throw CLI::RuntimeError(1);

@@ -8,6 +8,7 @@
 #include "kh/author/kit.hpp"
 #include "kh/author/scaffold.hpp"
 #include "kh/registry/status_error.hpp"
+#include "session.hpp"
 
 namespace kh::cli {
 
@@ -32,7 +33,7 @@ void add_init_command(CLI::App& app) {
         fail(KH_ERROR_INVALID_ARGUMENT, "--backends: unknown backend '" + word + "' (the backends are cpu, cuda, rocm)");
       args->request.backends.push_back(backend);
     }
-    const author::Kit kit = author::find_kit(KH_VERSION_STRING);
+    const author::Kit kit = author::find_kit(KH_VERSION_STRING, settings().author_kit);
     const std::vector<std::string> files = author::scaffold_package(args->request, kit.template_dir());
     const std::string dir = args->request.dir.empty() ? args->request.package.substr(args->request.package.find('/') + 1)
                                                       : args->request.dir;

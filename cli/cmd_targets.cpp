@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "kh/author/kit.hpp"
 #include "kh/author/targets.hpp"
+#include "session.hpp"
 
 namespace kh::cli {
 
@@ -17,7 +18,7 @@ void add_targets_command(CLI::App& app) {
   cmd->footer("A target key (cpu-x86_64, cuda-sm90a, rocm-gfx942, ...) is what `kernels build --target` takes;\n"
               "its variant key is what the package archive and the hub's index name the build by.");
   cmd->callback([json]() {
-    const author::Kit kit = author::find_kit(KH_VERSION_STRING);
+    const author::Kit kit = author::find_kit(KH_VERSION_STRING, settings().author_kit);
     const author::TargetTable table = author::read_target_table(kit.matrix_json());
     nlohmann::ordered_json doc{{"max_glibc", table.max_glibc}, {"targets", nlohmann::ordered_json::array()}};
     if (!*json) std::printf("%-15s %-40s %-9s %s\n", "TARGET", "VARIANT KEY (here)", "TOOLCHAIN", "NEEDS");

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <ctime>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "commands.hpp"
@@ -30,6 +31,7 @@ struct RootArgs {
   std::vector<std::string> root_keys, index_keys, signers;
   uint32_t threshold = 1, index_threshold = 0;
   int expires_days = 365;
+  std::string out;  // a local copy of the written root, to hand to clients
 };
 
 void add_root_writer(CLI::App& trust, const char* name, const char* help, bool first) {
@@ -51,6 +53,8 @@ void add_root_writer(CLI::App& trust, const char* name, const char* help, bool f
                           "new root's (repeat)")
       ->required();
   cmd->add_option("--expires-days", args->expires_days, "Days until this root expires")->check(CLI::Range(1, 3650));
+  cmd->add_option("--out", args->out,
+                  "Also write the root, as the hub now serves it, to this file: what clients pin with `kernels trust`");
   cmd->callback([args, first]() {
     const auto hub = registry::open_hub_writer(args->hub, settings().hub_access(args->hub));
     registry::RootSpec spec;
@@ -69,12 +73,22 @@ void add_root_writer(CLI::App& trust, const char* name, const char* help, bool f
                 where.c_str(), static_cast<unsigned long long>(root.version), root.root_role.keyids.size(),
                 root.root_role.threshold, root.index_role.keyids.size(), root.index_role.threshold,
                 root.expires.c_str());
-    if (first && hub->is_local())
+    const std::string rel = "root/" + std::to_string(root.version) + ".root.json";
+    if (!args->out.empty()) {
+      const std::optional<std::string> bytes = registry::fetch_metadata_if_present(hub->reader(), rel, kMaxRootFile);
+      if (!bytes) fail(KH_ERROR_NETWORK, "the hub " + args->hub + " does not serve the " + rel + " just written");
+      registry::write_file_atomic(args->out, *bytes);
+      std::printf("wrote its copy %s\n", args->out.c_str());
+    }
+    if (first && !args->out.empty())
+      std::printf("clients trust it with: kernels trust %s --hub %s\n", args->out.c_str(), args->hub.c_str());
+    else if (first && hub->is_local())
       std::printf("clients trust it with: kernels trust %s/root/1.root.json --hub %s\n", where.c_str(),
                   args->hub.c_str());
-    if (first && !hub->is_local())
+    else if (first && !hub->is_local())
       std::printf("clients trust it with: kernels trust 1.root.json --hub %s\n"
-                  "(hand them 1.root.json over a channel they trust, not only through the hub itself)\n",
+                  "(hand them 1.root.json over a channel they trust, not only through the hub itself; --out FILE\n"
+                  "keeps a copy)\n",
                   args->hub.c_str());
   });
 }

@@ -34,16 +34,18 @@ std::string git_output(const std::string& dir, const std::vector<std::string>& a
   return out;
 }
 
+// A scratch folder for one rebuild, removed afterwards whatever happens.
 struct TempDir {
   fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "kh-verify-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) fail(KH_ERROR_IO, "cannot make a temporary folder for the rebuild");
+  explicit TempDir(const std::string& parent) {
+    std::string pattern = (fs::path(parent) / "kh-verify-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr)
+      fail(KH_ERROR_IO, "cannot make a scratch folder for the rebuild in " + parent + " (TMPDIR)");
     path = pattern;
   }
   ~TempDir() {
     std::error_code ec;
-    if (std::getenv("KH_VERIFY_KEEP") == nullptr) fs::remove_all(path, ec);
+    fs::remove_all(path, ec);
   }
 };
 
@@ -93,7 +95,7 @@ int verify_release(const std::string& spec, const author::BuildRequest& request,
   size_t matched = 0, checked = 0;
   for (const install::InstalledPackage& pub : published) {
     const registry::Provenance& p = pub.manifest.provenance;
-    TempDir tmp;
+    TempDir tmp(settings().tmp_dir);
     progress(pub.variant + ": exporting commit " + p.commit + (p.path.empty() ? "" : " (" + p.path + ")"));
     author::BuildRequest rebuild;
     rebuild.package_dir = export_commit(checkout, p, tmp.path).string();

@@ -160,6 +160,31 @@ const std::vector<Row>& rows() {
         "Publishing"},
        [](Settings& s, const std::string&, const std::string& v) { s.signing_key = v; }},
 
+      {{"KH_AUTHOR_KIT", "folder", "`<prefix>/share/kh/author` beside `kernels`",
+        "The author kit `kernels build` and `kernels init` use (docs/authoring.md).", "Building packages"},
+       [](Settings& s, const std::string&, const std::string& v) { s.author_kit = v; }},
+      {{"KH_SOURCE_REPOSITORY", "URL", "the checkout's `origin` remote",
+        "The source repository a build's provenance names (credentials in a URL are removed).", "Building packages"},
+       [](Settings& s, const std::string& n, const std::string& v) {
+         if (v.find_first_of("\r\n") != std::string::npos) bad(n, "...", "a URL on one line");
+         s.source_repository = v;
+       }},
+      {{"KH_BUILD_CMAKE_ARGS", "arguments", "none",
+        "More arguments for each target's configure in `kernels build`, separated by spaces (after any "
+        "`--cmake-arg`), e.g. `-DCMAKE_C_FLAGS=-g`.",
+        "Building packages"},
+       [](Settings& s, const std::string&, const std::string& v) {
+         s.build_cmake_args.clear();
+         size_t start = 0;
+         while (start < v.size()) {
+           const size_t end = v.find(' ', start);
+           const std::string word = v.substr(start, end == std::string::npos ? std::string::npos : end - start);
+           if (!word.empty()) s.build_cmake_args.push_back(word);
+           if (end == std::string::npos) break;
+           start = end + 1;
+         }
+       }},
+
       {{"KH_REGISTRY_AUTH", "`user:password`", "the `auths` of the Docker config",
         "Credentials for `oci://` hubs, reading and publishing alike: sent as Basic auth when the registry asks "
         "for it, or to its token service for a bearer token (`KH_TOKEN` is taken as such a token itself).",

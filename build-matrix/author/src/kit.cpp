@@ -3,7 +3,6 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 
 #include "kh/registry/status_error.hpp"
@@ -12,12 +11,12 @@ namespace kh::author {
 
 namespace fs = std::filesystem;
 
-Kit find_kit(const std::string& kh_version) {
+Kit find_kit(const std::string& kh_version, const std::string& kit_dir) {
   Kit kit;
   kit.kh_version = kh_version;
   std::error_code ec;
-  if (const char* env = std::getenv("KH_AUTHOR_KIT"); env != nullptr && *env != '\0') {
-    kit.root = env;
+  if (!kit_dir.empty()) {
+    kit.root = kit_dir;
   } else {
     const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
     if (ec) fail(KH_ERROR_IO, "cannot find this executable's folder (/proc/self/exe): " + ec.message());

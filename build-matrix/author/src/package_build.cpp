@@ -227,7 +227,8 @@ BuildReport build_package(const BuildRequest& request, const Kit& kit,
   fs::create_directories(out_dir);
   SourceInfo source = request.recorded_source
                           ? *request.recorded_source
-                          : read_source_info(package.string(), {build_root.string(), out_dir.string()});
+                          : read_source_info(package.string(), {build_root.string(), out_dir.string()},
+                                             request.source_repository);
   if (request.recorded_source) {
     // The exported tree's files, under the source facts the release recorded.
     const SourceInfo exported = read_source_info(package.string(), {build_root.string(), out_dir.string()});

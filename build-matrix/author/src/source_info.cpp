@@ -80,7 +80,8 @@ std::string without_credentials(const std::string& url) {
   return url.substr(0, host) + url.substr(at + 1);
 }
 
-SourceInfo read_source_info(const std::string& package_dir, const std::vector<std::string>& exclude) {
+SourceInfo read_source_info(const std::string& package_dir, const std::vector<std::string>& exclude,
+                            const std::string& repository) {
   SourceInfo info;
   const fs::path package = fs::canonical(package_dir);
   const ProcessResult top = git(package.string(), {"rev-parse", "--show-toplevel"});
@@ -97,8 +98,8 @@ SourceInfo read_source_info(const std::string& package_dir, const std::vector<st
   const ProcessResult time = git(package.string(), {"show", "-s", "--format=%ct", "HEAD"});
   if (time.exit_code == 0) info.commit_time = std::strtoll(trimmed(time.output).c_str(), nullptr, 10);
 
-  if (const char* env = std::getenv("KH_SOURCE_REPOSITORY"); env != nullptr && *env != '\0') {
-    info.repository = env;
+  if (!repository.empty()) {
+    info.repository = repository;
   } else {
     const ProcessResult origin = git(package.string(), {"remote", "get-url", "origin"});
     if (origin.exit_code == 0) info.repository = trimmed(origin.output);

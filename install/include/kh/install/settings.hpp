@@ -48,6 +48,11 @@ struct Settings {
   std::string publish_token;                   // KH_PUBLISH_TOKEN
   std::string signing_key;                     // KH_SIGNING_KEY
 
+  // Building packages (`kernels build`, `kernels init`).
+  std::string author_kit;                    // KH_AUTHOR_KIT: the author kit's folder, else beside `kernels`
+  std::string source_repository;             // KH_SOURCE_REPOSITORY: the repository provenance names
+  std::vector<std::string> build_cmake_args;  // KH_BUILD_CMAKE_ARGS: more arguments for each configure
+
   // OCI registries (oci:// hubs).
   std::string registry_auth;  // KH_REGISTRY_AUTH: "user:password"
   // $DOCKER_CONFIG/config.json, else $HOME/.docker/config.json: its `auths` name the

@@ -21,8 +21,8 @@ struct Kit {
   std::string generic_project() const { return root + "/cmake/package"; }
 };
 
-// $KH_AUTHOR_KIT when set, else <folder of the running executable>/../share/kh/author.
+// `kit_dir` when not empty (KH_AUTHOR_KIT), else <folder of the running executable>/../share/kh/author.
 // Throws StatusError(KH_ERROR_NOT_FOUND) saying what is missing and what to do.
-Kit find_kit(const std::string& kh_version);
+Kit find_kit(const std::string& kh_version, const std::string& kit_dir = "");
 
 }  // namespace kh::author

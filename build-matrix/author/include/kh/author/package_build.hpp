@@ -28,6 +28,7 @@ struct BuildRequest {
   bool verbose = false;              // the tools' output to stderr as it comes (else into <target>.log)
   std::string max_glibc;             // the ABI check's glibc ceiling (default: the table's)
   std::vector<std::string> cmake_args;
+  std::string source_repository;     // recorded instead of the checkout's origin URL (KH_SOURCE_REPOSITORY)
   // `kernels build --verify`: the source as the release recorded it (repository, commit,
   // path), for a folder exported from that commit, which git does not know as a checkout.
   std::optional<SourceInfo> recorded_source;

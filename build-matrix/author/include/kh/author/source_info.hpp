@@ -12,7 +12,7 @@ namespace kh::author {
 struct SourceInfo {
   bool in_git = false;
   std::string toplevel;    // the checkout's root
-  std::string repository;  // $KH_SOURCE_REPOSITORY, else the origin remote's URL without credentials; may be ""
+  std::string repository;  // the given one (KH_SOURCE_REPOSITORY), else the origin remote's URL, without credentials; may be ""
   std::string commit;      // HEAD
   std::string path;        // the package folder relative to the checkout's root ("" for the root)
   bool dirty = false;      // the package folder has changes HEAD does not hold (build outputs excluded)
@@ -24,7 +24,9 @@ struct SourceInfo {
 // outputs (the build root, the out dir), left out of the files and of the dirty check.
 // Outside a git checkout: in_git false and every regular file (.git folders and `exclude`
 // left out), which for an exported commit (`git archive`) is the list git gives in a checkout.
-SourceInfo read_source_info(const std::string& package_dir, const std::vector<std::string>& exclude);
+// `repository`: what to record as the source repository instead of the origin remote's URL.
+SourceInfo read_source_info(const std::string& package_dir, const std::vector<std::string>& exclude,
+                            const std::string& repository = "");
 
 // sha256 (hex) of the build's inputs: every listed file's path and sha256, the target key and
 // the kh version of the kit (docs/authoring.md, "Provenance").

@@ -40,17 +40,8 @@ void add_publish_command(CLI::App& app) {
       "KH_REGISTRY_AUTH=user:password or the Docker config's auths. Publishers of one hub take turns\n"
       "(its publish lock): one waits for the other, and no release is lost.");
   cmd->callback([args]() {
-    const install::Settings& s = settings();
-    std::vector<std::string> key_files = args->keys;
-    if (key_files.empty() && !s.signing_key.empty()) key_files.push_back(s.signing_key);
-    registry::PublishOptions options;
-    options.expires_days = args->expires_days;
-    for (const auto& path : key_files) options.signing_keys.push_back(registry::read_secret_key_file(path));
-    options.trust_cache = s.cache_root();
-    options.cache_locks = s.lock_policy();
-    options.trust = s.trust_options();
-    options.who = publisher_name();
-    const auto hub = registry::open_hub_writer(args->hub, s.hub_access(args->hub));
+    const registry::PublishOptions options = publish_options(args->keys, args->expires_days);
+    const auto hub = registry::open_hub_writer(args->hub, settings().hub_access(args->hub));
     const auto published = registry::publish(args->dist_dir, *hub, options);
     if (published.empty()) fail(KH_ERROR_NOT_FOUND, "kernels publish: no .tar.zst archives in " + args->dist_dir);
     for (const auto& p : published)

@@ -40,15 +40,7 @@ void add_yank_command(CLI::App& app) {
     if (!version.empty() && version[0] == '=') version.erase(0, 1);
     const std::string hub_url = args->hub.empty() ? s.hub : args->hub;
     if (hub_url.empty()) fail(KH_ERROR_INVALID_ARGUMENT, "yank: which hub? pass --hub URL or set KH_HUB");
-    std::vector<std::string> key_files = args->keys;
-    if (key_files.empty() && !s.signing_key.empty()) key_files.push_back(s.signing_key);
-    registry::PublishOptions options;
-    options.expires_days = args->expires_days;
-    for (const auto& path : key_files) options.signing_keys.push_back(registry::read_secret_key_file(path));
-    options.trust_cache = s.cache_root();
-    options.cache_locks = s.lock_policy();
-    options.trust = s.trust_options();
-    options.who = publisher_name();
+    const registry::PublishOptions options = publish_options(args->keys, args->expires_days);
     const auto hub = registry::open_hub_writer(hub_url, s.hub_access(hub_url));
     const registry::YankOutcome out = registry::set_release_yanked(*hub, spec.repo(), version, !args->undo, options);
     const char* state = args->undo ? "not yanked" : "yanked";

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "host_build_chooser.hpp"
+#include "kh/registry/signed_metadata.hpp"
 #include "kh/registry/status_error.hpp"
 
 namespace kh::cli {
@@ -43,6 +44,20 @@ std::string publisher_name() {
   const char* user = std::getenv("USER");
   return std::string(user != nullptr && *user != '\0' ? user : "someone") + "@" + (host[0] ? host : "localhost") +
          " (pid " + std::to_string(::getpid()) + ")";
+}
+
+registry::PublishOptions publish_options(const std::vector<std::string>& key_files, int expires_days) {
+  const install::Settings& s = settings();
+  std::vector<std::string> files = key_files;
+  if (files.empty() && !s.signing_key.empty()) files.push_back(s.signing_key);
+  registry::PublishOptions options;
+  options.expires_days = expires_days;
+  for (const auto& path : files) options.signing_keys.push_back(registry::read_secret_key_file(path));
+  options.trust_cache = s.cache_root();
+  options.cache_locks = s.lock_policy();
+  options.trust = s.trust_options();
+  options.who = publisher_name();
+  return options;
 }
 
 }  // namespace kh::cli

@@ -6,6 +6,7 @@
 
 #include "kh/install/session.hpp"
 #include "kh/install/settings.hpp"
+#include "kh/registry/publish.hpp"
 #include "variant_select.hpp"
 
 namespace kh::cli {
@@ -23,5 +24,10 @@ std::unique_ptr<install::Session> open_session_choosing_any(const install::Optio
 
 // "user@host (pid N)": names a publisher to another one waiting for a hub's publish lock.
 std::string publisher_name();
+
+// How a verb that writes a hub's indexes (publish, yank) signs and checks: the secret keys in
+// key_files (none given: KH_SIGNING_KEY's), the indexes' expiry, the cache's pinned roots to
+// verify the hub's current indexes against, and this publisher's name.
+registry::PublishOptions publish_options(const std::vector<std::string>& key_files, int expires_days);
 
 }  // namespace kh::cli

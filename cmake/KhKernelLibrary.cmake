@@ -98,22 +98,23 @@ function(kh_add_kernel_library target)
     if(NOT name)
       string(JSON name ERROR_VARIABLE err GET "${text}" name)
       if(err)
-        message(FATAL_ERROR "kh_add_kernel_library(${target}): ${json}: no string \"name\": ${err}")
+        message(FATAL_ERROR "kh: ${json}: no string \"name\" (<org>/<name>): ${err}")
       endif()
     endif()
     if(NOT version)
       string(JSON version ERROR_VARIABLE err GET "${text}" version)
       if(err)
-        message(FATAL_ERROR "kh_add_kernel_library(${target}): ${json}: no string \"version\": ${err}")
+        message(FATAL_ERROR "kh: ${json}: no string \"version\" (a semantic version, e.g. 0.1.0): ${err}")
       endif()
     endif()
   endif()
   if(NOT name MATCHES "^[a-z0-9._-]+/[a-z0-9._-]+$")
-    message(FATAL_ERROR "kh_add_kernel_library(${target}): package name '${name}' is not <org>/<name> "
+    message(FATAL_ERROR "kh: library ${target}: package name '${name}' is not <org>/<name> "
                         "in [a-z0-9._-] (set it in kernel.json or PACKAGE_NAME)")
   endif()
   if(NOT version MATCHES "^[0-9]+\\.[0-9]+\\.[0-9]+([-+][0-9A-Za-z.+-]+)?$")
-    message(FATAL_ERROR "kh_add_kernel_library(${target}): version '${version}' is not semver")
+    message(FATAL_ERROR "kh: library ${target}: version '${version}' of ${json} is not a semantic version "
+                        "(major.minor.patch, e.g. 0.1.0)")
   endif()
 
   # Variant: explicit, else the directory's KH_VARIANT_KEY (kernels-src sets it), else default.
@@ -158,7 +159,7 @@ function(kh_add_kernel_library target)
   # A CPU variant is compiled for exactly the ISA level its key names.
   if(KH_VARIANT_BACKEND STREQUAL "cpu" AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
     if(NOT DEFINED KH_PLATFORM_MARCH_${KH_VARIANT_ARCH})
-      message(FATAL_ERROR "kh_add_kernel_library(${target}): CPU arch '${KH_VARIANT_ARCH}' of '${variant}' "
+      message(FATAL_ERROR "kh: library ${target}: CPU arch '${KH_VARIANT_ARCH}' of '${variant}' "
                           "cannot be built on ${CMAKE_SYSTEM_PROCESSOR}")
     endif()
     target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:C,CXX>:${KH_PLATFORM_MARCH_${KH_VARIANT_ARCH}}>)
@@ -222,7 +223,7 @@ function(kh_make_reproducible target)
   endforeach()
   if(variant MATCHES "^cuda")
     if(NOT CMAKE_OBJCOPY)
-      message(FATAL_ERROR "kh_add_kernel_library(${target}): objcopy (binutils) is needed to make CUDA builds "
+      message(FATAL_ERROR "kh: library ${target}: objcopy (binutils) is needed to make CUDA builds "
                           "reproducible: apt-get install binutils")
     endif()
     add_custom_command(TARGET ${target} POST_BUILD

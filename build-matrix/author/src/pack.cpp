@@ -34,7 +34,7 @@ void check_ops_match(const std::string& library, const kh_module_desc& m, const 
 
 // What the docs lack, one line each ("rms_norm: no summary"); all of it when none are declared.
 std::vector<std::string> doc_problems(const registry::PackageSource& src) {
-  if (!src.declares_ops) return {"declares no ops with their docs (\"ops\", kernels-src/README.md)"};
+  if (!src.declares_ops) return {"declares no ops with their docs (\"ops\"; docs/authoring.md, \"The manifest\")"};
   std::vector<std::string> out;
   for (const registry::OpInfo& op : src.ops)
     for (const std::string& p : loader::op_doc_problems(op)) out.push_back(op.name + ": " + p);

@@ -20,7 +20,7 @@ struct VerbPosition {
 // says so as usual. Other options before the verb (--help, --version) stay where they are.
 inline VerbPosition move_common_options_after_verb(std::vector<std::string>& args,
                                                    const std::vector<std::string>& verbs) {
-  static const char* const kWithValue[] = {"--hub", "--cache"};
+  static const char* const kWithValue[] = {"--hub", "--cache", "--timeout"};
   static const char* const kFlags[] = {"--offline", "--json", "--allow-expired"};
   auto is_one_of = [](const std::string& a, const auto& names) {
     for (const char* n : names)

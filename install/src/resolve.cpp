@@ -45,9 +45,18 @@ registry::VariantEntry build_entry(const std::string& key, const std::string& sh
   return e;
 }
 
-// Offline and hub-less: the best cached package of the repo that the request accepts.
+// Without a hub to ask (none configured, or offline with none named): the best cached package
+// of the repo that the request accepts. A host that ships its packages in a cache needs no
+// KH_HUB; a package the cache lacks is an error that says how to name a hub.
 Resolution resolve_in_cache(Session& session, const registry::PackageSpec& spec, const std::string& forced) {
   registry::Cache& cache = session.cache();
+  const bool offline = session.options().offline;
+  const std::string request = spec.repo() + "@" + spec.request.text;
+  // Why nothing can be downloaded, and what to do about it.
+  const std::string no_download =
+      offline ? " and offline mode allows no download"
+              : " and no hub is configured to download it from: pass --hub URL (kh_load_options.hub) or set KH_HUB, "
+                "e.g. KH_HUB=file:///srv/kh-hub";
   std::vector<registry::CachedPackage> matches;
   for (auto& pkg : cache.list_packages()) {
     if (pkg.manifest.name != spec.repo()) continue;
@@ -61,13 +70,12 @@ Resolution resolve_in_cache(Session& session, const registry::PackageSpec& spec,
   if (matches.empty()) {
     for (const auto& pkg : cache.list_packages(/*include_damaged=*/true))
       if (pkg.damaged && pkg.manifest.name == spec.repo())
-        fail(KH_ERROR_OFFLINE, spec.repo() + " " + pkg.manifest.version + " (" + pkg.manifest.variant +
-                                   ") is damaged in the cache (" + pkg.problem +
-                                   ") and offline mode allows no download to install it again; run `kernels get " +
-                                   spec.repo() + "@" + spec.request.text + "` while online");
-    fail(KH_ERROR_OFFLINE, spec.repo() + "@" + spec.request.text +
-                               " is not in the cache and offline mode allows no download; run `kernels get " +
-                               spec.repo() + "@" + spec.request.text + "` while online first");
+        fail(offline ? KH_ERROR_OFFLINE : KH_ERROR_NOT_FOUND,
+             spec.repo() + " " + pkg.manifest.version + " (" + pkg.manifest.variant + ") is damaged in the cache (" +
+                 pkg.problem + ")" + no_download + (offline ? "; run `kernels get " + request + "` while online" : ""));
+    fail(offline ? KH_ERROR_OFFLINE : KH_ERROR_NOT_FOUND,
+         request + " is not in the cache '" + cache.root() + "'" + no_download +
+             (offline ? "; run `kernels get " + request + "` while online first" : ""));
   }
   // Newest version first; within it, the best build for this machine.
   std::sort(matches.begin(), matches.end(), [](const registry::CachedPackage& a, const registry::CachedPackage& b) {
@@ -83,7 +91,7 @@ Resolution resolve_in_cache(Session& session, const registry::PackageSpec& spec,
     if (m.manifest.version == newest)  // the floors hold offline too
       r.release.variants.push_back(build_entry(m.manifest.variant, m.sha256, &m.manifest));
   r.build = session.chooser()(r.release.variants, forced, spec.repo() + " " + newest + " (cached)");
-  r.reason = "cached (offline, no hub)";
+  r.reason = offline ? "cached (offline, no hub)" : "cached (no hub configured)";
   r.installed = describe_installed(*cache.package_dir(r.build.sha256), r.build.sha256, "");
   return r;
 }
@@ -191,7 +199,7 @@ Resolution resolve(Session& session, const std::string& spec_text, const std::st
     r.release.variants = {r.build};
     r.reason = "cached by digest";
     r.installed = std::move(p);
-  } else if (options.offline && options.hub_url.empty()) {
+  } else if (options.hub_url.empty()) {
     r = resolve_in_cache(session, spec, forced);
   } else {
     const std::string& hub_url = session.require_hub(spec.repo());

@@ -3,10 +3,14 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <optional>
 
+#include "kh/registry/fs.hpp"
 #include "kh/registry/hub_schemes.hpp"
 #include "kh/registry/signed_metadata.hpp"
 #include "kh/registry/status_error.hpp"
@@ -21,6 +25,19 @@ Options with_fallbacks(Options o, const Settings& s) {
   if (o.lockfile.empty()) o.lockfile = s.lockfile;
   o.offline = o.offline || s.offline;
   o.allow_expired = o.allow_expired || s.allow_expired;
+  if (o.timeout_s <= 0) {
+    o.timeout_s = s.operation_timeout_s;
+    o.timeout_setting = "KH_OPERATION_TIMEOUT";
+  }
+  if (o.trusted_root.empty() && !s.trusted_root_file.empty()) {
+    const int fd = registry::open_regular_file(s.trusted_root_file, "KH_TRUSTED_ROOT file '" + s.trusted_root_file + "'");
+    if (fd < 0)
+      fail(KH_ERROR_INVALID_ARGUMENT, "KH_TRUSTED_ROOT='" + s.trusted_root_file + "' cannot be opened (" +
+                                          std::strerror(errno) + "); it must name a hub's root.json");
+    o.trusted_root = registry::read_descriptor(fd, "KH_TRUSTED_ROOT file '" + s.trusted_root_file + "'",
+                                               registry::kMaxRootBytes, KH_ERROR_INVALID_ARGUMENT);
+    o.trusted_root_source = "KH_TRUSTED_ROOT=" + s.trusted_root_file;
+  }
   return o;
 }
 
@@ -34,16 +51,32 @@ int64_t metadata_age_s(const registry::Cache& cache, const std::string& hub_id, 
 
 }  // namespace
 
+registry::LockPolicy with_deadline(registry::LockPolicy policy, const registry::Deadline& deadline) {
+  policy.deadline = deadline;
+  return policy;
+}
+
 Session::Session(Settings settings, Options options, BuildChooser chooser)
     : settings_(std::move(settings)),
       options_(with_fallbacks(std::move(options), settings_)),
-      cache_(options_.cache_root, settings_.lock_policy()),
+      deadline_(registry::Deadline::in(options_.timeout_s, options_.timeout_setting)),
+      cache_(options_.cache_root, with_deadline(settings_.lock_policy(), deadline_)),
       chooser_(std::move(chooser)) {}
 
 registry::Hub& Session::hub(const std::string& url) {
   auto it = hubs_.find(url);
-  if (it == hubs_.end()) it = hubs_.emplace(url, registry::open_hub(url, settings_.hub_access(url))).first;
+  if (it == hubs_.end()) {
+    registry::HubAccess access = settings_.hub_access(url);
+    access.http.deadline = deadline_;
+    access.locks.deadline = deadline_;
+    it = hubs_.emplace(url, registry::open_hub(url, access)).first;
+  }
   return *it->second;
+}
+
+void Session::check_trusted_root(registry::Hub& h, const std::string& hub_url) {
+  if (options_.trusted_root.empty() || !roots_checked_.insert(h.id()).second) return;
+  registry::TrustStore(cache_, h.id()).pin_or_match(options_.trusted_root, options_.trusted_root_source, hub_url);
 }
 
 const std::string& Session::require_hub(const std::string& what) const {
@@ -65,6 +98,7 @@ registry::RepoIndex Session::load_index(const std::string& repo, const std::stri
   const std::string rel = registry::repo_index_path(repo);
   registry::TrustOptions trust = settings_.trust_options();
   trust.allow_expired = trust.allow_expired || options_.allow_expired;
+  check_trusted_root(h, hub_url);
   const int64_t age = metadata_age_s(cache_, h.id(), rel);
   if (options_.offline || (age >= 0 && age < options_.metadata_max_age_s)) {
     // The cached copy is verified again against the pinned root on every read.
@@ -80,15 +114,23 @@ registry::RepoIndex Session::load_index(const std::string& repo, const std::stri
   const int64_t grace = settings_.stale_grace_s;
   const bool can_fall_back = grace > 0 && age >= 0 && age <= options_.metadata_max_age_s + grace;
   try {
-    // A hub that stalls must not hold a load that has a verified copy to fall back on.
+    // A hub that stalls must not hold a load that has a verified copy to fall back on: it
+    // gets KH_REFRESH_TIMEOUT, and never more than half of what is left of the operation's
+    // deadline, so that the fallback still has time to load.
     std::optional<registry::ScopedDeadlineLimit> limit;
-    if (can_fall_back) limit.emplace(h, settings_.refresh_timeout_s, "KH_REFRESH_TIMEOUT");
+    if (can_fall_back) {
+      const double half_left = deadline_.left_s() / 2;
+      if (half_left < settings_.refresh_timeout_s)
+        limit.emplace(h, std::max(half_left, 0.001), deadline_.setting + ", half of what was left: the rest is for the cached copy");
+      else
+        limit.emplace(h, settings_.refresh_timeout_s, "KH_REFRESH_TIMEOUT");
+    }
     return registry::fetch_verified_index(h, cache_, repo, trust);
   } catch (const StatusError& e) {
     // Stale-if-error: the hub cannot be asked (network, deadline) or the cache cannot take
     // the answer (read-only, a lock held too long). Not for what the hub said (signatures,
     // rollback, expiry, malformed metadata): those are never papered over.
-    if (e.status() != KH_ERROR_NETWORK && e.status() != KH_ERROR_IO) throw;
+    if (e.status() != KH_ERROR_NETWORK && e.status() != KH_ERROR_IO && e.status() != KH_ERROR_TIMEOUT) throw;
     if (!can_fall_back) throw;
     std::optional<registry::RepoIndex> index;
     try {

@@ -97,6 +97,12 @@ const std::vector<Row>& rows() {
         "Accept unsigned metadata from a hub with no pinned root (local development, tests); warns every time.",
         "Trust"},
        [](Settings& s, const std::string&, const std::string& v) { s.allow_unsigned = flag(v); }},
+      {{"KH_TRUSTED_ROOT", "`root.json` file", "none",
+        "A hub's root of trust, shipped with the host: a cache with no pinned root for the hub is pinned to "
+        "exactly this one on first use (no `kernels trust` needed); a cache pinned to another root for that hub "
+        "is an error naming both, never re-pinned. `kh_load_options.trusted_root` wins over it (docs/trust.md).",
+        "Trust"},
+       [](Settings& s, const std::string&, const std::string& v) { s.trusted_root_file = v; }},
 
       {{"KH_TOKEN", "token", "the config file's token for the hub",
         "Bearer token for reading a hub; sent only to the hub's own scheme, host and port.", "Talking to hubs"},
@@ -130,8 +136,30 @@ const std::vector<Row>& rows() {
        [](Settings& s, const std::string& n, const std::string& v) {
          s.transfer_min_rate = number(n, v, 1, "a number, at least 1");
        }},
+      {{"KH_TRANSFER_FLOOR_RATE", "bytes/s", "8192",
+        "The rate floor: once a transfer (metadata or blob) is past `KH_TRANSFER_FLOOR_GRACE`, an average below "
+        "this over the last `KH_TRANSFER_FLOOR_WINDOW` seconds ends it, so a hub that drips, stalls or sends a byte "
+        "now and then costs seconds; the error names the hub, the bytes received and the rate seen. A transfer "
+        "that had brought 1 MiB since its last failure resumes instead. `0`: no floor.",
+        "Talking to hubs"},
+       [](Settings& s, const std::string& n, const std::string& v) {
+         s.floor_rate = number(n, v, 0, "a number of bytes/s, 0 or more (0: no floor)");
+       }},
+      {{"KH_TRANSFER_FLOOR_WINDOW", "seconds", "10", "The window the rate floor averages over.", "Talking to hubs"},
+       [](Settings& s, const std::string& n, const std::string& v) {
+         s.floor_window_s = number(n, v, 0.1, "a number of seconds, at least 0.1");
+       }},
+      {{"KH_TRANSFER_FLOOR_GRACE", "seconds", "10",
+        "How long a transfer runs before the rate floor applies (connecting, a hub slow to start answering).",
+        "Talking to hubs"},
+       [](Settings& s, const std::string& n, const std::string& v) {
+         s.floor_grace_s = number(n, v, 0, "a number of seconds, 0 or more");
+       }},
       {{"KH_OPERATION_TIMEOUT", "seconds", "1800",
-        "One get or load may spend at most this long on a hub, retries and waits included; `0`: no limit.",
+        "One get or load may spend at most this long waiting on hubs and cache locks, retries included "
+        "(`kh_load_options.timeout_ms` and `--timeout` set it for one call); past it the call fails with "
+        "`KH_ERROR_TIMEOUT` naming the hub and what it waited for, and the cache is as before the call (but for a "
+        "partial download of 1 MiB or more, kept to be resumed). `0`: no limit.",
         "Talking to hubs"},
        [](Settings& s, const std::string& n, const std::string& v) {
          s.operation_timeout_s = number(n, v, 0, "a number, at least 0");
@@ -319,6 +347,9 @@ registry::HttpOptions Settings::http_options(const std::string& hub_url) const {
   o.transfer_min_timeout_s = transfer_min_timeout_s;
   o.transfer_min_rate = transfer_min_rate;
   o.operation_timeout_s = operation_timeout_s;
+  o.floor_rate = floor_rate;
+  o.floor_window_s = floor_window_s;
+  o.floor_grace_s = floor_grace_s;
   return o;
 }
 

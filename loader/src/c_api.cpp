@@ -12,6 +12,8 @@
 #include "kh/install/install.hpp"
 #include "kh/install/settings.hpp"
 #include "kh/kh.h"
+#include "kh/registry/hub_schemes.hpp"
+#include "kh/registry/signed_metadata.hpp"
 #include "kh/registry/status_error.hpp"
 
 struct kh_op {
@@ -64,6 +66,36 @@ std::unique_ptr<kh_kernel> wrap(std::unique_ptr<kh::loader::KernelLibrary> libra
 #define KH_OPTION(options, field) \
   ((options)->struct_size >= offsetof(kh_load_options, field) + sizeof((options)->field) ? (options)->field : 0)
 
+// The caller's options over the settings (every field the caller's struct_size covers).
+// Throws StatusError(KH_ERROR_INVALID_ARGUMENT) for a struct too small to be one.
+kh::install::Options load_options(const kh_load_options* options, const char* function) {
+  kh::install::Options o;
+  if (options == nullptr) return o;
+  if (options->struct_size < offsetof(kh_load_options, hub))
+    kh::fail(KH_ERROR_INVALID_ARGUMENT, std::string(function) +
+                                            ": options->struct_size is too small; set it to sizeof(kh_load_options)");
+  if (const char* hub = KH_OPTION(options, hub)) o.hub_url = hub;
+  if (const char* cache = KH_OPTION(options, cache_dir)) o.cache_root = cache;
+  if (const char* variant = KH_OPTION(options, variant)) o.variant = variant;
+  if (const char* lockfile = KH_OPTION(options, lockfile)) o.lockfile = lockfile;
+  o.offline = (KH_OPTION(options, flags) & KH_LOAD_OFFLINE) != 0;
+  if (const uint32_t ms = KH_OPTION(options, timeout_ms)) {
+    o.timeout_s = ms / 1000.0;
+    o.timeout_setting = "kh_load_options.timeout_ms=" + std::to_string(ms);
+  }
+  const char* root = KH_OPTION(options, trusted_root);
+  const size_t root_size = KH_OPTION(options, trusted_root_size);
+  if (root != nullptr) {
+    if (root_size == 0 || root_size > kh::registry::kMaxRootBytes)
+      kh::fail(KH_ERROR_INVALID_ARGUMENT, std::string(function) + ": options->trusted_root_size is " +
+                                              std::to_string(root_size) + "; give the size of the root.json bytes (1 to " +
+                                              std::to_string(kh::registry::kMaxRootBytes) + ")");
+    o.trusted_root.assign(root, root_size);
+    o.trusted_root_source = "kh_load_options.trusted_root";
+  }
+  return o;
+}
+
 }  // namespace
 
 extern "C" {
@@ -75,17 +107,10 @@ kh_status kh_load_kernel(const char* spec, const kh_load_options* options, kh_ke
     if (spec == nullptr) return set_error(KH_ERROR_INVALID_ARGUMENT, "kh_load_kernel: spec is NULL");
     // The environment is read here, once per load, and nowhere below.
     kh::install::Settings settings = kh::install::Settings::from_environment();
-    kh::install::Options fetch;
+    kh::install::Options fetch = load_options(options, "kh_load_kernel");
     fetch.metadata_max_age_s = settings.metadata_ttl_s;
     kh::loader::DeviceRequest device;
     if (options != nullptr) {
-      if (options->struct_size < offsetof(kh_load_options, hub))
-        return set_error(KH_ERROR_INVALID_ARGUMENT, "kh_load_kernel: options->struct_size is too small; set it to sizeof(kh_load_options)");
-      if (const char* hub = KH_OPTION(options, hub)) fetch.hub_url = hub;
-      if (const char* cache = KH_OPTION(options, cache_dir)) fetch.cache_root = cache;
-      if (const char* variant = KH_OPTION(options, variant)) fetch.variant = variant;
-      if (const char* lockfile = KH_OPTION(options, lockfile)) fetch.lockfile = lockfile;
-      fetch.offline = (KH_OPTION(options, flags) & KH_LOAD_OFFLINE) != 0;
       // A host built against 1.0 passes a struct without these: device 0, as before.
       device.device_type = KH_OPTION(options, device_type);
       device.device_id = KH_OPTION(options, device_id);
@@ -100,6 +125,23 @@ kh_status kh_load_kernel(const char* spec, const kh_load_options* options, kh_ke
                                                   m.version + " (" + m.variant + ") but its package is " + pkg.repo + " " +
                                                   pkg.version + " (" + pkg.variant + ")");
     *out = wrap(std::move(library), pkg.dir).release();
+    return KH_OK;
+  });
+}
+
+kh_status kh_trust_root(const kh_load_options* options) {
+  return guarded("kh_trust_root", [&]() -> kh_status {
+    const kh::install::Options given = load_options(options, "kh_trust_root");
+    if (given.trusted_root.empty())
+      return set_error(KH_ERROR_INVALID_ARGUMENT, "kh_trust_root: options->trusted_root is NULL; give the root.json bytes to pin");
+    const kh::install::Settings settings = kh::install::Settings::from_environment();
+    const std::string hub_url = given.hub_url.empty() ? settings.hub : given.hub_url;
+    if (hub_url.empty())
+      return set_error(KH_ERROR_INVALID_ARGUMENT, "kh_trust_root: no hub to pin the root for: set options->hub or KH_HUB");
+    const kh::registry::Cache cache(given.cache_root.empty() ? settings.cache_root() : given.cache_root,
+                                    settings.lock_policy());
+    const std::unique_ptr<kh::registry::Hub> hub = kh::registry::open_hub(hub_url, settings.hub_access(hub_url));
+    kh::registry::TrustStore(cache, hub->id()).pin_or_match(given.trusted_root, given.trusted_root_source, hub->url());
     return KH_OK;
   });
 }
@@ -201,6 +243,7 @@ const char* kh_status_string(kh_status status) {
     case KH_ERROR_SIGNATURE: return "KH_ERROR_SIGNATURE";
     case KH_ERROR_ROLLBACK: return "KH_ERROR_ROLLBACK";
     case KH_ERROR_EXPIRED: return "KH_ERROR_EXPIRED";
+    case KH_ERROR_TIMEOUT: return "KH_ERROR_TIMEOUT";
     default: return "KH_ERROR_UNKNOWN_STATUS";
   }
 }

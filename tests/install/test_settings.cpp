@@ -38,6 +38,9 @@ TEST_CASE("defaults: nothing set gives the documented values") {
   CHECK(d.transfer_min_timeout_s == 30);
   CHECK(d.transfer_min_rate == 64 * 1024);
   CHECK(d.operation_timeout_s == 1800);
+  CHECK(d.floor_rate == 8192);
+  CHECK(d.floor_window_s == 10);
+  CHECK(d.floor_grace_s == 10);
   CHECK(d.progress == kh::registry::HttpOptions::Progress::Auto);
   CHECK_FALSE(s.trust_options().allow_unsigned);
 }
@@ -58,9 +61,13 @@ TEST_CASE("deadlines, parallelism, locks and progress come from the environment 
   CleanEnvironment clean;
   {
     ScopedEnv env({{"KH_TRANSFER_MIN_TIMEOUT", "12.5"}, {"KH_TRANSFER_MIN_RATE", "1000"}, {"KH_OPERATION_TIMEOUT", "0"},
-                   {"KH_PARALLEL_DOWNLOADS", "8"}, {"KH_LOCK_TIMEOUT", "0.25"}, {"KH_PROGRESS", "0"}});
+                   {"KH_PARALLEL_DOWNLOADS", "8"}, {"KH_LOCK_TIMEOUT", "0.25"}, {"KH_PROGRESS", "0"},
+                   {"KH_TRANSFER_FLOOR_RATE", "0"}, {"KH_TRANSFER_FLOOR_WINDOW", "2.5"}, {"KH_TRANSFER_FLOOR_GRACE", "0"}});
     const Settings s = Settings::from_environment();
     const kh::registry::HttpOptions o = s.http_options("http://127.0.0.1/hub");
+    CHECK(o.floor_rate == 0);
+    CHECK(o.floor_window_s == doctest::Approx(2.5));
+    CHECK(o.floor_grace_s == 0);
     CHECK(o.transfer_min_timeout_s == doctest::Approx(12.5));
     CHECK(o.transfer_min_rate == doctest::Approx(1000));
     CHECK(o.operation_timeout_s == 0);
@@ -73,7 +80,8 @@ TEST_CASE("deadlines, parallelism, locks and progress come from the environment 
   for (const auto& [name, value] : std::vector<std::pair<const char*, const char*>>{
            {"KH_OPERATION_TIMEOUT", "soon"}, {"KH_PARALLEL_DOWNLOADS", "0"}, {"KH_PARALLEL_DOWNLOADS", "17"},
            {"KH_LOCK_TIMEOUT", "soon"}, {"KH_TRANSFER_MIN_RATE", "0"}, {"KH_METADATA_TTL", "-1"},
-           {"KH_STALE_GRACE", "1.5"}, {"KH_REFRESH_TIMEOUT", "0"}, {"KH_PROGRESS", "yes"}}) {
+           {"KH_STALE_GRACE", "1.5"}, {"KH_REFRESH_TIMEOUT", "0"}, {"KH_PROGRESS", "yes"},
+           {"KH_TRANSFER_FLOOR_RATE", "-1"}, {"KH_TRANSFER_FLOOR_WINDOW", "0"}, {"KH_TRANSFER_FLOOR_GRACE", "soon"}}) {
     CAPTURE(name);
     CAPTURE(value);
     ScopedEnv bad(name, value);

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <random>
 #include <string>
 
@@ -71,6 +72,11 @@ struct Blob {
     return ::stat(out.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
   }
 };
+
+// Seconds since t0: how long a request took to fail or finish.
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
 
 inline std::string range_header(size_t from, size_t size) {
   return "Content-Range: bytes " + std::to_string(from) + "-" + std::to_string(size - 1) + "/" + std::to_string(size);

@@ -402,9 +402,11 @@ TEST_CASE("a crash at any point leaves nothing that is later trusted") {
     CHECK(WEXITSTATUS(status) == 86);
     CHECK_FALSE(cache.package_dir(p.variant->sha256).has_value());
     CHECK_FALSE(path_exists(w.cache_dir + "/pkgs/" + p.variant->sha256));
-    // The next run recovers: it installs a verified tree.
+    // The next run recovers: it installs a verified tree, and takes over or removes what
+    // the crashed one left in tmp/.
     std::string dir = cache.ensure_package(*hub, kRepo, *p.release, *p.variant);
     CHECK(kh_test::read_text(dir + "/lib/libkh_fake.so") == w.library);
+    CHECK(kh_test::names_in(w.cache_dir + "/tmp").empty());
   }
 }
 #endif

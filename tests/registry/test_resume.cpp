@@ -32,7 +32,7 @@ namespace {
 
 const char* kRepo = "test-org/resume-kernel";
 
-// One published package whose blob is ~600 KB (random, so it does not compress).
+// One published package whose blob is ~600 KB (random, so it does not compress), or `size`.
 struct World {
   TempDir d;
   std::string hub_dir = d / "hub";
@@ -42,9 +42,9 @@ struct World {
   std::string blob;
   Cache cache{d / "cache"};
 
-  World() {
+  explicit World(size_t size = 600 * 1024) {
     make_directories(d / "build");
-    kh_test::write_text(d / "build/libkh_resume.so", kh_test::random_bytes(600 * 1024, 5), 0755);
+    kh_test::write_text(d / "build/libkh_resume.so", kh_test::random_bytes(size, 5), 0755);
     PackageManifest m;
     m.name = kRepo;
     m.version = "1.0.0";
@@ -140,9 +140,9 @@ TEST_CASE("a damaged partial download costs one restart from byte 0, never a bad
   CHECK_FALSE(path_exists(w.partial()));
 }
 
-TEST_CASE("a failed download keeps its partial for the next try; a file hub starts over") {
-  World w;
-  const size_t third = w.blob.size() / 3;
+TEST_CASE("a failed download keeps a partial worth resuming for the next try; a file hub starts over") {
+  World w(4 << 20);
+  const size_t third = w.blob.size() / 3;  // over 1 MiB: worth keeping
   FaultServer s([&](const HttpRequest& r, HttpConnection& c) {
     if (r.index == 0) {  // a third, then the connection drops; retries answer 503
       c.send_head("200 OK", {"Content-Length: " + std::to_string(w.blob.size())});
@@ -158,6 +158,36 @@ TEST_CASE("a failed download keeps its partial for the next try; a file hub star
   w.cache.ensure_package(*file_hub, kRepo, *w.release, *w.variant);
   CHECK(kh_test::read_text(w.cache.root() + "/" + blob_path(w.variant->sha256)) == w.blob);
   CHECK_FALSE(path_exists(w.partial()));
+}
+
+TEST_CASE("a failed download of less than 1 MiB leaves tmp/ as it was") {
+  World w;
+  FaultServer s([&](const HttpRequest& r, HttpConnection& c) {
+    if (r.index == 0) {  // 100 KB, then the connection drops; retries answer 503
+      c.send_head("200 OK", {"Content-Length: " + std::to_string(w.blob.size())});
+      c.send(w.blob.substr(0, 100000));
+      return;
+    }
+    c.respond("503 Service Unavailable", "");
+  });
+  kh_test::expect_status([&] { w.install(s.origin()); }, KH_ERROR_NETWORK);
+  CHECK(kh_test::names_in(w.cache.root() + "/tmp").empty());
+}
+
+TEST_CASE("what a killed install of a blob left is taken over or removed by the next get of that blob") {
+  World w;
+  FaultServer s([&](const HttpRequest& r, HttpConnection& c) { serve(w.blob, 0, r, c); });
+  const std::string tmp = w.cache.root() + "/tmp";
+  make_directories(tmp);
+  // Killed after its download was whole, during the install: the whole download, an
+  // extraction folder and (an older kh's) archive copy, just now (no age rule applies).
+  kh_test::write_text(w.partial(), w.blob);
+  make_directories(tmp + "/" + w.variant->sha256 + ".pkg-999999-0a0b0c/lib");
+  kh_test::write_text(tmp + "/" + w.variant->sha256 + ".blob-999999-0a0b0c", w.blob.substr(0, 1000));
+  w.install(s.origin());
+  CHECK(s.request_count() == 0);  // the whole download was taken over, not fetched again
+  CHECK(kh_test::read_text(w.cache.root() + "/" + blob_path(w.variant->sha256)) == w.blob);
+  CHECK(kh_test::names_in(tmp).empty());
 }
 
 TEST_CASE("work files of dead processes are swept; live ones are kept") {

@@ -61,12 +61,35 @@ typedef struct kh_load_options {
    * different archs gives two kernels, each with its build (kh_kernel_variant). */
   int32_t device_type;
   int32_t device_id;
+  /* --- appended later: a host built against an older kh.h passes a smaller struct_size and gets the
+   * defaults below (KH_OPERATION_TIMEOUT; KH_TRUSTED_ROOT, else the cache's own pin) --- */
+  /* The operation's deadline, in milliseconds from the call: resolving, downloading and waiting for
+   * another process's cache lock all end by it, with KH_ERROR_TIMEOUT naming the hub (or lock) and
+   * what was awaited; the cache is then as before the call. 0: KH_OPERATION_TIMEOUT (default 1800 s).
+   * A package whose cached metadata is fresh (KH_METADATA_TTL) loads without asking the hub at all;
+   * within KH_STALE_GRACE of that, the hub gets half of what is left before the cached copy serves. */
+  uint32_t timeout_ms;
+  /* A hub's root of trust shipped with the host: the bytes of its root.json (trusted_root_size of
+   * them; no NUL needed), read during the call only. A cache with no pinned root for the hub is
+   * pinned to exactly this root on first use (no `kernels trust`); a cache pinned to another root
+   * for that hub is KH_ERROR_SIGNATURE naming both, never re-pinned. NULL: $KH_TRUSTED_ROOT (a file),
+   * else whatever the cache has pinned. See docs/trust.md. */
+  const char* trusted_root;
+  size_t trusted_root_size;
 } kh_load_options;
 
 /* Resolves spec ("org/name", "org/name@1.2", "org/name@sha256:<hex>", ...), uses the
  * cache when it already holds a matching verified package, else fetches and verifies it
  * from the hub; then loads it and negotiates the ABI. On success *out owns the package. */
 KH_API kh_status kh_load_kernel(const char* spec, const kh_load_options* options, kh_kernel** out);
+
+/* Pins options->trusted_root as the root of trust of options->hub (default $KH_HUB) in the cache
+ * options->cache_dir (default as for kh_load_kernel), as `kernels trust` does, fetching nothing: with no
+ * pin yet it becomes the pin; the same root again is KH_OK; a cache pinned to another root for that hub
+ * is KH_ERROR_SIGNATURE naming both. A root that is malformed or not self-signed by a threshold of its
+ * root keys is refused (KH_ERROR_BAD_METADATA, KH_ERROR_SIGNATURE) and nothing is written. The other
+ * fields are ignored. */
+KH_API kh_status kh_trust_root(const kh_load_options* options);
 
 /* Loads a kernel library from a local file with no hub, cache or verification. For kernel
  * authors and tests; hosts should load verified packages with kh_load_kernel(). */

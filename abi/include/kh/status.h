@@ -32,5 +32,9 @@ typedef int32_t kh_status;
 #define KH_ERROR_SIGNATURE 17            /* a signature is missing, malformed or invalid */
 #define KH_ERROR_ROLLBACK 18             /* hub metadata older than what was already seen */
 #define KH_ERROR_EXPIRED 19              /* hub metadata past its expiry time */
+/* The operation's deadline passed (kh_load_options.timeout_ms, else KH_OPERATION_TIMEOUT;
+ * `kernels --timeout`) while kh waited for a hub, or for another process's cache lock; the
+ * message names the hub (or lock) and what was awaited. The cache is as before the call. */
+#define KH_ERROR_TIMEOUT 20
 
 #endif /* KH_STATUS_H */

@@ -27,9 +27,11 @@ namespace detail {
 
 void fail_errno(const std::string& what, int err) {
   // Writing is what fails on a read-only filesystem: say how to get a writable cache.
-  const char* hint = err == EROFS ? "; the cache cannot be written here: set KH_CACHE to a writable directory to "
-                                    "download or update anything (what the cache holds can still be loaded)"
-                                  : "";
+  const char* hint = err == EROFS    ? "; the cache cannot be written here: set KH_CACHE to a writable directory to "
+                                       "download or update anything (what the cache holds can still be loaded)"
+                     : err == ENOSPC ? "; the filesystem is full: free some space (`kernels cache gc --drop-archives`), "
+                                       "or set KH_CACHE to a larger filesystem"
+                                     : "";
   fail(KH_ERROR_IO, what + ": " + std::strerror(err) + hint);
 }
 
@@ -407,6 +409,7 @@ FileLock::FileLock(const std::string& lock_path, const LockPolicy& policy) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   const auto deadline = start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(timeout_s));
+  const Deadline& operation = policy.deadline;
   auto pause = std::chrono::milliseconds(5);
   bool told = false;
   for (;;) {
@@ -415,6 +418,13 @@ FileLock::FileLock(const std::string& lock_path, const LockPolicy& policy) {
     if (err == EINTR) continue;
     if (err != EWOULDBLOCK) give_up("cannot lock '" + lock_path + "': " + std::strerror(err), KH_ERROR_IO);
     const auto now = clock::now();
+    if (now >= operation.at) {
+      const long pid = lock_holder(fd_);
+      give_up(operation.describe() + " passed while waiting for the lock '" + lock_path + "', held by " +
+                  (pid > 0 ? describe_process(pid) : std::string("another process")) +
+                  " (another kh fetching the same package); try again, or raise " + operation.setting,
+              KH_ERROR_TIMEOUT);
+    }
     if (now >= deadline) {
       const long pid = lock_holder(fd_);
       // A holder that is alive (e.g. downloading a large blob for everyone, bounded by its
@@ -439,7 +449,8 @@ FileLock::FileLock(const std::string& lock_path, const LockPolicy& policy) {
       std::fprintf(stderr, "kh: waiting for the lock '%s', held by %s (up to %g s; KH_LOCK_TIMEOUT sets it)\n",
                    lock_path.c_str(), pid > 0 ? describe_process(pid).c_str() : "another process", timeout_s);
     }
-    std::this_thread::sleep_for(std::min<clock::duration>(pause, deadline - now + std::chrono::milliseconds(1)));
+    std::this_thread::sleep_for(std::min<clock::duration>(
+        pause, std::min(deadline, operation.at) - now + std::chrono::milliseconds(1)));
     pause = std::min(pause * 2, std::chrono::milliseconds(100));
   }
   // Who holds it, for whoever waits next (/proc/locks says it too, where it is mounted).

@@ -6,13 +6,12 @@
 #include <nlohmann/json.hpp>
 
 #include "kh/registry/json_limits.hpp"
+#include "kh/registry/metadata_limits.hpp"
 #include "kh/registry/status_error.hpp"
 
 namespace kh::registry {
 namespace {
 
-constexpr uint64_t kMaxHubFileBytes = 1u << 16;
-constexpr uint64_t kMaxCatalogBytes = 16u << 20;
 
 // Whether the hub has `rel`: false on "not found", rethrows anything else.
 bool hub_has(Hub& hub, const std::string& rel, uint64_t max_bytes) {
@@ -61,7 +60,7 @@ std::string name_part(const std::string& repo) {
 void require_kh_hub(Hub& hub) {
   const std::string tried = hub.url() + "/kh-hub.json and " + hub.url() + "/root/1.root.json";
   try {
-    if (hub_has(hub, "kh-hub.json", kMaxHubFileBytes) || hub_has(hub, "root/1.root.json", kMaxHubFileBytes)) return;
+    if (hub_has(hub, "kh-hub.json", kMaxHubDescriptorBytes) || hub_has(hub, "root/1.root.json", kMaxRootBytes)) return;
   } catch (const StatusError& e) {
     fail(KH_ERROR_NOT_FOUND, "no kh hub at " + hub.url() + " (tried " + tried + "): " + e.what());
   }

@@ -4,6 +4,7 @@
 #include <cerrno>
 
 #include "kh/registry/hub_schemes.hpp"
+#include "kh/registry/metadata_limits.hpp"
 #include "kh/registry/publish.hpp"
 #include "kh/registry/signed_metadata.hpp"
 #include "kh/registry/status_error.hpp"
@@ -14,7 +15,6 @@ namespace kh::registry {
 namespace {
 
 constexpr uint64_t kMaxRoots = 1024;  // a hub cannot make a publisher walk forever
-constexpr uint64_t kIndexMaxBytes = 64u << 20;
 
 std::string root_rel(uint64_t version) { return "root/" + std::to_string(version) + ".root.json"; }
 
@@ -120,7 +120,7 @@ void sign_index_in_file_hub(const std::string& hub_dir, const std::string& repo,
   std::unique_ptr<HubWriter> hub = open_hub_writer("file://" + hub_dir);
   std::unique_ptr<PublishLock> lock = hub->lock_publishers("sign_index_in_file_hub");
   const std::string rel = repo_index_path(repo);
-  const std::string text = hub->reader().fetch_metadata(rel, kIndexMaxBytes);
+  const std::string text = hub->reader().fetch_metadata(rel, kMaxIndexBytes);
   const IndexSignatures sigs = sign_index(latest_root(hub->reader()), repo, text, signers, hub->url());
   hub->put_index(repo, text, sigs.minisig, sigs.sigs);
 }

@@ -8,6 +8,7 @@
 #include "kh/registry/archive.hpp"
 #include "kh/registry/fs.hpp"
 #include "kh/registry/hub.hpp"
+#include "kh/registry/metadata_limits.hpp"
 #include "kh/registry/printable.hpp"
 #include "kh/registry/repo_index.hpp"
 #include "kh/registry/status_error.hpp"
@@ -16,7 +17,6 @@
 namespace kh::registry {
 namespace {
 
-constexpr uint64_t kIndexMaxBytes = 64u << 20;
 
 std::string root_rel(size_t n) { return "root/" + std::to_string(n) + ".root.json"; }
 
@@ -40,7 +40,7 @@ MirrorReport write_mirror(HubWriter& hub, const MirrorContent& content, const st
   for (size_t i = 0; i < content.indexes.size(); ++i) {
     const MirrorContent::Index& x = content.indexes[i];
     const std::string rel = repo_index_path(x.repo);
-    const std::optional<std::string> there = fetch_metadata_if_present(reader, rel, kIndexMaxBytes);
+    const std::optional<std::string> there = fetch_metadata_if_present(reader, rel, kMaxIndexBytes);
     if (!there) continue;
     if (*there == x.text) {
       index_same[i] = true;
@@ -82,7 +82,7 @@ MirrorReport write_mirror(HubWriter& hub, const MirrorContent& content, const st
   for (const MirrorContent::Index& x : content.indexes)
     latest[x.repo] = detail::latest_version(parse_repo_index(x.text, x.repo + "'s index"));
   if (!latest.empty())
-    hub.put_metadata("catalog.json", detail::merged_catalog(fetch_metadata_if_present(reader, "catalog.json", kIndexMaxBytes), latest));
+    hub.put_metadata("catalog.json", detail::merged_catalog(fetch_metadata_if_present(reader, "catalog.json", kMaxCatalogBytes), latest));
   return report;
 }
 

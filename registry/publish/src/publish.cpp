@@ -19,6 +19,7 @@
 #include "kh/registry/fs.hpp"
 #include "kh/registry/hub_schemes.hpp"
 #include "kh/registry/json_limits.hpp"
+#include "kh/registry/metadata_limits.hpp"
 #include "kh/registry/package_spec.hpp"
 #include "kh/registry/repo_index.hpp"
 #include "kh/registry/sha256.hpp"
@@ -31,7 +32,6 @@ namespace kh::registry {
 namespace {
 
 using detail::IndexChanged;
-using detail::kIndexMaxBytes;
 using detail::RepoState;
 
 constexpr uint64_t kManifestMaxBytes = 16u << 20;
@@ -230,7 +230,7 @@ std::vector<PublishedVariant> publish_once(std::vector<Incoming> incoming, HubWr
     nlohmann::ordered_json doc{{"protocol", 1}, {"name", detail::base_name(name)}};
     hub.put_metadata("kh-hub.json", doc.dump(2) + "\n");
   }
-  const std::optional<std::string> catalog = fetch_metadata_if_present(reader, "catalog.json", kIndexMaxBytes);
+  const std::optional<std::string> catalog = fetch_metadata_if_present(reader, "catalog.json", kMaxCatalogBytes);
   if (any_changed || !catalog) {
     std::map<std::string, std::string> latest;
     for (const auto& [repo, state] : repos) latest[repo] = detail::latest_version(state.index);

@@ -2,6 +2,7 @@
 #include "publish_index.hpp"
 
 #include "kh/registry/cache.hpp"
+#include "kh/registry/metadata_limits.hpp"
 #include "kh/registry/signed_metadata.hpp"
 #include "kh/registry/status_error.hpp"
 #include "kh/registry/trust.hpp"
@@ -11,7 +12,7 @@ namespace kh::registry::detail {
 RepoState read_repo(HubWriter& hub, const std::string& repo, bool signed_hub, const PublishOptions& options) {
   RepoState state;
   const std::string rel = repo_index_path(repo);
-  state.before = fetch_metadata_if_present(hub.reader(), rel, kIndexMaxBytes);
+  state.before = fetch_metadata_if_present(hub.reader(), rel, kMaxIndexBytes);
   if (!state.before) {
     state.index.repo = repo;
     return state;
@@ -62,9 +63,9 @@ void write_repo_index(HubWriter& hub, PublishLock& lock, const std::optional<Roo
   // the lock, or one whose lease ran out): then start over from what is there now.
   lock.check_held();
   Hub& reader = hub.reader();
-  if (fetch_metadata_if_present(reader, rel, kIndexMaxBytes) != state.before) throw IndexChanged{rel};
+  if (fetch_metadata_if_present(reader, rel, kMaxIndexBytes) != state.before) throw IndexChanged{rel};
   hub.put_index(repo, text, sigs ? sigs->minisig : "", sigs ? sigs->sigs : "");
-  if (fetch_metadata_if_present(reader, rel, kIndexMaxBytes) != text) throw IndexChanged{rel};
+  if (fetch_metadata_if_present(reader, rel, kMaxIndexBytes) != text) throw IndexChanged{rel};
 }
 
 }  // namespace kh::registry::detail

@@ -13,8 +13,6 @@
 
 namespace kh::registry::detail {
 
-inline constexpr uint64_t kIndexMaxBytes = 64u << 20;
-
 // One touched repo: its index as the hub had it (the bytes, or none), and as changed.
 struct RepoState {
   std::optional<std::string> before;

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/statvfs.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 
 #include "kh/registry/archive.hpp"
 #include "kh/registry/fs.hpp"
+#include "kh/registry/metadata_limits.hpp"
 #include "kh/registry/printable.hpp"
 #include "kh/registry/sha256.hpp"
 #include "kh/registry/status_error.hpp"
@@ -41,6 +43,10 @@ void test_pause(const char* point) {
 namespace {
 
 constexpr uint64_t kManifestMaxBytes = 16u << 20;
+// A partial download this large is worth keeping for the next try after a network failure
+// or a deadline (the transport resumes it with Range); a smaller one (a drip, a stall at
+// the start) is removed, so a failed get leaves the cache as it was.
+constexpr uint64_t kResumableBytes = 1u << 20;
 
 std::string blob_file(const std::string& root, const std::string& sha) { return root + "/" + blob_path(sha); }
 std::string pkg_dir(const std::string& root, const std::string& sha) { return root + "/pkgs/" + sha; }
@@ -123,6 +129,17 @@ long work_file_pid(const std::string& name) {
   return 0;
 }
 
+// Removes what installs of blob `sha` left in tmp/ (its extraction folders, archive copies
+// of older kh versions): called with the blob's lock held, so whoever made them is gone.
+// Its partial download (<sha>.partial) is the caller's to resume or take over.
+void remove_abandoned_work(const std::string& tmp_root, const std::string& sha) {
+  if (!path_exists(tmp_root)) return;
+  for (const std::string& name : detail::list_names(tmp_root))
+    if (name.size() > sha.size() && name.compare(0, sha.size(), sha) == 0 &&
+        (name.compare(sha.size(), 5, ".pkg-") == 0 || name.compare(sha.size(), 6, ".blob-") == 0))
+      remove_tree(tmp_root + "/" + name);
+}
+
 // Does `blob` hold exactly sha256/size? (A blob in the cache is re-hashed before reuse.)
 bool blob_is_intact(const std::string& blob, const std::string& sha, std::optional<uint64_t> size) {
   struct stat st;
@@ -176,27 +193,20 @@ struct Expected {
   std::string label() const { return repo + "@" + version + " (variant " + variant + ")"; }
 };
 
-// The common install: with the blob lock held, get a verified blob (reusing the cached
-// one if it re-hashes right, else through `fetch` into tmp/), extract it under tmp/,
-// check its manifest and files, then publish blob and tree with renames, marker last.
+// The common install, with the blob lock held: extract the verified archive `archive` (the
+// cached blob, or a verified download in tmp/ that moves into blobs/ once its tree checks
+// out) under tmp/, check its manifest and files, then publish blob and tree with renames,
+// marker last. A failure removes whatever this install made in tmp/, the download
+// included: a full disk or a bad archive leaves nothing behind.
 std::string install_locked(const std::string& root, const std::string& sha, const Expected& want,
-                           const std::function<void(const std::string& tmp_blob)>& fetch,
-                           std::optional<uint64_t> size) {
+                           const std::string& archive) {
   const std::string blob = blob_file(root, sha);
   const std::string final_dir = pkg_dir(root, sha);
   const std::string tmp_root = root + "/tmp";
   make_directories(tmp_root);
-
-  std::string source_blob;  // the verified archive to extract
-  Cleanup tmp_blob;
-  if (blob_is_intact(blob, sha, size)) {
-    source_blob = blob;
-  } else {
-    if (path_exists(blob)) remove_tree(blob);  // corrupt or truncated: fetch it again
-    tmp_blob.path = tmp_root + "/" + sha + ".blob-" + std::to_string(::getpid()) + "-" + detail::random_hex(6);
-    fetch(tmp_blob.path);
-    source_blob = tmp_blob.path;
-  }
+  const std::string& source_blob = archive;
+  Cleanup tmp_blob;  // a download in tmp/: ours until it is moved into blobs/
+  if (archive != blob) tmp_blob.path = archive;
 
   Cleanup work;
   work.path = tmp_root + "/" + sha + ".pkg-" + std::to_string(::getpid()) + "-" + detail::random_hex(6);
@@ -380,9 +390,15 @@ std::vector<std::string> Cache::ensure_packages(Hub& hub, const std::vector<Pack
       if (std::string(e.what()).find(sha) != std::string::npos) want = &wants[idx.front()];
     fail(e.status(), "cannot install " + want->label() + " into cache '" + root_ + "': " + e.what());
   };
+  try {
+    check_free_space(packages, missing);  // before anything is written
+  } catch (const StatusError& e) {
+    fail_for(e);
+  }
   const std::string tmp_root = root_ + "/tmp";
   std::vector<std::unique_ptr<FileLock>> locks;
-  std::map<std::string, Cleanup> downloaded;  // sha256 -> its verified blob in tmp/
+  std::map<std::string, Cleanup> downloaded;  // sha256 -> its download in tmp/ (<sha>.partial)
+  std::map<std::string, std::string> archives;  // sha256 -> the verified archive to install from
   try {
     for (const auto& [sha, idx] : missing) locks.push_back(std::make_unique<FileLock>(root_ + "/locks/" + sha + ".lock", locks_));
     // Under the locks: what no other process installed meanwhile, and whose blob the
@@ -394,16 +410,27 @@ std::vector<std::string> Cache::ensure_packages(Hub& hub, const std::vector<Pack
     for (const auto& [sha, idx] : missing) {
       const uint64_t size = packages[idx.front()].variant->size;
       const std::string cached_blob = blob_file(root_, sha);
-      if (package_dir(sha) || blob_is_intact(cached_blob, sha, size)) continue;
+      if (package_dir(sha)) continue;
+      // Whoever made these held this lock, and let go of it: they are dead (kill -9).
+      remove_abandoned_work(tmp_root, sha);
+      if (blob_is_intact(cached_blob, sha, size)) {
+        archives[sha] = cached_blob;
+        continue;
+      }
       if (path_exists(cached_blob)) remove_tree(cached_blob);  // corrupt or truncated: never trusted again
       Cleanup& tmp = downloaded[sha];
       // One name per blob (its lock is ours): what an interrupted download (kill -9,
       // Ctrl-C, a lost network) left is resumed from where it stopped, not thrown away;
-      // the whole is verified at the end all the same.
+      // the whole is verified at the end all the same. One that is already whole (killed
+      // after its download, during its install) is taken as it is once it hashes right.
       tmp.path = tmp_root + "/" + sha + ".partial";
       uint64_t have = 0;
       struct stat st;
       if (::lstat(tmp.path.c_str(), &st) == 0) {
+        if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) == size && blob_is_intact(tmp.path, sha, size)) {
+          archives[sha] = tmp.path;
+          continue;
+        }
         if (S_ISREG(st.st_mode) && st.st_size > 0 && static_cast<uint64_t>(st.st_size) < size)
           have = static_cast<uint64_t>(st.st_size);
         else
@@ -417,20 +444,25 @@ std::vector<std::string> Cache::ensure_packages(Hub& hub, const std::vector<Pack
       const PackageRequest& pkg = packages[idx.front()];
       batch.push_back(BlobRequest{sha, size, fd, have, pkg.repo + " " + to_string(pkg.release->version)});
     }
-    detail::sweep_orphans(tmp_root);  // work files of processes that died (kill -9)
-    // A failed download keeps its bytes for the next try, unless they are what failed.
-    auto keep_partials = [&] {
+    detail::sweep_orphans(tmp_root);  // work files of processes that died (kill -9), of other blobs
+    // A download that failed on the way (the network, a deadline) keeps the bytes it got
+    // for the next try, when they are worth resuming; anything else leaves nothing.
+    auto keep_partials = [&](const StatusError& e) {
+      if (e.status() != KH_ERROR_NETWORK && e.status() != KH_ERROR_TIMEOUT) return;
       for (auto& [sha, tmp] : downloaded) {
         struct stat part;
-        if (::lstat(tmp.path.c_str(), &part) == 0 && part.st_size > 0) tmp.path.clear();  // empty: nothing to keep
+        if (::lstat(tmp.path.c_str(), &part) == 0 && static_cast<uint64_t>(part.st_size) >= kResumableBytes)
+          tmp.path.clear();
       }
     };
     try {
       hub.fetch_blobs(batch);
     } catch (const StatusError& e) {
       const bool resumed = std::any_of(batch.begin(), batch.end(), [](const BlobRequest& b) { return b.resume_from > 0; });
-      if (e.status() != KH_ERROR_VERIFICATION) keep_partials();
-      if (e.status() != KH_ERROR_VERIFICATION || !resumed) throw;
+      if (e.status() != KH_ERROR_VERIFICATION || !resumed) {
+        keep_partials(e);
+        throw;
+      }
       // The bytes kept from an earlier try may be what is wrong: once more, from byte 0.
       for (BlobRequest& b : batch) {
         if (::ftruncate(b.out_fd, 0) != 0 || ::lseek(b.out_fd, 0, SEEK_SET) != 0)
@@ -440,7 +472,7 @@ std::vector<std::string> Cache::ensure_packages(Hub& hub, const std::vector<Pack
       try {
         hub.fetch_blobs(batch);
       } catch (const StatusError& again) {
-        if (again.status() != KH_ERROR_VERIFICATION) keep_partials();
+        keep_partials(again);
         throw;
       }
     }
@@ -455,15 +487,14 @@ std::vector<std::string> Cache::ensure_packages(Hub& hub, const std::vector<Pack
     if (auto done = package_dir(sha)) {
       dir = *done;  // another process installed it meanwhile
     } else {
-      // install_locked reuses an intact cached blob, else takes the one downloaded above.
-      auto take_download = [&, sha = sha](const std::string& tmp_blob) {
-        auto it = downloaded.find(sha);
-        if (it == downloaded.end() || ::rename(it->second.path.c_str(), tmp_blob.c_str()) != 0)
-          fail(KH_ERROR_INTERNAL, "the download of sha256:" + sha + " is missing from '" + tmp_root + "'");
-        it->second.path.clear();
-      };
+      auto it = downloaded.find(sha);
+      if (it != downloaded.end()) {
+        archives[sha] = it->second.path;
+        it->second.path.clear();  // install_locked's now: it moves it into blobs/ or removes it
+      }
       try {
-        dir = install_locked(root_, sha, wants[idx.front()], take_download, packages[idx.front()].variant->size);
+        if (archives.count(sha) == 0) fail(KH_ERROR_INTERNAL, "no verified archive of sha256:" + sha + " to install");
+        dir = install_locked(root_, sha, wants[idx.front()], archives[sha]);
       } catch (const StatusError& e) {
         fail_for(e);
       }
@@ -471,6 +502,39 @@ std::vector<std::string> Cache::ensure_packages(Hub& hub, const std::vector<Pack
     for (size_t i : idx) dirs[i] = dir;
   }
   return dirs;
+}
+
+void Cache::check_free_space(const std::vector<PackageRequest>& packages,
+                             const std::map<std::string, std::vector<size_t>>& missing) const {
+  uint64_t need = 0;
+  std::string what;
+  for (const auto& [sha, idx] : missing) {
+    const uint64_t size = packages[idx.front()].variant->size;
+    struct stat st {};
+    if (::stat(blob_file(root_, sha).c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) == size) continue;
+    uint64_t have = 0;  // a partial download already there takes no more room
+    if (::stat((root_ + "/tmp/" + sha + ".partial").c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) <= size)
+      have = static_cast<uint64_t>(st.st_size);
+    need += size - have;
+    const PackageRequest& p = packages[idx.front()];
+    what += std::string(what.empty() ? "" : ", ") + p.repo + " " + to_string(p.release->version) + " (sha256:" + sha +
+            ", " + std::to_string(size) + " bytes)";
+  }
+  if (need == 0) return;
+  // The cache may not exist yet: its nearest existing folder is on the same filesystem.
+  std::string on = root_;
+  struct statvfs fs {};
+  while (::statvfs(on.c_str(), &fs) != 0) {
+    if (errno != ENOENT || on == "/" || on == ".") return;  // cannot tell: the writes will say
+    on = detail::parent_path(on);
+  }
+  const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+  if (need <= free_bytes) return;
+  fail(KH_ERROR_IO, "not enough free space to download " + what + ": it needs " + std::to_string(need) +
+                        " bytes (the size the signed index gives) and the filesystem of the cache '" + root_ +
+                        "' has " + std::to_string(free_bytes) +
+                        " bytes free; nothing was written. Free some space (`kernels cache gc --drop-archives` drops "
+                        "archives of installed packages) or set KH_CACHE to a larger filesystem");
 }
 
 std::string Cache::install_archive(const std::string& archive_path, const std::string& sha256,
@@ -483,8 +547,18 @@ std::string Cache::install_archive(const std::string& archive_path, const std::s
   return with_context(root_, want, [&] {
     FileLock lock(root_ + "/locks/" + sha256 + ".lock", locks_);
     if (auto dir = package_dir(sha256)) return *dir;
-    auto fetch = [&](const std::string& tmp_blob) { copy_into(archive_path, tmp_blob, sha256); };
-    return install_locked(root_, sha256, want, fetch, std::nullopt);
+    const std::string tmp_root = root_ + "/tmp";
+    make_directories(tmp_root);
+    remove_abandoned_work(tmp_root, sha256);
+    const std::string blob = blob_file(root_, sha256);
+    if (blob_is_intact(blob, sha256, std::nullopt)) return install_locked(root_, sha256, want, blob);
+    if (path_exists(blob)) remove_tree(blob);  // corrupt or truncated
+    Cleanup copy;
+    copy.path = tmp_root + "/" + sha256 + ".blob-" + std::to_string(::getpid()) + "-" + detail::random_hex(6);
+    copy_into(archive_path, copy.path, sha256);
+    const std::string archive = copy.path;
+    copy.path.clear();  // install_locked's now
+    return install_locked(root_, sha256, want, archive);
   });
 }
 
@@ -512,7 +586,7 @@ void Cache::store_metadata(const std::string& hub_id, const std::string& relativ
 std::optional<std::string> Cache::load_metadata(const std::string& hub_id, const std::string& relative_path) const {
   std::string path = metadata_file(root_, hub_id, relative_path);
   if (!path_exists(path)) return std::nullopt;
-  return read_regular_file(path, 64u << 20);
+  return read_regular_file(path, kMaxIndexBytes);  // the largest kind of metadata
 }
 
 void Cache::touch_metadata(const std::string& hub_id, const std::string& relative_path) {

@@ -18,6 +18,7 @@
 #include <optional>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include "kh/registry/fs.hpp"
 #include "kh/registry/http_options.hpp"
@@ -67,11 +68,9 @@ class HttpClient::Impl {
     std::random_device rd;
     rng_.seed(rd());
     configure(easy_);
-    op_deadline_ = opt_.operation_timeout_s > 0
-                       ? std::chrono::steady_clock::now() +
-                             std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                 std::chrono::duration<double>(opt_.operation_timeout_s))
-                       : std::chrono::steady_clock::time_point::max();
+    // The operation's deadline: the caller's (it began with the operation), else one that
+    // begins now, with the hub.
+    op_ = opt_.deadline.none() ? Deadline::in(opt_.operation_timeout_s, "KH_OPERATION_TIMEOUT") : opt_.deadline;
   }
   ~Impl() {
     curl_easy_cleanup(easy_);
@@ -91,12 +90,13 @@ class HttpClient::Impl {
   GetResult get(const std::string& start_url, const std::string& relative_path, uint64_t max_bytes,
                 const std::string& cached_etag, const std::string& accept) {
     const std::string etag = is_header_safe(cached_etag) ? cached_etag : "";
-    Attempts attempts(*this, start_url);
+    Attempts attempts(*this, start_url, relative_path);
     for (;;) {
       Exchange::Request req;
       req.url = attempts.current_url();
       req.if_none_match = etag;
       req.accept_encoding = true;
+      req.pause_when_behind = false;  // every byte up to max_bytes is kept anyway
       req.body_limit = max_bytes;
       req.authorization = auth_->authorization(req.url);
       req.accept = accept;
@@ -119,14 +119,10 @@ class HttpClient::Impl {
       for (;;) {
         size_t n = ex.read(buf, sizeof buf);
         if (n == 0) break;
-        if (text.size() + n > max_bytes)
-          fail(KH_ERROR_BAD_METADATA, "hub " + safe_url() + ": '" + relative_path + "' is larger than the " +
-                                          std::to_string(max_bytes) + " bytes allowed for it");
+        if (text.size() + n > max_bytes) fail_too_large(ex, relative_path, max_bytes);
         text.append(buf, n);
       }
-      if (ex.over_limit())  // whatever curl made of the cut (a write error, a failed unpause)
-        fail(KH_ERROR_BAD_METADATA, "hub " + safe_url() + ": '" + relative_path + "' is larger than the " +
-                                        std::to_string(max_bytes) + " bytes allowed for it");
+      if (ex.over_limit()) fail_too_large(ex, relative_path, max_bytes);  // whatever curl made of the cut
       const Response& r = ex.response();
       if (ex.result() == CURLE_OK && (r.status == 200 || (r.status == 304 && !etag.empty()))) {
         GetResult out;
@@ -238,10 +234,15 @@ class HttpClient::Impl {
   // redirects, and throws once a failure is final.
   class Attempts {
    public:
-    Attempts(Impl& hub, std::string start_url) : hub_(hub), start_(std::move(start_url)), url_(start_) {}
+    Attempts(Impl& hub, std::string start_url, std::string what)
+        : hub_(hub), start_(std::move(start_url)), url_(start_), what_(std::move(what)) {}
     const std::string& current_url() const { return url_; }
-    // The fetch made progress: failures counted so far no longer count.
-    void progressed() { failures_ = 0; }
+    // The fetch made progress: failures counted so far no longer count, and a cut by the
+    // rate floor may be resumed (a real link that faltered, not a drip).
+    void progressed() {
+      failures_ = 0;
+      progressed_ = true;
+    }
     // Which attempt the next request is (1 for the first), for status lines.
     int attempt() const { return failures_ + 1; }
 
@@ -254,9 +255,9 @@ class HttpClient::Impl {
       may_bring_ = may_bring;
       double limit_s = transfer_s_;
       by_operation_ = false;
-      if (hub_.deadline() != std::chrono::steady_clock::time_point::max()) {
-        const double left =
-            std::chrono::duration<double>(hub_.deadline() - std::chrono::steady_clock::now()).count();
+      const Deadline& d = hub_.deadline();
+      if (!d.none()) {
+        const double left = d.left_s();
         if (left <= 0) fail_operation_deadline();
         if (left < limit_s) {
           limit_s = left;
@@ -264,6 +265,9 @@ class HttpClient::Impl {
         }
       }
       req.timeout_ms = std::max(1L, static_cast<long>(limit_s * 1000));
+      req.floor_rate = o.floor_rate;
+      req.floor_window_s = o.floor_window_s;
+      req.floor_grace_s = o.floor_grace_s;
     }
 
     // Decides what follows a request that did not succeed: returns how long to wait before
@@ -271,6 +275,8 @@ class HttpClient::Impl {
     std::chrono::milliseconds after_failure(const Exchange& ex, const std::string& rel) {
       const Response& r = ex.response();
       const std::string shown = sanitize_url(url_);
+      const bool progressed = std::exchange(progressed_, false);
+      if (ex.floor_cut() && !progressed) fail_floor(ex, rel);
       if (ex.hit_deadline()) {
         if (by_operation_) fail_operation_deadline();
         fail(KH_ERROR_NETWORK,
@@ -297,7 +303,9 @@ class HttpClient::Impl {
       }
       std::string why;
       int retry_after_s = -1;
-      if (ex.result() == CURLE_OK) {
+      if (ex.floor_cut()) {
+        why = "slower than the floor of " + seconds(hub_.opt_.floor_rate) + " bytes/s (KH_TRANSFER_FLOOR_RATE)";
+      } else if (ex.result() == CURLE_OK) {
         if (r.status == 404 || r.status == 410)
           fail(KH_ERROR_NOT_FOUND, "hub " + hub_.safe_url() + " has no '" + rel + "' (HTTP " + std::to_string(r.status) +
                                        " from " + shown + "); check the hub URL and the repo name");
@@ -324,8 +332,13 @@ class HttpClient::Impl {
         if (is_tls_trust_error(rc))
           fail(KH_ERROR_NETWORK, "GET " + shown + ": the TLS certificate is not trusted (" + ex.error_detail() +
                                      "); if the hub uses a private CA, set KH_CA_BUNDLE to its PEM file");
+        if (rc == CURLE_BAD_CONTENT_ENCODING)
+          fail(KH_ERROR_NETWORK, "hub " + hub_.safe_url() + ": '" + rel + "' came with Content-Encoding '" +
+                                     printable(r.content_encoding) + "' that does not decode (" + ex.error_detail() +
+                                     "); the server or a proxy between mangles it: report it to the hub's owner");
         if (!is_transient(rc))
-          fail(KH_ERROR_NETWORK, "GET " + shown + ": " + ex.error_detail() + "; check the hub URL and the network");
+          fail(KH_ERROR_NETWORK, "hub " + hub_.safe_url() + ": GET " + shown + ": " + ex.error_detail() +
+                                     "; check the hub URL and the network");
         why = ex.error_detail();
       }
       if (++failures_ >= hub_.opt_.max_attempts)
@@ -334,7 +347,7 @@ class HttpClient::Impl {
       url_ = start_;  // a retry starts from the hub again (a redirect target may be what failed)
       hops_ = 0;
       const std::chrono::milliseconds delay = hub_.retry_delay(failures_, retry_after_s);
-      if (std::chrono::steady_clock::now() + delay >= hub_.deadline()) fail_operation_deadline(why);
+      if (hub_.deadline().left_s() <= std::chrono::duration<double>(delay).count()) fail_operation_deadline(why);
       // A wait the user can see, on a terminal: which host, what failed, when the next try is.
       if (hub_.show_progress())
         std::fprintf(stderr, "kh: %s: %s; attempt %d of %d failed, next try in %s s\n", hub_.parts_.origin().c_str(),
@@ -343,13 +356,27 @@ class HttpClient::Impl {
       return delay;
     }
 
+    // KH_ERROR_TIMEOUT: which deadline, which hub, what it was waiting for.
     [[noreturn]] void fail_operation_deadline(const std::string& last = "") const {
-      const bool limited = hub_.limit_ < hub_.op_deadline_;
-      const std::string setting = limited ? hub_.limit_setting_ : "KH_OPERATION_TIMEOUT";
-      fail(KH_ERROR_NETWORK, "GET " + sanitize_url(url_) + ": the operation's deadline of " +
-                                 seconds(limited ? hub_.limit_s_ : hub_.opt_.operation_timeout_s) + " s (" + setting +
-                                 ") passed" + (last.empty() ? "" : " (last failure: " + last + ")") +
-                                 "; the hub is too slow or not answering. Try again later, or raise " + setting);
+      const Deadline& d = hub_.deadline();
+      fail(KH_ERROR_TIMEOUT, "hub " + hub_.safe_url() + ": " + d.describe() + " passed while waiting for '" +
+                                 (what_.empty() ? sanitize_url(url_) : what_) + "' (GET " + sanitize_url(url_) + ")" +
+                                 (last.empty() ? "" : "; last failure: " + last) +
+                                 "; the hub is too slow or not answering. Try again later, or raise " + d.setting);
+    }
+
+    // The rate floor ended the request: which hub, what, how much came, how fast.
+    [[noreturn]] void fail_floor(const Exchange& ex, const std::string& rel) const {
+      const FloorCut& c = ex.floor_cut_info();
+      const HttpOptions& o = hub_.opt_;
+      fail(KH_ERROR_NETWORK,
+           "hub " + hub_.safe_url() + ": GET '" + rel + "' ended after " + seconds(c.after_s) + " s: " +
+               std::to_string(c.bytes) + " bytes received, " + seconds(c.rate) + " bytes/s over the last " +
+               seconds(c.span_s) + " s, below the floor of " + seconds(o.floor_rate) +
+               " bytes/s (KH_TRANSFER_FLOOR_RATE, measured over KH_TRANSFER_FLOOR_WINDOW=" + seconds(o.floor_window_s) +
+               " s after KH_TRANSFER_FLOOR_GRACE=" + seconds(o.floor_grace_s) +
+               " s). The hub or the network is stalled or dripping: try again later or use another hub; on a slow "
+               "link, lower KH_TRANSFER_FLOOR_RATE");
     }
 
     static std::string seconds(double s) {
@@ -361,6 +388,8 @@ class HttpClient::Impl {
    private:
     Impl& hub_;
     std::string start_, url_;
+    std::string what_;  // what the requests are for ("repos/a/b/index.json"), for messages
+    bool progressed_ = false;  // since the last failure
     int requests_ = 0, failures_ = 0, hops_ = 0, renewals_ = 0;
     double transfer_s_ = 0;     // the last request's transfer deadline
     uint64_t may_bring_ = 0;    // and the size it was derived from
@@ -372,7 +401,7 @@ class HttpClient::Impl {
   class BlobStream {
    public:
     BlobStream(Impl& hub, CURL* easy, std::string url, std::string rel, uint64_t size, uint64_t already = 0)
-        : hub_(hub), easy_(easy), rel_(std::move(rel)), size_(size), attempts_(hub, std::move(url)),
+        : hub_(hub), easy_(easy), rel_(std::move(rel)), size_(size), attempts_(hub, std::move(url), rel_),
           delivered_(already), progress_mark_(already) {}
     CURL* easy() const { return easy_; }
 
@@ -563,16 +592,28 @@ class HttpClient::Impl {
 
  public:
   void set_deadline_limit(double seconds_from_now, const std::string& setting) {
-    limit_ = std::chrono::steady_clock::now() +
-             std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds_from_now));
-    limit_s_ = seconds_from_now;
-    limit_setting_ = setting;
+    limit_ = Deadline::in(seconds_from_now, setting);
   }
-  void clear_deadline_limit() { limit_ = std::chrono::steady_clock::time_point::max(); }
+  void clear_deadline_limit() { limit_ = Deadline{}; }
 
  private:
   // Every request ends by the operation's deadline, or the scoped limit if that is sooner.
-  std::chrono::steady_clock::time_point deadline() const { return std::min(op_deadline_, limit_); }
+  const Deadline& deadline() const { return limit_.at < op_.at ? limit_ : op_; }
+
+  // A metadata body past its cap, with what the server did to get there: a body that
+  // inflates past it (Content-Encoding: a gzip bomb) is named as such.
+  [[noreturn]] void fail_too_large(const Exchange& ex, const std::string& rel, uint64_t max_bytes) const {
+    const std::string& encoding = ex.response().content_encoding;
+    std::string how;
+    if (!encoding.empty()) {
+      const int64_t wire = ex.wire_body_bytes();
+      how = " once decoded (Content-Encoding: " + printable(encoding) + (wire >= 0 ? ", from " + std::to_string(wire) +
+                                                                                         " bytes on the wire so far" : "") +
+            "; a compression bomb?)";
+    }
+    fail(KH_ERROR_BAD_METADATA, "hub " + safe_url() + ": '" + rel + "' is larger than the " + std::to_string(max_bytes) +
+                                    " bytes allowed for it" + how + "; report it to the hub's owner");
+  }
 
   std::string url_;
   UrlParts parts_;
@@ -582,10 +623,8 @@ class HttpClient::Impl {
   CURL* easy_ = nullptr;               // metadata requests
   std::vector<CURL*> blob_easies_;     // one per parallel blob transfer, kept for reuse
   std::mt19937 rng_;
-  std::chrono::steady_clock::time_point op_deadline_;  // max(): none
-  std::chrono::steady_clock::time_point limit_ = std::chrono::steady_clock::time_point::max();  // set_deadline_limit
-  double limit_s_ = 0;
-  std::string limit_setting_;
+  Deadline op_;     // the operation's
+  Deadline limit_;  // set_deadline_limit's; none when cleared
 };
 
 HttpClient::HttpClient(std::string hub_url, UrlParts origin, HttpOptions options, std::shared_ptr<HttpAuthorizer> auth)

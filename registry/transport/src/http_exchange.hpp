@@ -9,9 +9,11 @@
 #include <functional>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <string>
 
 #include "http_url.hpp"
+#include "kh/registry/http_options.hpp"  // sanitize_url
 #include "kh/registry/printable.hpp"
 #include "kh/registry/status_error.hpp"
 
@@ -45,6 +47,15 @@ struct Response {
   std::string www_authenticate;  // a 401's challenge (OCI registries: Basic or Bearer realm=...)
   std::string content_type;
   std::string docker_content_digest;  // an OCI registry's digest of what it sent
+  std::string content_encoding;       // "gzip", "br", ...: what libcurl decoded the body from
+};
+
+// Why a request was cut off by the rate floor (Exchange::Request::floor_*).
+struct FloorCut {
+  double after_s = 0;    // since the request began
+  uint64_t bytes = 0;    // headers and body, in all
+  double rate = 0;       // bytes/s over the span below
+  double span_s = 0;     // the window the rate was measured over
 };
 
 // One GET on the hub's handles. The body of a 2xx response is pulled with read(); bodies
@@ -56,14 +67,23 @@ class Exchange {
     uint64_t range_start = 0;       // > 0: "Range: bytes=N-"
     std::string if_none_match;      // non-empty: "If-None-Match: <etag>"
     bool accept_encoding = false;   // let the server compress (metadata only)
+    // Pause the transfer while the reader holds kBufferHighWater bytes. Off for a reader that
+    // keeps every byte up to body_limit anyway (metadata): pausing buys it nothing, and a
+    // paused transfer whose body libcurl is decoding (Content-Encoding) keeps the decoded rest
+    // of each read in its own memory, then may fail to resume.
+    bool pause_when_behind = true;
     uint64_t body_limit = 0;        // abort once more than this many body bytes arrive
     std::string authorization;      // non-empty: "Authorization: <it>" (the caller checked the origin)
     std::string accept;             // non-empty: "Accept: <it>"
     long timeout_ms = 0;            // > 0: the whole request's deadline (CURLOPT_TIMEOUT_MS)
+    // The rate floor (HttpOptions::floor_*): past floor_grace_s, fewer than floor_rate
+    // bytes/s over the last floor_window_s seconds end the request (floor_cut()).
+    double floor_rate = 0;          // 0: none
+    double floor_window_s = 10, floor_grace_s = 10;
   };
 
   Exchange(CURLM* multi, CURL* easy, const Request& req)
-      : multi_(multi), easy_(easy), limit_(req.body_limit) {
+      : multi_(multi), easy_(easy), limit_(req.body_limit), pause_when_behind_(req.pause_when_behind) {
     errbuf_[0] = '\0';
     if (!req.authorization.empty()) headers_ = curl_slist_append(headers_, ("Authorization: " + req.authorization).c_str());
     if (!req.accept.empty()) headers_ = curl_slist_append(headers_, ("Accept: " + req.accept).c_str());
@@ -80,7 +100,18 @@ class Exchange {
     curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, errbuf_);
     curl_easy_setopt(easy_, CURLOPT_TIMEOUT_MS, req.timeout_ms);
     timeout_ms_ = req.timeout_ms;
+    url_ = req.url;
     started_ = std::chrono::steady_clock::now();
+    floor_rate_ = req.floor_rate;
+    floor_window_ = to_duration(req.floor_window_s);
+    floor_grace_ = to_duration(req.floor_grace_s);
+    window_origin_ = started_;
+    samples_.push_back({started_, 0});
+    // libcurl calls on_progress about once a second, and whenever data moves, for as long
+    // as the transfer runs (connecting and waiting included): the floor's clock.
+    curl_easy_setopt(easy_, CURLOPT_NOPROGRESS, floor_rate_ > 0 ? 0L : 1L);
+    curl_easy_setopt(easy_, CURLOPT_XFERINFOFUNCTION, &Exchange::on_progress);
+    curl_easy_setopt(easy_, CURLOPT_XFERINFODATA, this);
     curl_easy_setopt(easy_, CURLOPT_HEADERDATA, this);
     curl_easy_setopt(easy_, CURLOPT_WRITEDATA, this);
     curl_easy_setopt(easy_, CURLOPT_PRIVATE, this);  // drive_multi() finds the Exchange of a finished handle
@@ -105,6 +136,7 @@ class Exchange {
 
   static size_t on_header(char* data, size_t size, size_t count, void* self) {
     auto* ex = static_cast<Exchange*>(self);
+    ex->seen_ += size * count;
     std::string line(data, size * count);
     if (line.rfind("HTTP/", 0) == 0) {
       ex->response_ = Response{};  // a new response (after 1xx or a proxy's) starts over
@@ -122,6 +154,7 @@ class Exchange {
     else if (name == "www-authenticate") ex->response_.www_authenticate = value;
     else if (name == "content-type") ex->response_.content_type = value;
     else if (name == "docker-content-digest") ex->response_.docker_content_digest = value;
+    else if (name == "content-encoding") ex->response_.content_encoding = value;
     return size * count;
   }
 
@@ -134,13 +167,14 @@ class Exchange {
     if (status < 200 || status > 299) {
       // Error pages and redirect bodies are dropped; an endless one is cut off, and the
       // status alone decides what follows.
+      ex->seen_ += n;
       ex->dropped_ += n;
       if (ex->dropped_ <= kMaxDroppedBody) return n;
       ex->cut_error_body_ = true;
       return 0;
     }
     const size_t held = ex->buf_.size() - ex->pos_;
-    if (held > 0 && held + n > kBufferHighWater) {
+    if (ex->pause_when_behind_ && held > 0 && held + n > kBufferHighWater) {
       ex->paused_ = true;
       return CURL_WRITEFUNC_PAUSE;  // curl keeps this chunk and offers it again on unpause
     }
@@ -150,6 +184,7 @@ class Exchange {
     }
     ex->buf_.append(data, n);
     ex->received_ += n;
+    ex->seen_ += n;
     if (ex->limit_ > 0 && ex->received_ > ex->limit_) {
       // Keep what arrived so the reader's cap check reports it; stop the transfer now.
       ex->over_limit_ = true;
@@ -187,12 +222,20 @@ class Exchange {
   void resume_if_drained() {
     if (!paused_ || has_body_bytes()) return;
     paused_ = false;
+    // The time the reader held it up is not the server's: the floor's window starts again.
+    window_origin_ = std::chrono::steady_clock::now();
+    samples_.assign(1, {window_origin_, seen_});
     CURLcode rc = curl_easy_pause(easy_, CURLPAUSE_CONT);
     // Unpausing hands curl's held chunk to on_body at once; when that crosses the body
     // limit the transfer ends there, which is the cap's doing, not an error of curl's:
     // the reader reports the cap (or the size check does).
     if (rc != CURLE_OK && !over_limit_ && !cut_error_body_)
-      fail(KH_ERROR_INTERNAL, std::string("libcurl cannot resume a transfer: ") + curl_easy_strerror(rc));
+      fail(KH_ERROR_NETWORK, "GET " + sanitize_url(url_) + ": libcurl could not go on with the transfer after pausing it (" +
+                                 curl_easy_strerror(rc) + ")" +
+                                 (response_.content_encoding.empty()
+                                      ? std::string()
+                                      : "; the server sent it with Content-Encoding: " + printable(response_.content_encoding)) +
+                                 "; try again, and report it to the hub's owner if it persists");
   }
   bool has_body_bytes() const { return pos_ < buf_.size(); }
   void note_waiting() {
@@ -242,6 +285,14 @@ class Exchange {
   // CURLE_OK also when only an error page too long to read was cut off.
   CURLcode result() const { return cut_error_body_ && result_ == CURLE_WRITE_ERROR ? CURLE_OK : result_; }
   bool over_limit() const { return over_limit_; }
+  // The rate floor ended the request (then floor_cut_info() says how).
+  bool floor_cut() const { return finished_ && floor_cut_ && result_ == CURLE_ABORTED_BY_CALLBACK; }
+  const FloorCut& floor_cut_info() const { return cut_; }
+  // Body bytes the server sent, before libcurl decoded them, when known (-1: unknown).
+  int64_t wire_body_bytes() const {
+    curl_off_t n = -1;
+    return curl_easy_getinfo(easy_, CURLINFO_SIZE_DOWNLOAD_T, &n) == CURLE_OK ? static_cast<int64_t>(n) : -1;
+  }
   // The request ran into its own deadline (Request::timeout_ms), not a connect or
   // low-speed timeout.
   bool hit_deadline() const {
@@ -260,8 +311,41 @@ class Exchange {
   }
 
  private:
+  using Duration = std::chrono::steady_clock::duration;
+  static Duration to_duration(double seconds) {
+    return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(std::max(seconds, 0.0)));
+  }
+
+  static int on_progress(void* self, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+    return static_cast<Exchange*>(self)->floor_holds() ? 0 : 1;  // non-zero: CURLE_ABORTED_BY_CALLBACK
+  }
+
+  // The sliding window: samples of (time, bytes seen), one per 100 ms at most, kept back to
+  // the one at or before the window's start. False once the floor is broken.
+  bool floor_holds() {
+    if (floor_rate_ <= 0 || floor_cut_) return !floor_cut_;
+    const auto now = std::chrono::steady_clock::now();
+    if (paused_) return true;  // the reader is behind, not the server
+    if (now - samples_.back().first >= std::chrono::milliseconds(100) || seen_ != samples_.back().second)
+      samples_.push_back({now, seen_});
+    if (now - started_ < floor_grace_) return true;
+    // Measured over the last window, or over what there is of it since the request began
+    // (a grace shorter than the window) or since the reader last let it go on.
+    const auto from = std::max(now - floor_window_, window_origin_);
+    if (now - from < std::min(floor_window_, floor_grace_)) return true;
+    while (samples_.size() > 1 && samples_[1].first <= from) samples_.pop_front();
+    const double span = std::chrono::duration<double>(now - samples_.front().first).count();
+    const double rate = span > 0 ? static_cast<double>(seen_ - samples_.front().second) / span : 0;
+    if (rate >= floor_rate_) return true;
+    floor_cut_ = true;
+    cut_ = FloorCut{std::chrono::duration<double>(now - started_).count(), seen_, rate, span};
+    return false;
+  }
+
   void release() {
     curl_multi_remove_handle(multi_, easy_);
+    curl_easy_setopt(easy_, CURLOPT_NOPROGRESS, 1L);
+    curl_easy_setopt(easy_, CURLOPT_XFERINFODATA, nullptr);
     curl_easy_setopt(easy_, CURLOPT_PRIVATE, nullptr);
     curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, nullptr);
     curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, nullptr);
@@ -271,6 +355,7 @@ class Exchange {
 
   CURLM* multi_;
   CURL* easy_;
+  std::string url_;  // for messages
   curl_slist* headers_ = nullptr;
   char errbuf_[CURL_ERROR_SIZE];
   Response response_;
@@ -281,6 +366,7 @@ class Exchange {
   long shown_wait_s_ = 0;  // the last wait reported (0: none shown)
   uint64_t dropped_ = 0;
   uint64_t limit_;
+  bool pause_when_behind_;
   bool cut_error_body_ = false;
   bool paused_ = false;
   bool over_limit_ = false;
@@ -288,6 +374,14 @@ class Exchange {
   CURLcode result_ = CURLE_OK;
   long timeout_ms_ = 0, elapsed_ms_ = 0;
   std::chrono::steady_clock::time_point started_;
+  // The rate floor.
+  uint64_t seen_ = 0;  // header and body bytes, kept or dropped
+  double floor_rate_ = 0;
+  Duration floor_window_{}, floor_grace_{};
+  std::chrono::steady_clock::time_point window_origin_;
+  std::deque<std::pair<std::chrono::steady_clock::time_point, uint64_t>> samples_;
+  bool floor_cut_ = false;
+  FloorCut cut_;
 };
 
 inline bool is_transient(CURLcode rc) {

@@ -21,13 +21,13 @@
 #include "kh/registry/fs.hpp"
 #include "kh/registry/hub_directory.hpp"
 #include "kh/registry/json_limits.hpp"
+#include "kh/registry/metadata_limits.hpp"
 #include "kh/registry/printable.hpp"
 #include "kh/registry/status_error.hpp"
 
 namespace kh::registry {
 namespace {
 
-constexpr uint64_t kMaxIndexBytes = 64u << 20;
 constexpr uint64_t kMaxKeyFileBytes = 16u << 10;
 constexpr uint64_t kMaxStateBytes = 64u << 10;
 constexpr uint64_t kMaxRootUpdates = 1024;  // a hub cannot keep a client walking forever
@@ -258,6 +258,47 @@ RootMetadata TrustStore::pin_root(std::string_view root_text, std::string_view s
   }
   write_file_atomic(root_dir + "/" + root_name(root.version), root_text);
   return root;
+}
+
+namespace {
+
+// "version 3, keys 0D1D8BA0C4390DC8, 4F2A..., expires 2027-11-30T00:00:00Z"
+std::string describe_root(const RootMetadata& root) {
+  std::string keys;
+  for (const auto& [id, key] : root.keys) keys += (keys.empty() ? "" : ", ") + id;
+  return "version " + std::to_string(root.version) + ", keys " + keys + ", expires " + root.expires;
+}
+
+}  // namespace
+
+RootMetadata TrustStore::pin_or_match(std::string_view root_text, std::string_view source, const std::string& hub_url) {
+  RootMetadata root = parse_root(root_text, source);
+  verify_root_self_signed(root, source);
+  FileLock lock(dir_ + "/.lock", locks_);
+  const std::string root_dir = dir_ + "/root";
+  const std::vector<uint64_t> versions = root_versions_in(root_dir);
+  if (versions.empty()) {
+    write_file_atomic(root_dir + "/" + root_name(root.version), root_text);
+    return root;
+  }
+  // The same signed content is the same root, however its file is laid out or its
+  // signatures ordered. A pin that does not verify is reported as damaged by trusted_root().
+  const std::optional<RootMetadata> newest = trusted_root();
+  for (uint64_t v : versions) {
+    const std::string path = root_dir + "/" + root_name(v);
+    if (parse_root(read_regular_file(path, kMaxRootBytes), path).signed_bytes == root.signed_bytes) return root;
+  }
+  const std::string first = root_dir + "/" + root_name(versions.front());
+  const RootMetadata pinned = parse_root(read_regular_file(first, kMaxRootBytes), first);
+  fail(KH_ERROR_SIGNATURE,
+       "hub " + hub_url + " is pinned in this cache to another root of trust than the host's: the cache's pin is " +
+           first + " (" + describe_root(pinned) + (newest && newest->version != pinned.version
+                                                        ? "; verified since up to version " + std::to_string(newest->version)
+                                                        : "") +
+           "), the host's is " + std::string(source) + " (" + describe_root(root) +
+           "). kh never re-pins a hub on its own. If the host's root is the one to trust, run `kernels trust <its "
+           "root.json> --hub " + hub_url + " --replace` on this cache, or give the host a cache of its own (KH_CACHE); "
+           "else fix the root the host ships");
 }
 
 RootMetadata TrustStore::update_root(Hub& hub) {

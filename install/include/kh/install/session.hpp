@@ -7,11 +7,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "kh/install/settings.hpp"
 #include "kh/registry/cache.hpp"
+#include "kh/registry/deadline.hpp"
 #include "kh/registry/hub.hpp"
 #include "kh/registry/repo_index.hpp"
 
@@ -32,6 +34,14 @@ struct Options {
   // machine's facts), as the entry point spells it: answers remembered in this process are kept
   // per value, so one spec loaded for two GPUs of different archs resolves to two builds.
   std::string selection_key;
+  // The operation's deadline in seconds (kh_load_options.timeout_ms, --timeout), counted
+  // from the session's start; 0: KH_OPERATION_TIMEOUT's. timeout_setting names it.
+  double timeout_s = 0;
+  std::string timeout_setting;
+  // A hub's root of trust the caller ships (kh_load_options.trusted_root: root.json's
+  // bytes); empty: KH_TRUSTED_ROOT's file, if set. trusted_root_source names it in messages.
+  std::string trusted_root;
+  std::string trusted_root_source;
 };
 
 // How a build is chosen among a release's: the loader's selection for this machine, given
@@ -49,6 +59,8 @@ class Session {
   Session& operator=(const Session&) = delete;
 
   const Settings& settings() const { return settings_; }
+  // The operation's deadline: every wait on a hub or a cache lock ends by it (KH_ERROR_TIMEOUT).
+  const registry::Deadline& deadline() const { return deadline_; }
   // The caller's options with every fallback applied (hub, cache, target, lockfile, ...).
   const Options& options() const { return options_; }
   registry::Cache& cache() { return cache_; }
@@ -66,10 +78,15 @@ class Session {
 
  private:
   registry::RepoIndex load_index(const std::string& repo, const std::string& hub_url);
+  // With a root of trust from the caller (or KH_TRUSTED_ROOT): the hub pinned to exactly
+  // it in this cache, once per hub and session (registry::TrustStore::pin_or_match).
+  void check_trusted_root(registry::Hub& hub, const std::string& hub_url);
 
   Settings settings_;
   Options options_;
+  registry::Deadline deadline_;  // before cache_: its locks wait by it
   registry::Cache cache_;
+  std::set<std::string> roots_checked_;  // hub ids
   BuildChooser chooser_;
   std::map<std::string, std::unique_ptr<registry::Hub>> hubs_;
   std::map<std::pair<std::string, std::string>, registry::RepoIndex> indexes_;  // (hub, repo)

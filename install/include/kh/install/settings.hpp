@@ -32,6 +32,7 @@ struct Settings {
   // Trust.
   bool allow_expired = false;   // KH_ALLOW_EXPIRED
   bool allow_unsigned = false;  // KH_ALLOW_UNSIGNED
+  std::string trusted_root_file;  // KH_TRUSTED_ROOT: a root.json to pin on first use
 
   // Talking to hubs.
   std::string token;      // KH_TOKEN (else the config file's token for the hub)
@@ -41,6 +42,9 @@ struct Settings {
   double transfer_min_timeout_s = 30;  // KH_TRANSFER_MIN_TIMEOUT
   double transfer_min_rate = 64 * 1024;  // KH_TRANSFER_MIN_RATE
   double operation_timeout_s = 1800;   // KH_OPERATION_TIMEOUT
+  double floor_rate = 8 * 1024;        // KH_TRANSFER_FLOOR_RATE (bytes/s; 0: none)
+  double floor_window_s = 10;          // KH_TRANSFER_FLOOR_WINDOW
+  double floor_grace_s = 10;           // KH_TRANSFER_FLOOR_GRACE
   double lock_timeout_s = registry::kDefaultLockTimeoutSeconds;  // KH_LOCK_TIMEOUT
 
   // Publishing.

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kh/registry/deadline.hpp"
 #include "kh/status.h"
 
 namespace kh::registry {
@@ -56,6 +57,8 @@ inline constexpr int kLiveHolderFactor = 10;
 struct LockPolicy {
   double timeout_s = kDefaultLockTimeoutSeconds;  // 0 or more, fractions allowed
   bool announce_wait = true;                      // a line on stderr after 1 s of waiting
+  // The operation's deadline: no wait goes past it (KH_ERROR_TIMEOUT naming the holder).
+  Deadline deadline;
 };
 
 class FileLock {

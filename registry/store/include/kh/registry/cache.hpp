@@ -8,6 +8,7 @@
 // written last, so a crash anywhere leaves nothing that is later trusted.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -74,6 +75,14 @@ class Cache {
   // together (Hub::fetch_blobs, in parallel over http), each verified, then installed one
   // by one. Blob locks are taken in digest order, so processes with overlapping batches
   // cannot deadlock. Returns the trees' directories in the order asked.
+  //
+  // Disk and kills: a batch that needs more than the filesystem's free space is refused
+  // before anything is written (both numbers named). Each blob has one partial download,
+  // tmp/<sha>.partial, written only under its lock: a second downloader waits for it, then
+  // finds the package installed, or resumes what a killed one left (Range), or takes a
+  // whole one over; what installs of that blob left in tmp/ is removed first. A failure
+  // leaves nothing in tmp/ but a partial of at least 1 MiB after a network failure or a
+  // deadline (to be resumed); a write that fails (a full disk) removes its partial.
   std::vector<std::string> ensure_packages(Hub& hub, const std::vector<PackageRequest>& packages);
 
   // Same, but installs from a local archive already verified by the caller (publish/tests).
@@ -101,6 +110,11 @@ class Cache {
   std::vector<CachedPackage> list_packages(bool include_damaged = false) const;
 
  private:
+  // Refuses (KH_ERROR_IO, both numbers, nothing written) a batch whose missing blobs need
+  // more than the free space of the cache's filesystem, by the sizes the signed index gives.
+  void check_free_space(const std::vector<PackageRequest>& packages,
+                        const std::map<std::string, std::vector<size_t>>& missing) const;
+
   std::string root_;
   LockPolicy locks_;
 };

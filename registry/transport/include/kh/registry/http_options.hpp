@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "kh/registry/deadline.hpp"
 #include "kh/registry/hub.hpp"
 
 namespace kh::registry {
@@ -28,9 +29,24 @@ struct HttpOptions {
   // KH_TRANSFER_MIN_RATE (bytes/s).
   double transfer_min_timeout_s = 30;
   double transfer_min_rate = 64 * 1024;
-  // Every request of one Hub (one get or load: metadata, retries, waits, blobs) ends
-  // within operation_timeout_s of opening it; 0: no such limit. KH_OPERATION_TIMEOUT.
+  // Every request of one Hub (one get or load: metadata, retries, waits, blobs) ends by
+  // the operation's deadline: `deadline` when set (install::Session sets it when the
+  // operation begins: kh_load_options.timeout_ms, --timeout, KH_OPERATION_TIMEOUT), else
+  // operation_timeout_s after opening the hub; 0: no such limit. Passing it is
+  // KH_ERROR_TIMEOUT, naming the hub and what was awaited.
+  Deadline deadline;
   double operation_timeout_s = 1800;
+
+  // The rate floor (docs/http-hubs.md, "Deadlines"): once a request has run floor_grace_s
+  // seconds (connecting, TLS, a server that thinks before it answers), fewer than
+  // floor_rate bytes/s (headers and body) over the last floor_window_s seconds end it. A
+  // drip, a slowloris, a server that stalls before or after its headers are all cut there,
+  // and that is final, unless the request had brought kResumeProgressBytes since the last
+  // failure (a real link that faltered: it resumes, within the operation's deadline).
+  // KH_TRANSFER_FLOOR_RATE (0: no floor), KH_TRANSFER_FLOOR_WINDOW, KH_TRANSFER_FLOOR_GRACE.
+  double floor_rate = 8 * 1024;
+  double floor_window_s = 10;
+  double floor_grace_s = 10;
   // A transfer slower than low_speed_bytes_per_s for low_speed_time_s seconds is dropped
   // (and retried, resuming where it stopped).
   long low_speed_bytes_per_s = 1024;

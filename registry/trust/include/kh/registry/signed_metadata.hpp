@@ -47,6 +47,13 @@ class TrustStore {
   // unless `replace`, which forgets every root verified so far and the rollback state.
   RootMetadata pin_root(std::string_view root_text, std::string_view source, bool replace = false);
 
+  // A root the host ships (kh_load_options.trusted_root, KH_TRUSTED_ROOT), checked as
+  // pin_root checks one. With no pin yet, it becomes the pin. With a pin, it must be a root
+  // of the stored chain (the same signed content as the pin or one verified since); any
+  // other is KH_ERROR_SIGNATURE naming both roots and what to do: never re-pinned silently.
+  // `hub_url` names the hub in messages.
+  RootMetadata pin_or_match(std::string_view root_text, std::string_view source, const std::string& hub_url);
+
   // The newest root, its chain from the pin verified again on every call. nullopt when
   // nothing is pinned. Throws KH_ERROR_SIGNATURE if the stored chain does not verify.
   std::optional<RootMetadata> trusted_root() const;

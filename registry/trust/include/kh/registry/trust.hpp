@@ -23,12 +23,10 @@
 #include <string_view>
 #include <vector>
 
+#include "kh/registry/metadata_limits.hpp"  // kMaxRootBytes, kMaxSignatureFileBytes
 #include "kh/registry/minisign.hpp"
 
 namespace kh::registry {
-
-inline constexpr uint64_t kMaxRootBytes = 1u << 20;
-inline constexpr uint64_t kMaxSignatureFileBytes = 1u << 20;
 
 struct RoleKeys {
   std::vector<std::string> keyids;  // each a key of the root, no duplicates

@@ -121,7 +121,8 @@ registry::RepoIndex Session::load_index(const std::string& repo, const std::stri
     if (can_fall_back) {
       const double half_left = deadline_.left_s() / 2;
       if (half_left < settings_.refresh_timeout_s)
-        limit.emplace(h, std::max(half_left, 0.001), deadline_.setting + ", half of what was left: the rest is for the cached copy");
+        limit.emplace(h, std::max(half_left, 0.001), deadline_.setting,
+                      "half of what was left of " + deadline_.setting + "; the rest is for the cached copy");
       else
         limit.emplace(h, settings_.refresh_timeout_s, "KH_REFRESH_TIMEOUT");
     }

@@ -81,7 +81,7 @@ kh::install::Options load_options(const kh_load_options* options, const char* fu
   o.offline = (KH_OPTION(options, flags) & KH_LOAD_OFFLINE) != 0;
   if (const uint32_t ms = KH_OPTION(options, timeout_ms)) {
     o.timeout_s = ms / 1000.0;
-    o.timeout_setting = "kh_load_options.timeout_ms=" + std::to_string(ms);
+    o.timeout_setting = "kh_load_options.timeout_ms";
   }
   const char* root = KH_OPTION(options, trusted_root);
   const size_t root_size = KH_OPTION(options, trusted_root_size);

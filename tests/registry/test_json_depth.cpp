@@ -79,12 +79,12 @@ Outcome run_on_small_stack(const std::function<void()>& f) {
 }
 
 // Refused for its nesting (or, where a size cap comes first, for its size: root files and
-// signature lists are capped at 1 MiB, less than 10^6 levels take).
+// signature lists are capped at 256 KiB, less than 10^6 levels take).
 void expect_refused(const Outcome& o, kh_status status) {
   CHECK_MESSAGE(o.threw, "a deeply nested document was accepted");
   CHECK_MESSAGE(o.status == status, o.message);
   CHECK_MESSAGE((o.message.find("nested more than " + std::to_string(kMaxJsonDepth) + " deep") != std::string::npos ||
-                 o.message.find("larger than 1048576 bytes") != std::string::npos),
+                 o.message.find("larger than " + std::to_string(kMaxRootBytes) + " bytes") != std::string::npos),
                 o.message);
 }
 

@@ -411,6 +411,9 @@ class HttpClient::Impl {
     std::optional<size_t> read_some(char* out, size_t cap) {
       for (;;) {
         if (!ex_) {
+          // Every byte came before the request failed (cut just short of its end): nothing is
+          // left to ask for; the caller's VerifiedSink judges what came.
+          if (delivered_ >= size_ && size_ > 0) done_ = true;
           if (done_) return 0;
           if (std::chrono::steady_clock::now() < retry_at_) return std::nullopt;
           start_request();
@@ -591,8 +594,9 @@ class HttpClient::Impl {
   std::string safe_url() const { return sanitize_url(url_); }
 
  public:
-  void set_deadline_limit(double seconds_from_now, const std::string& setting) {
+  void set_deadline_limit(double seconds_from_now, const std::string& setting, const std::string& why) {
     limit_ = Deadline::in(seconds_from_now, setting);
+    limit_.why = why;
   }
   void clear_deadline_limit() { limit_ = Deadline{}; }
 
@@ -642,7 +646,9 @@ void HttpClient::fetch_blobs(const std::vector<BlobRequest>& blobs,
                              const std::function<std::string(const std::string&)>& blob_url) {
   impl_->fetch_blobs(blobs, blob_url);
 }
-void HttpClient::set_deadline_limit(double seconds, const std::string& setting) { impl_->set_deadline_limit(seconds, setting); }
+void HttpClient::set_deadline_limit(double seconds, const std::string& setting, const std::string& why) {
+  impl_->set_deadline_limit(seconds, setting, why);
+}
 void HttpClient::clear_deadline_limit() { impl_->clear_deadline_limit(); }
 
 }  // namespace kh::registry::detail

@@ -64,7 +64,7 @@ class HttpClient {
   // Hub::fetch_blobs, blob <sha256> being at blob_url(sha256).
   void fetch_blobs(const std::vector<BlobRequest>& blobs, const std::function<std::string(const std::string&)>& blob_url);
 
-  void set_deadline_limit(double seconds, const std::string& setting);
+  void set_deadline_limit(double seconds, const std::string& setting, const std::string& why = "");
   void clear_deadline_limit();
 
  private:

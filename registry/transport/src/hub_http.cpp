@@ -56,7 +56,9 @@ class HttpHub final : public Hub {
   void fetch_blobs(const std::vector<BlobRequest>& blobs) override {
     client_.fetch_blobs(blobs, [this](const std::string& sha256) { return url() + "/" + blob_path(sha256); });
   }
-  void set_deadline_limit(double seconds, const std::string& setting) override { client_.set_deadline_limit(seconds, setting); }
+  void set_deadline_limit(double seconds, const std::string& setting, const std::string& why) override {
+    client_.set_deadline_limit(seconds, setting, why);
+  }
   void clear_deadline_limit() override { client_.clear_deadline_limit(); }
 
  private:

@@ -249,7 +249,9 @@ class OciHub final : public Hub {
   void fetch_blobs(const std::vector<BlobRequest>& blobs) override {
     client_.fetch_blobs(blobs, [this](const std::string& sha) { return blob_url(sha); });
   }
-  void set_deadline_limit(double seconds, const std::string& setting) override { client_.set_deadline_limit(seconds, setting); }
+  void set_deadline_limit(double seconds, const std::string& setting, const std::string& why) override {
+    client_.set_deadline_limit(seconds, setting, why);
+  }
   void clear_deadline_limit() override { client_.clear_deadline_limit(); }
 
   // The tag's manifest now, nullopt when there is none (for the writer).

@@ -14,6 +14,7 @@ struct Deadline {
   Clock::time_point at = Clock::time_point::max();  // max(): none
   double seconds = 0;   // as it was set, for messages
   std::string setting;  // what set it: "KH_OPERATION_TIMEOUT", "kh_load_options.timeout_ms", "--timeout"
+  std::string why;      // how it came from the setting, when not as is ("half of what was left of ...")
 
   // `seconds` from now; 0 or less: none.
   static Deadline in(double seconds, std::string setting) {
@@ -30,7 +31,7 @@ struct Deadline {
   double left_s() const {
     return none() ? 1e18 : std::chrono::duration<double>(at - Clock::now()).count();
   }
-  // "the operation's deadline of 2 s (kh_load_options.timeout_ms)"
+  // "the operation's deadline of 2 s (kh_load_options.timeout_ms)", or with `why` in the brackets
   std::string describe() const;
 };
 

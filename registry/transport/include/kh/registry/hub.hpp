@@ -70,10 +70,12 @@ class Hub {
 
   // From now until clear_deadline_limit(), every request must end within `seconds` (or by
   // the hub's own operation deadline, if that comes first); `setting` names what set the
-  // limit, for messages (e.g. "KH_REFRESH_TIMEOUT"). Hubs without deadlines ignore it.
-  virtual void set_deadline_limit(double seconds, const std::string& setting) {
+  // limit, for messages (e.g. "KH_REFRESH_TIMEOUT"), and `why` how, when not as is. Hubs
+  // without deadlines ignore it.
+  virtual void set_deadline_limit(double seconds, const std::string& setting, const std::string& why = "") {
     (void)seconds;
     (void)setting;
+    (void)why;
   }
   virtual void clear_deadline_limit() {}
 
@@ -94,8 +96,8 @@ std::unique_ptr<Hub> open_hub(const std::string& url);
 // Holds a deadline limit on a hub for a scope (Hub::set_deadline_limit).
 class ScopedDeadlineLimit {
  public:
-  ScopedDeadlineLimit(Hub& hub, double seconds, const std::string& setting) : hub_(hub) {
-    hub_.set_deadline_limit(seconds, setting);
+  ScopedDeadlineLimit(Hub& hub, double seconds, const std::string& setting, const std::string& why = "") : hub_(hub) {
+    hub_.set_deadline_limit(seconds, setting, why);
   }
   ~ScopedDeadlineLimit() { hub_.clear_deadline_limit(); }
   ScopedDeadlineLimit(const ScopedDeadlineLimit&) = delete;

@@ -199,6 +199,23 @@ kh_status kh_op_call(const kh_op* op, const kh_value* args, uint32_t nargs, void
   return guarded("kh_op_call", [&]() -> kh_status {
     if (op == nullptr) return set_error(KH_ERROR_INVALID_ARGUMENT, "kh_op_call: op is NULL");
     std::string message;
+    // Trailing arguments left out take their schema defaults: on the stack for any real op,
+    // so the call allocates nothing.
+    constexpr size_t kArgsOnStack = 32;
+    kh_value filled_on_stack[kArgsOnStack];
+    std::vector<kh_value> filled_on_heap;
+    const size_t expected = op->checked->schema.args.size();
+    if (nargs < expected && (args != nullptr || nargs == 0)) {
+      kh_value* filled = filled_on_stack;
+      if (expected > kArgsOnStack) {
+        filled_on_heap.resize(expected);
+        filled = filled_on_heap.data();
+      }
+      const kh_status defaults = kh::loader::fill_defaults(*op->checked, args, nargs, filled, &message);
+      if (defaults != KH_OK) return set_error(defaults, std::move(message));
+      args = filled;
+      nargs = static_cast<uint32_t>(expected);
+    }
     const kh_status checked = kh::loader::check_call(*op->checked, args, nargs, &message);
     if (checked != KH_OK) return set_error(checked, std::move(message));
     kh_call_ctx ctx;

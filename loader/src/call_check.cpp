@@ -176,6 +176,28 @@ kh_status check_call(const CheckedOp& op, const kh_value* args, uint32_t nargs, 
   return KH_OK;
 }
 
+kh_status fill_defaults(const CheckedOp& op, const kh_value* args, uint32_t nargs, kh_value* out, std::string* message) {
+  const size_t expected = op.schema.args.size();
+  for (size_t i = 0; i < expected; ++i) {
+    if (i < nargs) {
+      out[i] = args[i];
+      continue;
+    }
+    const SchemaArg& a = op.schema.args[i];
+    if (!a.has_default) {
+      *message = arg_label(op, i) + ": left out, and it has " +
+                 (a.default_text.empty() ? std::string("no default")
+                                         : "a default kh cannot fill ('" + a.default_text + "')") +
+                 "; pass it (" + std::to_string(nargs) + " of " + std::to_string(expected) +
+                 " arguments given; trailing arguments with defaults may be left out). Schema: " + op.desc->schema;
+      return KH_ERROR_INVALID_ARGUMENT;
+    }
+    out[i] = a.default_value;
+    if (out[i].kind == KH_VALUE_STRING) out[i].u.s = a.default_string.c_str();
+  }
+  return KH_OK;
+}
+
 std::string number_arguments(const OpSchema& schema, std::string message) {
   for (size_t i = 0; i < schema.args.size(); ++i) {
     const std::string plain = "argument '" + schema.args[i].name + "'";

@@ -24,6 +24,12 @@ CheckedOp make_checked_op(const kh_op_desc& desc, uint32_t device_type);
 // KH_OK, or KH_ERROR_INVALID_ARGUMENT with *message naming the argument and the problem.
 kh_status check_call(const CheckedOp& op, const kh_value* args, uint32_t nargs, std::string* message);
 
+// A call that leaves out trailing arguments: out[0, nargs) = args, the rest each argument's
+// schema default (op.schema.args.size() values in all; out holds that many). KH_OK, or
+// KH_ERROR_INVALID_ARGUMENT with *message naming the first one left out that has no default
+// (or one kh cannot read). More arguments than the schema has are check_call's to refuse.
+kh_status fill_defaults(const CheckedOp& op, const kh_value* args, uint32_t nargs, kh_value* out, std::string* message);
+
 // A kernel's own message with each "argument 'name'" numbered as the schema numbers it
 // ("argument 2 'weight'"), so every op error says which argument, whoever checked it.
 std::string number_arguments(const OpSchema& schema, std::string message);

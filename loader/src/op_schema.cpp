@@ -4,6 +4,8 @@
 #include "op_schema.hpp"
 
 #include <cctype>
+#include <cerrno>
+#include <cstdlib>
 
 #include "kh/registry/status_error.hpp"
 
@@ -86,11 +88,78 @@ class SchemaParser {
     skip_space();
     arg.name = identifier("argument name");
     skip_space();
-    if (peek() == '=') {  // a default value: skip it; callers always pass every argument
+    if (peek() == '=') {  // a default value, filled in for a caller that leaves it out
       ++pos_;
-      while (pos_ < text_.size() && text_[pos_] != ',' && text_[pos_] != ')') ++pos_;
+      const size_t start = pos_;
+      char quote = 0;
+      int depth = 0;  // inside [...] or (...): a list default's commas are its own
+      while (pos_ < text_.size() && (quote != 0 || depth > 0 || (text_[pos_] != ',' && text_[pos_] != ')'))) {
+        const char c = text_[pos_];
+        if (quote != 0) {
+          if (c == quote) quote = 0;
+        } else if (c == '"' || c == '\'') {
+          quote = c;
+        } else if (c == '[' || c == '(') {
+          ++depth;
+        } else if ((c == ']' || c == ')') && depth > 0) {
+          --depth;
+        }
+        ++pos_;
+      }
+      arg.default_text = trimmed(text_.substr(start, pos_ - start));
+      read_default(&arg);
     }
     return arg;
+  }
+
+  static std::string trimmed(std::string_view s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+    return std::string(s);
+  }
+
+  // Reads a default as PyTorch writes them: None (an optional's), ints, floats (inf, nan,
+  // 1e-06), True/False, quoted strings. One kh cannot read leaves has_default false: the
+  // argument must then be given, and an error says so.
+  static void read_default(SchemaArg* arg) {
+    const std::string& t = arg->default_text;
+    kh_value& v = arg->default_value;
+    v = kh_value{};
+    if (t == "None") {
+      arg->has_default = arg->optional;  // KH_VALUE_NONE
+      return;
+    }
+    char* end = nullptr;
+    errno = 0;
+    switch (arg->type) {
+      case ArgType::Int: {
+        const long long i = std::strtoll(t.c_str(), &end, 10);
+        if (t.empty() || errno != 0 || *end != '\0') return;
+        v.kind = KH_VALUE_INT;
+        v.u.i = i;
+        break;
+      }
+      case ArgType::Float: {
+        const double d = std::strtod(t.c_str(), &end);
+        if (t.empty() || *end != '\0') return;
+        v.kind = KH_VALUE_DOUBLE;
+        v.u.d = d;
+        break;
+      }
+      case ArgType::Bool:
+        if (t != "True" && t != "False") return;
+        v.kind = KH_VALUE_BOOL;
+        v.u.b = t == "True" ? 1 : 0;
+        break;
+      case ArgType::Str:
+        if (t.size() < 2 || (t.front() != '"' && t.front() != '\'') || t.back() != t.front()) return;
+        arg->default_string = t.substr(1, t.size() - 2);
+        v.kind = KH_VALUE_STRING;  // u.s is set per call, from default_string (which moves with the schema)
+        break;
+      case ArgType::Tensor:
+        return;  // only None, above
+    }
+    arg->has_default = true;
   }
 
   std::string identifier(const char* what) {

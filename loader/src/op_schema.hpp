@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "kh/kernel_abi.h"
+
 namespace kh::loader {
 
 enum class ArgType { Tensor, Int, Float, Bool, Str };
@@ -16,6 +18,13 @@ struct SchemaArg {
   ArgType type = ArgType::Tensor;
   bool optional = false;  // "Tensor?" / "float?": KH_VALUE_NONE accepted
   bool mutated = false;   // "Tensor(a!)": the op writes it
+  // "float softcap=0.0": a caller may leave a trailing argument out; kh_op_call passes
+  // default_value in its place. default_text is the schema's spelling ("" when none);
+  // has_default is false when kh cannot read it (then the argument must be given).
+  std::string default_text;
+  bool has_default = false;
+  kh_value default_value{};
+  std::string default_string;  // a str default's characters (for default_value.u.s, set per call)
 };
 
 struct OpSchema {

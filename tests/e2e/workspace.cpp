@@ -9,20 +9,14 @@
 #include <fstream>
 #include <sstream>
 
+#include "../servers/server_util.hpp"
 #include "kh/registry/sha256.hpp"
 
 namespace kh::test {
 
 CommandResult run_command(const std::string& command) {
-  CommandResult result;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) result.output.append(buf, n);
-  const int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  const kh_test::ShellRun run = kh_test::run_shell(command);
+  return CommandResult{run.exit_code, run.output};
 }
 
 std::string read_text(const fs::path& path) {

@@ -24,6 +24,7 @@
 #include "../registry/test_util.hpp"
 #include "../servers/fault_server.hpp"
 #include "../servers/nginx_fixture.hpp"
+#include "../servers/server_util.hpp"
 #include "kh/kh.h"
 #include "kh/registry/hub.hpp"
 #include "kh/registry/signed_metadata.hpp"
@@ -38,30 +39,13 @@ const char* kRepo = "test-org/slow-hub";
 
 enum class Fault { None, DripIndex, DripBlob, Slowloris, StallAfterHeaders, NeverAnswer };
 
-// A command's exit code, output (stdout and stderr) and how long it took.
-struct Run {
-  int exit_code = -1;
-  std::string output;
-  double seconds = 0;
-};
+using Run = kh_test::ShellRun;
 
 // `kernels get <kRepo>@1` from the hub at url into cache, in a process of its own, with `env`
 // ("NAME=value ...") and no progress lines.
 Run kernels_get_from(const std::string& url, const std::string& cache, const std::string& env, const std::string& args = "") {
-  Run run;
-  const auto t0 = std::chrono::steady_clock::now();
-  FILE* pipe = ::popen(("env KH_PROGRESS=0 " + env + " '" KH_KERNELS_EXE "' get " + kRepo + "@1 --hub '" + url +
-                        "' --cache '" + cache + "' " + args + " 2>&1")
-                           .c_str(),
-                       "r");
-  REQUIRE(pipe != nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) run.output.append(buf, n);
-  const int status = ::pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.seconds = seconds_since(t0);
-  return run;
+  return kh_test::run_shell("env KH_PROGRESS=0 " + env + " '" KH_KERNELS_EXE "' get " + kRepo + "@1 --hub '" + url +
+                            "' --cache '" + cache + "' " + args);
 }
 
 // A signed hub holding one loadable package (a host-built stand-in library), served by the
@@ -127,9 +111,9 @@ struct SlowHub {
   kh_status load(uint32_t timeout_ms = 0, const std::string& spec = std::string(kRepo) + "@1") const {
     kh_load_options o{};
     o.struct_size = sizeof o;
+    o.timeout_ms = timeout_ms;  // 0: KH_OPERATION_TIMEOUT's
     o.hub = url.c_str();
     o.cache_dir = cache.c_str();
-    o.timeout_ms = timeout_ms;
     kh_kernel* k = nullptr;
     const kh_status s = kh_load_kernel(spec.c_str(), &o, &k);
     kh_kernel_release(k);

@@ -58,3 +58,29 @@ TEST_CASE("rejects malformed schemas with the schema named") {
     }
   }
 }
+
+TEST_CASE("reads defaults as PyTorch writes them; one it cannot read leaves the argument required") {
+  auto s = parse_op_schema(
+      "f(Tensor x, int a=-1, float b=1e-06, float c=inf, bool d=False, str e=\"x, y\", Tensor? f=None, "
+      "Tensor g=None, int h=[1, 2], float i=0.5x, int j) -> ()");
+  REQUIRE(s.args.size() == 11);
+  CHECK_FALSE(s.args[0].has_default);
+  CHECK(s.args[1].has_default);
+  CHECK(s.args[1].default_value.kind == KH_VALUE_INT);
+  CHECK(s.args[1].default_value.u.i == -1);
+  CHECK(s.args[2].default_value.u.d == doctest::Approx(1e-6));
+  CHECK(s.args[3].default_value.u.d > 1e308);
+  CHECK(s.args[4].default_value.kind == KH_VALUE_BOOL);
+  CHECK(s.args[4].default_value.u.b == 0);
+  CHECK(s.args[5].default_string == "x, y");
+  CHECK(s.args[6].has_default);
+  CHECK(s.args[6].default_value.kind == KH_VALUE_NONE);
+  CHECK_FALSE(s.args[7].has_default);  // None for a Tensor that is not optional
+  CHECK(s.args[7].default_text == "None");
+  CHECK_FALSE(s.args[8].has_default);  // a list: not a kind kh passes
+  CHECK(s.args[8].default_text == "[1, 2]");
+  CHECK_FALSE(s.args[9].has_default);
+  CHECK(s.args[9].default_text == "0.5x");
+  CHECK_FALSE(s.args[10].has_default);
+  CHECK(s.args[10].default_text.empty());
+}

@@ -30,4 +30,14 @@ void wait_listening(pid_t& pid, const char* host, int port, const std::string& l
 // SIGTERM, up to 5 s, then SIGKILL; reaped. No-op for pid <= 0.
 void stop_process(pid_t pid);
 
+// A shell command's exit code (-1 when it did not exit), its stdout and stderr together,
+// and how long it ran.
+struct ShellRun {
+  int exit_code = -1;
+  std::string output;
+  double seconds = 0;
+};
+// Runs `command` with /bin/sh. Throws std::runtime_error when it cannot be started.
+ShellRun run_shell(const std::string& command);
+
 }  // namespace kh_test

@@ -116,7 +116,10 @@ KH_API uint32_t kh_op_num_args(const kh_op* op);
 /* Calls the op. The arguments are checked against the op's schema and constraints first
  * (count, kinds, dtypes, ranks, devices); a bad call returns KH_ERROR_INVALID_ARGUMENT
  * with a message naming the argument and never reaches the kernel. stream is the host's
- * cudaStream_t / hipStream_t (NULL: default stream; ignored by CPU kernels). */
+ * cudaStream_t / hipStream_t (NULL: default stream; ignored by CPU kernels).
+ * Trailing arguments whose schema gives a default ("int window_left=-1", "Tensor? x=None")
+ * may be left out (nargs below kh_op_num_args()): the op gets the defaults. Leaving out one
+ * without a default is KH_ERROR_INVALID_ARGUMENT naming it. */
 KH_API kh_status kh_op_call(const kh_op* op, const kh_value* args, uint32_t nargs, void* stream);
 
 /* A fixed English name for a status code ("KH_ERROR_NOT_FOUND"); never NULL. */

@@ -35,7 +35,7 @@ using std::chrono::milliseconds;
 
 namespace {
 
-const char* kRepo = "test-org/slow-hub";
+const char* kRepo = "test-org/host-load";
 
 enum class Fault { None, DripIndex, DripBlob, Slowloris, StallAfterHeaders, NeverAnswer };
 
@@ -58,7 +58,7 @@ struct SlowHub {
   std::string url = server.origin() + "/hub";
 
   SlowHub() {
-    signed_hub.publish(KH_FIXTURE_SLOW_HUB_LIB, kRepo);
+    signed_hub.publish(KH_FIXTURE_HOST_LOAD_LIB, kRepo);
     kh::registry::Cache c(cache);
     kh::registry::TrustStore(c, kh::registry::open_hub(url)->id()).pin_root(signed_hub.root_text(), "root/1.root.json");
   }
@@ -151,10 +151,10 @@ TEST_CASE("kernels get and kh_load_kernel end a dripping or stalling hub within 
   const std::string short_floor = "KH_TRANSFER_FLOOR_GRACE=1 KH_TRANSFER_FLOOR_WINDOW=1";
   const double limit = 1 + 1 + 2;  // grace + window, and the floor's ~1 s resolution with a process's start
   for (const auto& [fault, name, what] : std::vector<std::tuple<Fault, const char*, std::string>>{
-           {Fault::DripIndex, "2 KiB/s on the index", "repos/test-org/slow-hub/index.json"},
+           {Fault::DripIndex, "2 KiB/s on the index", "repos/test-org/host-load/index.json"},
            {Fault::DripBlob, "2 KiB/s on the blob", "blobs/sha256/"},
-           {Fault::Slowloris, "the index's head a byte every 5 s", "repos/test-org/slow-hub/index.json"},
-           {Fault::StallAfterHeaders, "the index's headers, then nothing", "repos/test-org/slow-hub/index.json"}}) {
+           {Fault::Slowloris, "the index's head a byte every 5 s", "repos/test-org/host-load/index.json"},
+           {Fault::StallAfterHeaders, "the index's headers, then nothing", "repos/test-org/host-load/index.json"}}) {
     CAPTURE(name);
     SlowHub h;
     h.fault = fault;
@@ -191,7 +191,7 @@ TEST_CASE("with the floor's defaults (10 s grace, 10 s window) a drip on the ind
   CHECK(get.exit_code == 1);
   CHECK(get.seconds >= 9.5);
   CHECK(get.seconds < 30);
-  check_floor_message(get.output, h, "repos/test-org/slow-hub/index.json");
+  check_floor_message(get.output, h, "repos/test-org/host-load/index.json");
   CHECK(h.tmp_entries().empty());
 }
 

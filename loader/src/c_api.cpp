@@ -131,7 +131,8 @@ kh_status kh_load_kernel(const char* spec, const kh_load_options* options, kh_ke
 
 kh_status kh_trust_root(const kh_load_options* options) {
   return guarded("kh_trust_root", [&]() -> kh_status {
-    const kh::install::Options given = load_options(options, "kh_trust_root");
+    kh::install::Options given = load_options(options, "kh_trust_root");
+    given.trusted_root_source = "the root given to kh_trust_root";
     if (given.trusted_root.empty())
       return set_error(KH_ERROR_INVALID_ARGUMENT, "kh_trust_root: options->trusted_root is NULL; give the root.json bytes to pin");
     const kh::install::Settings settings = kh::install::Settings::from_environment();

@@ -24,9 +24,10 @@ from ._abi import (KH_OK, KH_ERROR_INVALID_ARGUMENT, KH_ERROR_NOT_FOUND, KH_ERRO
                    KH_ERROR_VERIFICATION, KH_ERROR_BAD_METADATA, KH_ERROR_BAD_ARCHIVE, KH_ERROR_ABI_MISMATCH,
                    KH_ERROR_LOAD_FAILED, KH_ERROR_NO_COMPATIBLE_VARIANT, KH_ERROR_IO, KH_ERROR_OFFLINE,
                    KH_ERROR_UNSUPPORTED, KH_ERROR_DEVICE, KH_ERROR_INTERNAL, KH_ERROR_OUT_OF_MEMORY,
-                   KH_ERROR_LOCKED, KH_ERROR_SIGNATURE, KH_ERROR_ROLLBACK, KH_ERROR_EXPIRED)
+                   KH_ERROR_LOCKED, KH_ERROR_SIGNATURE, KH_ERROR_ROLLBACK, KH_ERROR_EXPIRED, KH_ERROR_TIMEOUT)
 
-__all__ = ["load_kernel", "load_library", "Kernel", "Op", "BoundCall", "Error", "library_version", "library_path"]
+__all__ = ["load_kernel", "load_library", "trust", "Kernel", "Op", "BoundCall", "Error", "library_version",
+           "library_path"]
 
 _lib = None
 _lib_path = None
@@ -210,13 +211,16 @@ class Kernel:
         return f"<kh.Kernel {self.name} {self.version} {self.variant} ops={list(self.ops)}>"
 
 
-def load_kernel(spec, hub=None, cache_dir=None, variant=None, offline=False, lockfile=None):
-    """kh_load_kernel(): resolves spec ("org/name", "org/name@1", "org/name@sha256:<hex>", ...)
-    on the hub (default $KH_HUB), fetches and verifies the build that fits this machine (or
-    `variant`, a variant key) into the cache (default $KH_CACHE, ...), loads it and returns a
-    Kernel. offline=True: cache and cached metadata only. lockfile: resolve only what this
-    kernels.lock pins (libkh versions that know kh_load_options.lockfile). Raises kh.Error."""
-    lib = _library()
+def _root_bytes(root):
+    """A root of trust given as bytes (root.json's content) or as a path to it."""
+    if root is None or isinstance(root, (bytes, bytearray)):
+        return None if root is None else bytes(root)
+    with open(root, "rb") as f:
+        return f.read()
+
+
+def _options(hub=None, cache_dir=None, variant=None, offline=False, lockfile=None, timeout=None, trusted_root=None):
+    """A kh_load_options, and the buffer its trusted_root points into (keep both alive)."""
     opts = _abi.KhLoadOptions()
     opts.struct_size = ctypes.sizeof(_abi.KhLoadOptions)
     opts.flags = _abi.KH_LOAD_OFFLINE if offline else 0
@@ -224,9 +228,43 @@ def load_kernel(spec, hub=None, cache_dir=None, variant=None, offline=False, loc
     opts.cache_dir = _bytes(cache_dir)
     opts.variant = _bytes(variant)
     opts.lockfile = _bytes(lockfile)
+    if timeout is not None:
+        if not timeout > 0:
+            raise ValueError(f"kh: timeout={timeout!r}: give the seconds the call may take, above 0")
+        opts.timeout_ms = max(1, min(int(round(timeout * 1000)), 0xFFFFFFFF))
+    root = _root_bytes(trusted_root)
+    buf = None
+    if root is not None:
+        buf = ctypes.create_string_buffer(root, len(root))
+        opts.trusted_root = ctypes.cast(buf, ctypes.c_void_p)
+        opts.trusted_root_size = len(root)
+    return opts, buf
+
+
+def load_kernel(spec, hub=None, cache_dir=None, variant=None, offline=False, lockfile=None, timeout=None,
+                trusted_root=None):
+    """kh_load_kernel(): resolves spec ("org/name", "org/name@1", "org/name@sha256:<hex>", ...)
+    on the hub (default $KH_HUB), fetches and verifies the build that fits this machine (or
+    `variant`, a variant key) into the cache (default $KH_CACHE, ...), loads it and returns a
+    Kernel. offline=True: cache and cached metadata only. lockfile: resolve only what this
+    kernels.lock pins. timeout: seconds the call may spend waiting on the hub and cache locks
+    (default $KH_OPERATION_TIMEOUT); past it kh.Error(KH_ERROR_TIMEOUT), the cache as it was.
+    trusted_root: the hub's root.json (bytes, or a path) that a fresh cache is pinned to; a
+    cache pinned to another root fails naming both (docs/trust.md). Raises kh.Error."""
+    lib = _library()
+    opts, _root = _options(hub, cache_dir, variant, offline, lockfile, timeout, trusted_root)
     handle = ctypes.c_void_p()
     _check(lib.kh_load_kernel(_bytes(spec), ctypes.byref(opts), ctypes.byref(handle)))
     return Kernel(handle.value)
+
+
+def trust(root, hub=None, cache_dir=None):
+    """kh_trust_root(): pins `root` (root.json's bytes, or a path to it) as the root of trust
+    of `hub` (default $KH_HUB) in the cache (default $KH_CACHE, ...), as `kernels trust` does,
+    fetching nothing. The same root again is fine; a cache pinned to another root for the hub
+    raises kh.Error(KH_ERROR_SIGNATURE) naming both."""
+    opts, _root = _options(hub=hub, cache_dir=cache_dir, trusted_root=root)
+    _check(_library().kh_trust_root(ctypes.byref(opts)))
 
 
 def load_library(path):

@@ -27,6 +27,7 @@ KH_ERROR_LOCKED = 16
 KH_ERROR_SIGNATURE = 17
 KH_ERROR_ROLLBACK = 18
 KH_ERROR_EXPIRED = 19
+KH_ERROR_TIMEOUT = 20
 
 # kh_value_kind
 KH_VALUE_NONE = 0
@@ -112,6 +113,13 @@ class KhLoadOptions(ctypes.Structure):
         ("cache_dir", ctypes.c_char_p),
         ("variant", ctypes.c_char_p),
         ("lockfile", ctypes.c_char_p),
+        # appended: the device (DLPack device type and id; 0, 0: the first GPU)
+        ("device_type", ctypes.c_int32),
+        ("device_id", ctypes.c_int32),
+        # appended: the operation's deadline (ms; 0: KH_OPERATION_TIMEOUT) and a root of trust
+        ("timeout_ms", ctypes.c_uint32),
+        ("trusted_root", ctypes.c_void_p),  # root.json's bytes (trusted_root_size of them)
+        ("trusted_root_size", ctypes.c_size_t),
     ]
 
 
@@ -120,6 +128,7 @@ def declare(lib):
     P = ctypes.c_void_p  # kh_kernel*, const kh_op*: opaque handles
     protos = {
         "kh_load_kernel": (ctypes.c_int32, [ctypes.c_char_p, ctypes.POINTER(KhLoadOptions), ctypes.POINTER(P)]),
+        "kh_trust_root": (ctypes.c_int32, [ctypes.POINTER(KhLoadOptions)]),
         "kh_load_kernel_library": (ctypes.c_int32, [ctypes.c_char_p, ctypes.POINTER(P)]),
         "kh_kernel_release": (None, [P]),
         "kh_kernel_name": (ctypes.c_char_p, [P]),

@@ -3,6 +3,7 @@
 // (Range) and verifies the whole; a damaged partial costs one restart from byte 0; work
 // files of dead processes are swept.
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -171,6 +172,34 @@ TEST_CASE("a failed download of less than 1 MiB leaves tmp/ as it was") {
     c.respond("503 Service Unavailable", "");
   });
   kh_test::expect_status([&] { w.install(s.origin()); }, KH_ERROR_NETWORK);
+  CHECK(kh_test::names_in(w.cache.root() + "/tmp").empty());
+}
+
+TEST_CASE("a download whose write fails (a full disk) removes its partial, however large, and says why") {
+  World w(4 << 20);
+  FaultServer s([&](const HttpRequest& r, HttpConnection& c) { serve(w.blob, 0, r, c); });
+  // The child's files may not grow past 2 MiB: its write fails there, as on a full disk
+  // (EFBIG rather than ENOSPC, through the same path), past the size a network failure keeps.
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    const rlimit two_mib{2 << 20, 2 << 20};
+    ::setrlimit(RLIMIT_FSIZE, &two_mib);
+    try {
+      w.install(s.origin());
+    } catch (const kh::StatusError& e) {
+      const std::string msg = e.what();
+      ::_exit(e.status() == KH_ERROR_IO && msg.find("cannot write the download of blob sha256:" + w.variant->sha256 +
+                                                    " from " + s.origin() + "/hub: File too large") != std::string::npos
+                  ? 0 : 2);
+    }
+    ::_exit(1);
+  }
+  int st = 0;
+  REQUIRE(::waitpid(child, &st, 0) == child);
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);  // 1: it went through; 2: another error
   CHECK(kh_test::names_in(w.cache.root() + "/tmp").empty());
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "host_build_chooser.hpp"
+#include "image_check.hpp"
 #include "kernel_library.hpp"
 #include "kh/install/install.hpp"
 #include "kh/install/settings.hpp"
@@ -118,6 +119,9 @@ kh_status kh_load_kernel(const char* spec, const kh_load_options* options, kh_ke
     fetch.selection_key = kh::loader::host_selection_key(device);
     kh::install::Session session(std::move(settings), fetch, kh::loader::host_build_chooser(device));
     const kh::install::InstalledPackage pkg = kh::install::get(session, spec);
+    // A GPU build the device cannot run fails here, not at its first launch.
+    kh::loader::check_device_runs_build(kh::loader::host_facts(), device, pkg.variant, pkg.dir,
+                                        pkg.repo + " " + pkg.version);
     auto library = kh::loader::KernelLibrary::open(pkg.library_path, pkg.library_sha256);
     const kh_module_desc& m = library->module();
     if (pkg.repo != m.name || pkg.version != m.version || pkg.variant != m.variant)

@@ -15,7 +15,7 @@
 
 #include "../registry/test_util.hpp"
 #include "../servers/server_util.hpp"
-#include "signed_hub.hpp"
+#include "../registry/signed_hub.hpp"
 
 namespace {
 

@@ -19,7 +19,7 @@
 #include "../servers/nginx_fixture.hpp"
 #include "../servers/server_util.hpp"
 #include "kh/registry/cache.hpp"
-#include "signed_hub.hpp"
+#include "../registry/signed_hub.hpp"
 
 TEST_CASE("twelve kills during concurrent downloads of one blob leave one partial, which the next get resumes") {
   kh_test::SignedHub hub;

@@ -28,7 +28,7 @@
 #include "kh/kh.h"
 #include "kh/registry/hub.hpp"
 #include "kh/registry/signed_metadata.hpp"
-#include "signed_hub.hpp"
+#include "../registry/signed_hub.hpp"
 
 using kh_test::FaultServer, kh_test::HttpConnection, kh_test::HttpRequest, kh_test::ScopedEnv, kh_test::seconds_since;
 using std::chrono::milliseconds;

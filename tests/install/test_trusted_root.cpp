@@ -16,7 +16,7 @@
 #include "kh/registry/cache.hpp"
 #include "kh/registry/hub.hpp"
 #include "kh/registry/signed_metadata.hpp"
-#include "signed_hub.hpp"
+#include "../registry/signed_hub.hpp"
 
 using kh_test::ScopedEnv;
 

@@ -12,10 +12,10 @@
 #include <fstream>
 #include <string>
 
+#include "../registry/signed_hub.hpp"
 #include "../registry/test_util.hpp"
 #include "image_check.hpp"
 #include "kh/kh.h"
-#include "kh/registry/publish.hpp"
 #include "kh/registry/signed_metadata.hpp"
 
 using kh::loader::GpuDevice;
@@ -84,32 +84,15 @@ const char* kSpec = "kh-fixtures/multi-gpu@1";
 // A signed file hub with the sm90a and sm80 stand-ins of kh-fixtures/multi-gpu, the sm80 one
 // packed with the ABI report `sm80_report` names (empty: none), and a cache pinned to it.
 struct Hub {
-  kh_test::TempDir tmp;
-  std::string dir = tmp.path(), hub = dir + "/hub", cache = dir + "/cache", url = "file://" + hub;
+  kh_test::SignedHub signed_hub;
+  std::string cache = signed_hub.dir + "/cache", url = signed_hub.url();
   explicit Hub(const std::string& sm80_report) {
-    namespace reg = kh::registry;
-    const auto key = reg::minisign::generate_key();
-    reg::RootSpec root;
-    root.root_keys = {key.public_key()};
-    root.index_keys = {key.public_key()};
-    root.expires_unix = static_cast<int64_t>(std::time(nullptr)) + 86400;
-    reg::write_next_root_to_file_hub(hub, root, {key});
-    for (const auto& [library, variant] : {std::pair<const char*, const char*>{KH_FIXTURE_GPU_SM90A, "cuda13.0-sm90a-abi1-x86_64-linux"},
-                                           {KH_FIXTURE_GPU_SM80, "cuda13.0-sm80-abi1-x86_64-linux"}}) {
-      reg::PackageManifest m;
-      m.name = "kh-fixtures/multi-gpu";
-      m.version = "1.0.0";
-      m.variant = variant;
-      m.abi = "1.0";
-      m.ops = {{"noop", "noop(Tensor(a!) out) -> ()"}};
-      std::vector<std::pair<std::string, std::string>> extra;
-      if (!sm80_report.empty() && std::string(variant).find("-sm80-") != std::string::npos)
-        extra.emplace_back("lib/kh-abi-check.json", sm80_report);
-      reg::pack_package(library, m, dir + "/dist", extra);
-    }
-    reg::publish_to_file_hub(dir + "/dist", hub, 365, {key});
-    reg::Cache c(cache);
-    reg::TrustStore(c, reg::open_hub(url)->id()).pin_root(kh_test::read_text(hub + "/root/1.root.json"), "root/1.root.json");
+    signed_hub.publish(KH_FIXTURE_GPU_SM90A, "kh-fixtures/multi-gpu", "1.0.0", "cuda13.0-sm90a-abi1-x86_64-linux");
+    std::vector<std::pair<std::string, std::string>> report;
+    if (!sm80_report.empty()) report.emplace_back("lib/kh-abi-check.json", sm80_report);
+    signed_hub.publish(KH_FIXTURE_GPU_SM80, "kh-fixtures/multi-gpu", "1.0.0", "cuda13.0-sm80-abi1-x86_64-linux", report);
+    kh::registry::Cache c(cache);
+    kh::registry::TrustStore(c, kh::registry::open_hub(url)->id()).pin_root(signed_hub.root_text(), "root/1.root.json");
   }
   // kh_load_kernel for CUDA device 0, `variant` forced (empty: selected); the status.
   kh_status load(const std::string& variant = "") const {

@@ -5,9 +5,10 @@
 
 #include <ctime>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "../registry/test_util.hpp"
+#include "test_util.hpp"
 #include "kh/registry/package_manifest.hpp"
 #include "kh/registry/publish.hpp"
 #include "kh/registry/signed_metadata.hpp"
@@ -30,10 +31,11 @@ struct SignedHub {
   std::string root_file() const { return hub_dir + "/root/1.root.json"; }
   std::string root_text() const { return read_text(root_file()); }
 
-  // Packs `library` (a file) as repo@version for `variant` with one op, and publishes it.
-  // Returns the blob's sha256.
+  // Packs `library` (a file) as repo@version for `variant` with one op (and extra files:
+  // {path in the package, content}), and publishes it. Returns the blob's sha256.
   std::string publish(const std::string& library, const std::string& repo, const std::string& version = "1.0.0",
-                      const std::string& variant = "cpu-x86_64-abi1-x86_64-linux") {
+                      const std::string& variant = "cpu-x86_64-abi1-x86_64-linux",
+                      const std::vector<std::pair<std::string, std::string>>& extra_files = {}) {
     kh::registry::PackageManifest m;
     m.name = repo;
     m.version = version;
@@ -41,7 +43,7 @@ struct SignedHub {
     m.abi = "1.0";
     m.ops = {{"noop", "noop(Tensor(a!) out) -> ()"}};
     const std::string dist = dir + "/dist-" + std::to_string(++published_);
-    kh::registry::pack_package(library, m, dist);
+    kh::registry::pack_package(library, m, dist, extra_files);
     return kh::registry::publish_to_file_hub(dist, hub_dir, 30, {key}).front().sha256;
   }
   // The same with a library of `size` random bytes (never loaded: for gets, not loads).

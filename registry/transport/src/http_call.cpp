@@ -93,6 +93,14 @@ Answer perform_call(void* easy, const HttpOptions& opt, const Call& call) {
   curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Sink::header);
   curl_easy_setopt(e, CURLOPT_HEADERDATA, &sink);
   if (!opt.ca_bundle.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, opt.ca_bundle.c_str());
+  // The operation's deadline bounds every call (a token service that never answers too).
+  if (!opt.deadline.none()) {
+    const double left = opt.deadline.left_s();
+    if (left <= 0)
+      fail(KH_ERROR_TIMEOUT, opt.deadline.describe() + " passed before " + call.method + " " + sanitize_url(call.url) +
+                                 "; try again, or raise " + opt.deadline.setting);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, std::max(1L, static_cast<long>(left * 1000)));
+  }
   if (!call.user.empty()) {
     curl_easy_setopt(e, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
     curl_easy_setopt(e, CURLOPT_USERNAME, call.user.c_str());
@@ -130,6 +138,10 @@ Answer perform_call(void* easy, const HttpOptions& opt, const Call& call) {
   curl_easy_setopt(e, CURLOPT_HEADERDATA, nullptr);
   curl_slist_free_all(headers);
   const std::string detail = errbuf[0] != '\0' ? std::string(errbuf) : std::string(curl_easy_strerror(rc));
+  if (rc == CURLE_OPERATION_TIMEDOUT && opt.deadline.passed())
+    fail(KH_ERROR_TIMEOUT, opt.deadline.describe() + " passed while waiting for " + call.method + " " +
+                               sanitize_url(call.url) + "; the server is too slow or not answering. Try again later, or "
+                               "raise " + opt.deadline.setting);
   if (rc != CURLE_OK) {
     if (is_transient(rc)) {
       a.error = printable(trim(detail));

@@ -330,8 +330,10 @@ TEST_CASE("op calls with wrong arguments are refused before the kernel runs") {
     expect_invalid("'out'");
   }
   SUBCASE("wrong argument count") {
-    args.pop_back();
-    expect_invalid("expected 4 arguments");
+    args.pop_back();  // eps has no default
+    expect_invalid("rms_norm: argument 3 'eps': left out, and it has no default; pass it (3 of 4 arguments given");
+    args.resize(5, kh_value{});
+    expect_invalid("expected 4 arguments, got 5");
   }
   SUBCASE("mismatched shapes (checked by the op itself)") {
     call.w_shape[0] = 15;

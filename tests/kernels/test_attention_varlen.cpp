@@ -292,10 +292,14 @@ TEST_CASE("attention_varlen_fwd: bad arguments are refused and named") {
     CHECK(call(op, base()) == KH_OK);
     CHECK(!std::isnan(out.get({0, 0, 0})));
   }
-  SUBCASE("argument count") {
+  SUBCASE("argument count: the defaulted window_left and softcap may be left out, causal may not") {
     auto a = base();
-    a.pop_back();
+    a.resize(11);
+    CHECK(call(op, a) == KH_OK);
+    a.resize(10);
     CHECK(call(op, a) == KH_ERROR_INVALID_ARGUMENT);
+    CHECK(error_names("causal"));
+    CHECK(std::string(kh_last_error()).find("left out, and it has no default") != std::string::npos);
   }
   SUBCASE("q of the wrong rank, dtype or head dim") {
     Tensor q4 = make_tensor(Dt::bf16, {1, T, H, D});

@@ -160,7 +160,7 @@ TEST_CASE("kernels get and kh_load_kernel end a dripping or stalling hub within 
     h.fault = fault;
     const Run get = h.kernels_get(short_floor);
     CAPTURE(get.output);
-    MESSAGE("kernels get, " << name << ", 1 s grace and window: " << get.seconds << " s");
+    MESSAGE("kernels get, " << std::string(name) << ", 1 s grace and window: " << get.seconds << " s");
     CHECK(get.exit_code == 1);
     CHECK(get.seconds < limit);
     check_floor_message(get.output, h, what);
@@ -171,7 +171,7 @@ TEST_CASE("kernels get and kh_load_kernel end a dripping or stalling hub within 
                      {"KH_METADATA_TTL", "0"}});
       const auto t0 = std::chrono::steady_clock::now();
       CHECK(h.load() == KH_ERROR_NETWORK);
-      MESSAGE("kh_load_kernel, " << name << ": " << seconds_since(t0) << " s");
+      MESSAGE("kh_load_kernel, " << std::string(name) << ": " << seconds_since(t0) << " s");
       CHECK(seconds_since(t0) < limit);
       check_floor_message(kh_last_error(), h, what);
       CHECK(h.tmp_entries().empty());

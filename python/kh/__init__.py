@@ -1,4 +1,4 @@
-"""kh: Python binding (preview) of libkh, the kernel hub's host library.
+"""kh: the Python binding of libkh, the kernel hub's host library.
 
     import kh, torch
     k = kh.load_kernel("kernels-community/rms-norm@1")      # resolve, fetch, verify, cache, load
@@ -7,15 +7,20 @@
     out = torch.empty_like(x)
     k.op("rms_norm")(out, x, w, 1e-6)                       # on torch's current stream
 
-A thin ctypes layer over the C API in abi/include/kh/kh.h: kh.load_kernel() is
-kh_load_kernel(), an op call is kh_op_call() (arguments checked against the op's schema
-before the kernel runs). Tensors are borrowed through DLPack structs, never copied.
-No dependency beyond the standard library; PyTorch, NumPy, CuPy... are only used when the
-caller passes their arrays. See docs/python.md. The API may still change (preview).
+Over the C API in abi/include/kh/kh.h: kh.load_kernel() is kh_load_kernel() (through ctypes),
+an op call is kh_op_call() (arguments checked against the op's schema before the kernel runs).
+Calls go through the compiled extension kh._kh (python/src/_kh.c: arguments converted in C,
+DLPack's C exchange API for PyTorch tensors) where it is present, as in the wheel; without it
+(a source checkout on PYTHONPATH) through ctypes, converting in Python on every call
+(kh.CALL_PATH says which). Tensors are borrowed, never copied. No dependency beyond the
+standard library; PyTorch, NumPy, CuPy... are only used when the caller passes their arrays;
+kh.torch registers ops with torch.library. See docs/python.md.
 
-libkh.so is found at $KH_LIBRARY, else beside this file, else on the dynamic loader's path.
+libkh.so is found at $KH_LIBRARY, else beside this file (the wheel bundles it), else on the
+dynamic loader's path. KH_CALL_PATH=ctypes forces the ctypes call path.
 """
 import ctypes
+import json
 import os
 import threading
 
@@ -27,7 +32,16 @@ from ._abi import (KH_OK, KH_ERROR_INVALID_ARGUMENT, KH_ERROR_NOT_FOUND, KH_ERRO
                    KH_ERROR_LOCKED, KH_ERROR_SIGNATURE, KH_ERROR_ROLLBACK, KH_ERROR_EXPIRED, KH_ERROR_TIMEOUT)
 
 __all__ = ["load_kernel", "load_library", "trust", "Kernel", "Op", "BoundCall", "Error", "library_version",
-           "library_path"]
+           "library_path", "CALL_PATH"]
+
+# The compiled call path, unless it is missing or KH_CALL_PATH=ctypes asks for the fallback.
+_ext = None
+if os.environ.get("KH_CALL_PATH", "") != "ctypes":
+    try:
+        from . import _kh as _ext
+    except ImportError:
+        _ext = None
+CALL_PATH = "extension" if _ext is not None else "ctypes"
 
 _lib = None
 _lib_path = None
@@ -58,7 +72,12 @@ def _library():
                     raise OSError(f"kh: cannot load libkh ({path}): {e}; set KH_LIBRARY to the path of "
                                   "libkh.so (e.g. build/release/loader/libkh.so)") from e
                 _lib_path = path
-                _lib = _abi.declare(lib)
+                _abi.declare(lib)
+                if _ext is not None:
+                    address = lambda f: ctypes.cast(f, ctypes.c_void_p).value  # noqa: E731
+                    _ext._setup(address(lib.kh_op_call), address(lib.kh_last_error), Error, _tensors.describe,
+                                _tensors.current_stream_of)
+                _lib = lib
     return _lib
 
 
@@ -99,54 +118,51 @@ def _bytes(s):
     return None if s is None else os.fsencode(s) if isinstance(s, os.PathLike) else str(s).encode("utf-8")
 
 
-class Op:
-    """One op of a loaded package. Call it with the schema's arguments in order:
-    tensors (PyTorch-like or __dlpack__), None for an omitted optional, bool, int, float
-    (a double), str. stream: a CUDA/HIP stream (int handle, torch.cuda.Stream, CuPy
-    stream); default: the current PyTorch (or CuPy) stream of the first GPU tensor, else
-    the default stream. Raises kh.Error when the call is refused or fails."""
+class _CtypesCaller:
+    """The call path where the compiled extension kh._kh is absent: every call converts its
+    arguments in Python into ctypes kh_value/DLTensor structs (tens of microseconds a call)."""
 
-    def __init__(self, kernel, handle):
-        self._kernel = kernel  # keeps the package loaded while the op is in use
-        self._handle = handle
-        lib = _library()
-        self.name = lib.kh_op_name(handle).decode()
-        self.schema = lib.kh_op_schema(handle).decode()
-        self.num_args = lib.kh_op_num_args(handle)
-        self._arguments = _tensors.schema_arguments(self.schema)
+    def _setup(self, handle, name, arg_names, written, device_type):  # pylint: disable=unused-argument
+        self._op_handle = handle
+        self._labels = [f"{name}: argument {i} '{n}'" for i, n in enumerate(arg_names)]
+        self._written = tuple(written)
+
+    def _release(self):
+        self._op_handle = None
+
+    def _check_live(self):
+        if self._op_handle is None:
+            raise Error(KH_ERROR_INVALID_ARGUMENT, f"{self.name}: its kernel package was released")
 
     def _fill(self, values, args, stream, keep):
         for i, a in enumerate(args):
-            name, written = self._arguments[i] if i < len(self._arguments) else (f"#{i}", False)
-            _tensors.fill_value(values[i], a, stream, keep, writable=written,
-                                label=f"{self.name}: argument {i} '{name}'")
+            label = self._labels[i] if i < len(self._labels) else f"{self.name}: argument {i}"
+            written = self._written[i] if i < len(self._written) else False
+            _tensors.fill_value(values[i], a, stream, keep, writable=written, label=label)
 
     def __call__(self, *args, stream=None):
-        if self._kernel._handle is None:
-            raise Error(KH_ERROR_INVALID_ARGUMENT, f"{self.name}: its kernel package was released")
+        self._check_live()
         s = _tensors.stream_handle(stream) if stream is not None else _tensors.current_stream_for(args)
         values = (_abi.KhValue * len(args))()
         keep = []
         self._fill(values, args, s, keep)
-        status = _library().kh_op_call(self._handle, values, len(args), s or None)
+        status = _library().kh_op_call(self._op_handle, values, len(args), s or None)
         del keep  # the borrowed DLTensors (and DLPack capsules) end with the call
         _check(status)
 
     def bind(self, *args, stream=None):
         """A BoundCall: this op with these arguments, converted once. Calling it repeats
         kh_op_call with the same kh_value array (the loader's checks still run on every
-        call), without the per-call Python conversion of __call__. The tensors must stay
-        alive, and keep their storage, as long as the BoundCall is used."""
+        call), without the per-call conversion. The tensors must stay alive, and keep their
+        storage, as long as the BoundCall is used."""
+        self._check_live()
         s = _tensors.stream_handle(stream) if stream is not None else _tensors.current_stream_for(args)
-        return BoundCall(self, args, s)
-
-    def __repr__(self):
-        return f"<kh.Op {self.schema}>"
+        return _CtypesBoundCall(self, args, s)
 
 
-class BoundCall:
-    """Op.bind()'s result: call() (or ()) runs the op again on the bound arguments and stream.
-    For loops that repeat one call (benchmarks, decode steps on fixed buffers)."""
+class _CtypesBoundCall:
+    """Op.bind()'s result on the ctypes call path: calling it runs the op again on the bound
+    arguments and stream."""
 
     def __init__(self, op, args, stream):
         self._op = op
@@ -159,17 +175,52 @@ class BoundCall:
         self._call = _library().kh_op_call
 
     def __call__(self):
-        if self._op._kernel._handle is None:
-            raise Error(KH_ERROR_INVALID_ARGUMENT, f"{self._op.name}: its kernel package was released")
-        _check(self._call(self._op._handle, self._values, self._nargs, self._stream))
+        self._op._check_live()
+        _check(self._call(self._op._op_handle, self._values, self._nargs, self._stream))
+
+    def __repr__(self):
+        return f"<kh.BoundCall {self._op.name}, {self._nargs} arguments>"
+
+
+_Caller = _ext.OpCaller if _ext is not None else _CtypesCaller
+BoundCall = _ext.BoundCall if _ext is not None else _CtypesBoundCall
+
+
+class Op(_Caller):
+    """One op of a loaded package. Call it with the schema's arguments in order:
+    tensors (PyTorch, NumPy, CuPy, anything with __dlpack__), None for an omitted optional,
+    bool, int, float (a double), str; trailing arguments with schema defaults may be left
+    out. stream: a CUDA/HIP stream (int handle, torch.cuda.Stream, CuPy stream); default:
+    the current PyTorch (or CuPy) stream of the first GPU tensor, else the default stream.
+    Raises kh.Error when the call is refused or fails. op.bind(*args) converts the arguments
+    once and returns a BoundCall that repeats the call."""
+
+    def __init__(self, kernel, handle):  # pylint: disable=super-init-not-called
+        self._kernel = kernel  # keeps the package loaded while the op is in use
+        lib = _library()
+        self.name = lib.kh_op_name(handle).decode()
+        self.schema = lib.kh_op_schema(handle).decode()
+        self.num_args = lib.kh_op_num_args(handle)
+        self._arguments = _tensors.schema_arguments(self.schema)
+        self._setup(handle, self.name, tuple(n for n, _ in self._arguments), tuple(w for _, w in self._arguments),
+                    kernel.device_type)
+
+    @property
+    def written(self):
+        """The names of the arguments this op writes (Tensor(a!) in its schema)."""
+        return tuple(n for n, w in self._arguments if w)
+
+    def __repr__(self):
+        return f"<kh.Op {self.schema}>"
 
 
 class Kernel:
     """A loaded kernel package (kh_kernel*). Released by close(), `with`, or garbage collection;
     its ops must not be used afterwards."""
 
-    def __init__(self, handle):
+    def __init__(self, handle, device=(0, 0)):
         self._handle = handle
+        self.device = device  # (DLPack device type, id) it was loaded for; (0, 0): the default
         lib = _library()
         self.name = lib.kh_kernel_name(handle).decode()
         self.version = lib.kh_kernel_version(handle).decode()
@@ -181,6 +232,7 @@ class Kernel:
             op = Op(self, lib.kh_kernel_op_at(handle, i))
             ops[op.name] = op
         self.ops = ops  # name -> Op, in the module's order
+        self._issued = list(ops.values())
 
     def op(self, name):
         """The op called `name`; kh.Error(KH_ERROR_NOT_FOUND) lists the package's ops if none is."""
@@ -188,11 +240,29 @@ class Kernel:
             raise Error(KH_ERROR_INVALID_ARGUMENT, f"{self.name} was released")
         handle = ctypes.c_void_p()
         _check(_library().kh_kernel_find_op(self._handle, _bytes(name), ctypes.byref(handle)))
-        return self.ops.get(name) or Op(self, handle.value)
+        op = self.ops.get(name)
+        if op is None:
+            op = Op(self, handle.value)
+            self._issued.append(op)
+        return op
+
+    @property
+    def manifest(self):
+        """The package's kh-manifest.json (name, version, variant, ops with their argument docs:
+        shapes, dtypes), or None for a library loaded by path (kh.load_library)."""
+        path = os.path.join(self.path, "kh-manifest.json")
+        if not os.path.isfile(path):
+            return None
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
 
     def close(self):
-        if self._handle is not None and _lib is not None:
-            _lib.kh_kernel_release(self._handle)
+        """Releases the package (kh_kernel_release); its ops and their BoundCalls raise kh.Error after."""
+        if self._handle is not None:
+            for op in self._issued:
+                op._release()
+            if _lib is not None:
+                _lib.kh_kernel_release(self._handle)
         self._handle = None
 
     def __enter__(self):
@@ -219,7 +289,42 @@ def _root_bytes(root):
         return f.read()
 
 
-def _options(hub=None, cache_dir=None, variant=None, offline=False, lockfile=None, timeout=None, trusted_root=None):
+# Device names load_kernel understands -> DLPack device type (kh_load_options.device_type).
+_GPU_DEVICE_TYPES = {"cuda": _abi.kDLCUDA, "rocm": _abi.kDLROCM, "hip": _abi.kDLROCM}
+
+
+def _device_request(device):
+    """(device_type, device_id) of kh_load_options from `device`: None (the first GPU, else the
+    CPU build), an int (that ordinal of any GPU backend), "cuda", "cuda:1", "rocm:0", a
+    torch.device, or a DLPack (device_type, device_id) pair such as tensor.__dlpack_device__()."""
+    if device is None:
+        return 0, 0
+    if isinstance(device, bool):
+        raise TypeError("kh: device=True/False: give a device such as 'cuda:0', an int or (device_type, id)")
+    if isinstance(device, int):
+        kind, index = 0, device
+    elif isinstance(device, tuple) and len(device) == 2:
+        kind, index = int(device[0]), int(device[1])
+        if kind == _abi.kDLCPU:
+            kind = "cpu"
+    else:
+        name, _, index_text = str(device).partition(":")
+        if name != "cpu" and name not in _GPU_DEVICE_TYPES:
+            raise ValueError(f"kh: device={device!r}: give 'cuda', 'cuda:N', 'rocm:N', an int, a torch.device or a "
+                             "DLPack (device_type, device_id) pair")
+        kind = "cpu" if name == "cpu" else _GPU_DEVICE_TYPES[name]
+        index = int(index_text) if index_text else (getattr(device, "index", None) or 0)
+    if kind == "cpu":
+        raise ValueError("kh: device='cpu': libkh selects builds for a GPU (kh_load_options.device_type is a GPU "
+                         "backend); a machine without a GPU gets the CPU build by default, and variant='cpu-...' "
+                         "(a CPU variant key, see `kernels info`) forces it on one with a GPU")
+    if index < 0:
+        raise ValueError(f"kh: device={device!r}: a device index is 0 or more")
+    return kind, index
+
+
+def _options(hub=None, cache_dir=None, variant=None, offline=False, lockfile=None, timeout=None, trusted_root=None,
+             device=None):
     """A kh_load_options, and the buffer its trusted_root points into (keep both alive)."""
     opts = _abi.KhLoadOptions()
     opts.struct_size = ctypes.sizeof(_abi.KhLoadOptions)
@@ -228,6 +333,7 @@ def _options(hub=None, cache_dir=None, variant=None, offline=False, lockfile=Non
     opts.cache_dir = _bytes(cache_dir)
     opts.variant = _bytes(variant)
     opts.lockfile = _bytes(lockfile)
+    opts.device_type, opts.device_id = _device_request(device)
     if timeout is not None:
         if not timeout > 0:
             raise ValueError(f"kh: timeout={timeout!r}: give the seconds the call may take, above 0")
@@ -242,7 +348,7 @@ def _options(hub=None, cache_dir=None, variant=None, offline=False, lockfile=Non
 
 
 def load_kernel(spec, hub=None, cache_dir=None, variant=None, offline=False, lockfile=None, timeout=None,
-                trusted_root=None):
+                trusted_root=None, device=None):
     """kh_load_kernel(): resolves spec ("org/name", "org/name@1", "org/name@sha256:<hex>", ...)
     on the hub (default $KH_HUB), fetches and verifies the build that fits this machine (or
     `variant`, a variant key) into the cache (default $KH_CACHE, ...), loads it and returns a
@@ -250,12 +356,15 @@ def load_kernel(spec, hub=None, cache_dir=None, variant=None, offline=False, loc
     kernels.lock pins. timeout: seconds the call may spend waiting on the hub and cache locks
     (default $KH_OPERATION_TIMEOUT); past it kh.Error(KH_ERROR_TIMEOUT), the cache as it was.
     trusted_root: the hub's root.json (bytes, or a path) that a fresh cache is pinned to; a
-    cache pinned to another root fails naming both (docs/trust.md). Raises kh.Error."""
+    cache pinned to another root fails naming both (docs/trust.md). device: the GPU to select
+    the build for (kh_load_options.device_type/device_id): "cuda:1", "rocm:0", an int (that
+    ordinal of any backend), a torch.device or a DLPack (device_type, device_id) pair; default
+    the first GPU, else the CPU build. Raises kh.Error."""
     lib = _library()
-    opts, _root = _options(hub, cache_dir, variant, offline, lockfile, timeout, trusted_root)
+    opts, _root = _options(hub, cache_dir, variant, offline, lockfile, timeout, trusted_root, device)
     handle = ctypes.c_void_p()
     _check(lib.kh_load_kernel(_bytes(spec), ctypes.byref(opts), ctypes.byref(handle)))
-    return Kernel(handle.value)
+    return Kernel(handle.value, (opts.device_type, opts.device_id))
 
 
 def trust(root, hub=None, cache_dir=None):

@@ -146,6 +146,27 @@ def fill_value(value, arg, stream, keep, writable=False, label="argument"):
                         "(tensors, None, bool, int, float and str are understood)")
 
 
+def describe(obj, writable, label):
+    """The compiled call path's slow path (kh._kh, python/src/_kh.c): a PyTorch-like tensor without
+    DLPack's C exchange API, or a host array with __array_interface__, as plain numbers:
+    (data, device_type, device_id, code, bits, lanes, shape, strides or None, byte_offset, keep),
+    strides in elements; keep holds what must outlive the call."""
+    keep = []
+    if _is_torch_like(obj):
+        t = _torch_like_tensor(obj, keep).contents
+    else:
+        t = _array_interface_tensor(obj, keep, writable, label).contents
+    shape = tuple(t.shape[d] for d in range(t.ndim))
+    strides = None if not t.strides else tuple(t.strides[d] for d in range(t.ndim))
+    return (t.data or 0, t.device.device_type, t.device.device_id, t.dtype.code, t.dtype.bits, t.dtype.lanes,
+            shape, strides, t.byte_offset, (obj, keep))
+
+
+def current_stream_of(obj):
+    """The current stream of a GPU tensor's framework (PyTorch, CuPy) as an int, else None."""
+    return current_stream_for((obj,))
+
+
 def schema_arguments(schema):
     """[(name, written)] of an op schema "name(Tensor(a!) out, Tensor x, ...) -> ()":
     written is True for the arguments the op writes (an alias annotation with '!')."""

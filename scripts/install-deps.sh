@@ -12,6 +12,7 @@ packages=(
   nginx openssl curl
   docker-registry skopeo apache2-utils
   pylint
+  python3-venv python3-pip python3-dev python3-numpy patchelf
   "$@"
 )
 

@@ -24,7 +24,7 @@ import json
 import os
 import threading
 
-from . import _abi, _tensors
+from . import _abi, _outputs, _tensors
 from ._abi import (KH_OK, KH_ERROR_INVALID_ARGUMENT, KH_ERROR_NOT_FOUND, KH_ERROR_NETWORK,  # noqa: F401
                    KH_ERROR_VERIFICATION, KH_ERROR_BAD_METADATA, KH_ERROR_BAD_ARCHIVE, KH_ERROR_ABI_MISMATCH,
                    KH_ERROR_LOAD_FAILED, KH_ERROR_NO_COMPATIBLE_VARIANT, KH_ERROR_IO, KH_ERROR_OFFLINE,
@@ -124,6 +124,7 @@ class _CtypesCaller:
 
     def _setup(self, handle, name, arg_names, written, device_type):  # pylint: disable=unused-argument
         self._op_handle = handle
+        self._op_name = name
         self._labels = [f"{name}: argument {i} '{n}'" for i, n in enumerate(arg_names)]
         self._written = tuple(written)
 
@@ -132,11 +133,11 @@ class _CtypesCaller:
 
     def _check_live(self):
         if self._op_handle is None:
-            raise Error(KH_ERROR_INVALID_ARGUMENT, f"{self.name}: its kernel package was released")
+            raise Error(KH_ERROR_INVALID_ARGUMENT, f"{self._op_name}: its kernel package was released")
 
     def _fill(self, values, args, stream, keep):
         for i, a in enumerate(args):
-            label = self._labels[i] if i < len(self._labels) else f"{self.name}: argument {i}"
+            label = self._labels[i] if i < len(self._labels) else f"{self._op_name}: argument {i}"
             written = self._written[i] if i < len(self._written) else False
             _tensors.fill_value(values[i], a, stream, keep, writable=written, label=label)
 
@@ -179,7 +180,7 @@ class _CtypesBoundCall:
         _check(self._call(self._op._op_handle, self._values, self._nargs, self._stream))
 
     def __repr__(self):
-        return f"<kh.BoundCall {self._op.name}, {self._nargs} arguments>"
+        return f"<kh.BoundCall {self._op._op_name}, {self._nargs} arguments>"
 
 
 _Caller = _ext.OpCaller if _ext is not None else _CtypesCaller
@@ -255,6 +256,23 @@ class Kernel:
             return None
         with open(path, encoding="utf-8") as f:
             return json.load(f)
+
+    def functional(self, name):
+        """The functional form of op `name` on NumPy arrays: takes the op's arguments less those it
+        writes, allocates its outputs (and workspaces, by the op docs' rule) with numpy.empty, copies
+        the arguments it writes in place, calls the op and returns what it wrote (one array or a
+        tuple). Planned from the package's manifest (kh._outputs); kh.torch has the same for torch."""
+        op = self.op(name)
+        plan = _outputs.plan_for(op, self.manifest)
+        arrays = _outputs.NumpyArrays()
+
+        def functional(*args, **kwargs):
+            return _outputs.call_functional(plan, op, arrays, args, kwargs)
+
+        functional.__name__ = name
+        functional.__doc__ = repr(plan)
+        functional.plan = plan
+        return functional
 
     def close(self):
         """Releases the package (kh_kernel_release); its ops and their BoundCalls raise kh.Error after."""

@@ -235,8 +235,6 @@ class Plan:
         self.like = required_reads[0] if required_reads else None
         if (self.outputs or self.workspaces) and self.like is None:
             raise NotPlannable(f"{name}: no required input tensor to take a device from")
-        self.optional_returns = [n for n in self.returns if next(a for a in self.args if a.name == n).optional
-                                 and n in self.inplace]
 
     def bind(self, args, kwargs):
         """{input name: value} of a functional call, schema defaults filled."""

@@ -16,7 +16,7 @@ packages, or two majors of one, coexist. In it, for every op of the package:
   - <op>_functional: the op's functional form (kh._outputs): the arguments less what the op
     writes; allocates outputs (out, lse, ...) and workspaces (attention_decode_paged's by the op
     docs' rule: the ABI has no workspace-size query yet), copies what the op writes in place
-    (rotary_embedding's query and key), returns the written tensors. Its fake implementation
+    (rotary_embedding's query and key, both required here), returns the written tensors. Its fake implementation
     allocates the same shapes as empty tensors, so tracing never runs a kernel.
 Both are tagged needs_fixed_stride_order (kh ops want their last dim contiguous and take the
 strides they are given). The Package that register()/load() return has the functional forms as
@@ -185,16 +185,19 @@ def _fake_nothing(*args, **kwargs):
 
 
 def _functional_schema(plan):
-    """<op>_functional's schema: the op's inputs (in place ones without their alias annotation)
-    -> the tensors it writes and returns."""
+    """<op>_functional's schema: the op's inputs -> the tensors it writes and returns. Arguments it
+    writes in place lose their alias annotation and are required there (an optional one, such as
+    rotary_embedding's key, is given: the functional form returns a copy of each)."""
     params = []
     for a in plan.inputs:
-        type_text = re.sub(r"\([a-z]+!?\)", "", a.type_text)
+        type_text = a.type_text
+        if a.name in plan.inplace:
+            type_text = re.sub(r"\([a-z]+!?\)", "", type_text).rstrip("?")
         text = f"{type_text} {a.name}"
-        if a.default is not _outputs._NO_DEFAULT:  # pylint: disable=protected-access
+        if a.default is not _outputs._NO_DEFAULT and a.name not in plan.inplace:  # pylint: disable=protected-access
             text += "=" + _default_text(a.default)
         params.append(text)
-    returns = ["Tensor?" if n in plan.optional_returns else "Tensor" for n in plan.returns]
+    returns = ["Tensor"] * len(plan.returns)
     ret = returns[0] if len(returns) == 1 else "(" + ", ".join(returns) + ")"
     return f"{plan.name}_functional({', '.join(params)}) -> {ret}"
 

@@ -42,9 +42,27 @@ def per_call_us(fn, calls=200, samples=25, sync=None):
     return statistics.median(times)
 
 
+# CPU builds to try where the default selection picks a GPU build (the hub's CPU variant keys).
+CPU_VARIANTS = ("cpu-x86_64_v3-abi1-x86_64-linux", "cpu-x86_64-abi1-x86_64-linux")
+
+
+def load_cpu(args, spec):
+    """spec's CPU build: the default selection on a machine without a GPU, else a CPU variant."""
+    opts = {"hub": args.hub, "cache_dir": args.cache, "trusted_root": args.root}
+    k = kh.load_kernel(spec, **opts)
+    for variant in CPU_VARIANTS:
+        if k.device_type == 1:
+            break
+        try:
+            k = kh.load_kernel(spec, variant=variant, **opts)
+        except kh.Error:
+            pass
+    return k
+
+
 def cpu_rows(args):
     import numpy as np  # pylint: disable=import-outside-toplevel
-    k = kh.load_kernel("kernels-community/rms-norm@1", hub=args.hub, cache_dir=args.cache, trusted_root=args.root)
+    k = load_cpu(args, "kernels-community/rms-norm@1")
     op = k.op("rms_norm")
     rng = np.random.default_rng(0)
     x = rng.standard_normal((4, 64)).astype(np.float32)
@@ -67,7 +85,7 @@ def gpu_rows(args):
     opts = {"hub": args.hub, "cache_dir": args.cache, "trusted_root": args.root}
     dev = torch.device("cuda", 0)
     sync = torch.cuda.synchronize
-    rows = {}
+    rows = {"call path": kh.CALL_PATH}
     norm = kh.torch.load("kernels-community/rms-norm@1", device=dev, **opts)
     attn = kh.torch.load("kernels-community/attention@1", device=dev, **opts)
     rows["variants"] = f"{norm.kernel.variant}, {attn.kernel.variant}"
@@ -114,16 +132,23 @@ def main():
     p.add_argument("--cache", required=True)
     p.add_argument("--out")
     p.add_argument("--no-gpu", action="store_true")
-    p.add_argument("--cpu-json", action="store_true", help=argparse.SUPPRESS)  # the ctypes child's mode
+    p.add_argument("--json-rows", choices=("cpu", "gpu"), help=argparse.SUPPRESS)  # the ctypes child's mode
     args = p.parse_args()
-    if args.cpu_json:
-        print(json.dumps(cpu_rows(args)))
+    if args.json_rows:
+        print(json.dumps(cpu_rows(args)[1] if args.json_rows == "cpu" else gpu_rows(args)))
         return 0
+
+    def ctypes_child(which):
+        child = subprocess.run([sys.executable, os.path.abspath(__file__), "--hub", args.hub, "--root", args.root,
+                                "--cache", args.cache, "--json-rows", which],
+                               env={**os.environ, "KH_CALL_PATH": "ctypes"}, capture_output=True, text=True, check=False)
+        if child.returncode != 0:
+            print(f"(the ctypes child failed: {child.stderr[-500:]})")
+            return {}
+        return json.loads(child.stdout.strip().splitlines()[-1])
+
     path, cpu = cpu_rows(args)
-    child = subprocess.run([sys.executable, os.path.abspath(__file__), "--hub", args.hub, "--root", args.root, "--cache",
-                            args.cache, "--cpu-json"], env={**os.environ, "KH_CALL_PATH": "ctypes"},
-                           capture_output=True, text=True, check=False)
-    ctypes_rows = json.loads(child.stdout)[1] if child.returncode == 0 else {}
+    ctypes_rows = ctypes_child("cpu")
     ufunc = cpu["ufunc"]
     print(f"\nHost time per call, median of 25 samples (CPU: {os.uname().machine}, "
           f"Python {sys.version.split()[0]}; kh.CALL_PATH {path})")
@@ -145,15 +170,20 @@ def main():
             has_gpu = False
         if has_gpu:
             g = gpu_rows(args)
+            gc = ctypes_child("gpu")
             sdpa, rms = g["SDPA"], g["F.rms_norm"]
             print(f"\nGPU host time per call, median of 25 samples of 200 calls ({g['device']}; {g['variants']})")
-            print(f"{'call':58s} {'us':>8s} {'x base':>8s}")
+            print(f"{'call':40s} {'extension us':>13s} {'x base':>7s} {'ctypes us':>10s} {'x base':>7s}")
             for name, base in (("rms_norm unbound", rms), ("rms_norm bound", rms), ("rms_norm torch.ops", rms),
                                ("rms_norm functional", rms), ("F.rms_norm", rms), ("decode unbound", sdpa),
                                ("decode bound", sdpa), ("decode torch.ops", sdpa), ("decode functional", sdpa),
                                ("SDPA", sdpa)):
-                print(f"{name:58s} {g[name]:8.2f} {g[name] / base:8.2f}")
-            report["gpu"] = g
+                c = gc.get(name)
+                print(f"{name:40s} {g[name]:13.2f} {g[name] / base:7.2f} " +
+                      (f"{c:10.2f} {c / base:7.2f}" if c is not None and name not in ("F.rms_norm", "SDPA") else ""))
+            print("(base: F.rms_norm for the rms_norm rows, SDPA for the decode rows; decode = "
+                  "attention_decode_paged, 11 arguments)")
+            report["gpu"] = {"extension": g, "ctypes": gc}
         else:
             print("\n(GPU rows skipped: no PyTorch with a CUDA device here)")
     if args.out:

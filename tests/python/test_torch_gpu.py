@@ -76,7 +76,7 @@ def main():  # pylint: disable=too-many-locals,too-many-statements
     cache_write = attn.ops.paged_kv_cache_write.default
 
     # ---- the layer -----------------------------------------------------------------------------
-    B, H, HQ, HKV, D, I, BLOCK, NB, MAXB = 4, 1024, 8, 2, 128, 2048, 16, 64, 8
+    B, H, HQ, HKV, D, I, BLOCK, NB, MAXB = 4, 1024, 8, 2, 128, 2048, 16, 72, 16  # max_kv 256: split-KV
     eps, scale = 1e-6, D ** -0.5
     g = torch.Generator(device=dev).manual_seed(41)
 

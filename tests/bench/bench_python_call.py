@@ -60,6 +60,15 @@ def load_cpu(args, spec):
     return k
 
 
+def measure(rows, name, fn, **kwargs):
+    """rows[name] = per_call_us(fn); NaN (and the error printed) where the call fails."""
+    try:
+        rows[name] = per_call_us(fn, **kwargs)
+    except Exception as e:  # pylint: disable=broad-except
+        print(f"({name}: {type(e).__name__}: {e})", file=sys.stderr)
+        rows[name] = float("nan")
+
+
 def cpu_rows(args):
     import numpy as np  # pylint: disable=import-outside-toplevel
     k = load_cpu(args, "kernels-community/rms-norm@1")
@@ -94,11 +103,11 @@ def gpu_rows(args):
     out = torch.empty_like(x)
     op = norm.kernel.op("rms_norm")
     b = op.bind(out, x, w, 1e-6)
-    rows["rms_norm unbound"] = per_call_us(lambda: op(out, x, w, 1e-6), sync=sync)
-    rows["rms_norm bound"] = per_call_us(b, sync=sync)
-    rows["rms_norm torch.ops"] = per_call_us(lambda: norm.ops.rms_norm(out, x, w, 1e-6), sync=sync)
-    rows["rms_norm functional"] = per_call_us(lambda: norm.rms_norm(x, w, 1e-6), sync=sync)
-    rows["F.rms_norm"] = per_call_us(lambda: F.rms_norm(x, (4096,), w, 1e-6), sync=sync)
+    measure(rows, "rms_norm unbound", lambda: op(out, x, w, 1e-6), sync=sync)
+    measure(rows, "rms_norm bound", b, sync=sync)
+    measure(rows, "rms_norm torch.ops", lambda: norm.ops.rms_norm(out, x, w, 1e-6), sync=sync)
+    measure(rows, "rms_norm functional", lambda: norm.rms_norm(x, w, 1e-6), sync=sync)
+    measure(rows, "F.rms_norm", lambda: F.rms_norm(x, (4096,), w, 1e-6), sync=sync)
 
     batch, heads_q, heads_kv, head_dim, block, nblocks = 1, 32, 8, 128, 16, 4
     q = torch.randn(batch, 1, heads_q, head_dim, device=dev, dtype=torch.bfloat16)
@@ -112,15 +121,15 @@ def gpu_rows(args):
     dec = attn.kernel.op("attention_decode_paged")
     call = (o, lse, q, kc, vc, table, lens, ws, head_dim ** -0.5, -1, 0.0)
     bd = dec.bind(*call)
-    rows["decode unbound"] = per_call_us(lambda: dec(*call), sync=sync)
-    rows["decode bound"] = per_call_us(bd, sync=sync)
-    rows["decode torch.ops"] = per_call_us(lambda: attn.ops.attention_decode_paged(*call), sync=sync)
-    rows["decode functional"] = per_call_us(
+    measure(rows, "decode unbound", lambda: dec(*call), sync=sync)
+    measure(rows, "decode bound", bd, sync=sync)
+    measure(rows, "decode torch.ops", lambda: attn.ops.attention_decode_paged(*call), sync=sync)
+    measure(rows, "decode functional",
         lambda: attn.attention_decode_paged(q, kc, vc, table, lens, head_dim ** -0.5), sync=sync)
     qs = q.transpose(1, 2)  # (batch, heads, 1, d)
     ks = kc.reshape(1, nblocks * block, heads_kv, head_dim).transpose(1, 2).contiguous()
     vs = vc.reshape(1, nblocks * block, heads_kv, head_dim).transpose(1, 2).contiguous()
-    rows["SDPA"] = per_call_us(lambda: F.scaled_dot_product_attention(qs, ks, vs, enable_gqa=True), sync=sync)
+    measure(rows, "SDPA", lambda: F.scaled_dot_product_attention(qs, ks, vs, enable_gqa=True), sync=sync)
     rows["device"] = torch.cuda.get_device_name(0)
     return rows
 

@@ -38,9 +38,16 @@ else
   python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$wheel" "$site"
   export PYTHONPATH="$site"; echo "unzipped into $site (this python3 has neither venv nor pip)"
 fi
+# PyTorch may live where a venv does not look (a user site): show the venv python3's own package folders.
+if [[ $py == /tmp/kh-py-venv/bin/python ]] && ! "$py" -c 'import torch, numpy' 2>/dev/null; then
+  python3 -c 'import os, numpy, torch
+for m in (torch, numpy): print(os.path.dirname(os.path.dirname(m.__file__)))' | sort -u \
+    > "$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/system-torch.pth"
+  echo "the venv sees python3's PyTorch and NumPy through system-torch.pth: $(python3 -c 'import torch; print(torch.__file__)')"
+fi
 pkg="$(cd / && env -u KH_LIBRARY "$py" -c 'import os, kh; print(os.path.dirname(kh.__file__))')" ||
   { echo "FAIL: import kh"; exit 1; }
-(cd / && env -u KH_LIBRARY "$py" -c 'import sys, kh; print("kh", kh.__file__, kh.CALL_PATH, "python", sys.version.split()[0])')
+(cd / && env -u KH_LIBRARY "$py" -c 'import sys, kh, torch; print("kh", kh.__file__, kh.CALL_PATH, "python", sys.version.split()[0], "torch", torch.__version__, torch.__file__)')
 
 # run.sh's `kernels` and libkh were built on Debian 12: what this machine lacks of their libraries
 # comes from the wheel's copies (syslib/ by their usual names; the renamed ones on LD_LIBRARY_PATH).

@@ -38,6 +38,17 @@ def check(name, ok, detail=""):
     print(("ok    " if ok else "FAIL  ") + name + (f": {detail}" if detail else ""), flush=True)
 
 
+def section(name, fn):
+    """Runs one part of the test; an exception fails it (with its traceback) and the others still run."""
+    try:
+        return fn()
+    except Exception as e:  # pylint: disable=broad-except
+        import traceback  # pylint: disable=import-outside-toplevel
+        traceback.print_exc()
+        check(name, False, f"{type(e).__name__}: {e}")
+        return None
+
+
 def main():  # pylint: disable=too-many-locals,too-many-statements
     p = argparse.ArgumentParser()
     p.add_argument("--hub", required=True)
@@ -159,54 +170,66 @@ def main():  # pylint: disable=too-many-locals,too-many-statements
         return float((a.float() - b.float()).abs().max()), float(b.float().abs().max())
 
     # ---- eager ---------------------------------------------------------------------------------
-    y_e, kc_e, vc_e = run(layer, *fresh())
-    y_r, kc_r, _ = reference(*fresh())
-    err, mag = ulps(y_e, y_r)
-    kerr, _ = ulps(kc_e, kc_r)
-    check("eager layer of kh ops within bf16 rounding of a float32 PyTorch reference",
-          err <= 0.03 * max(1.0, mag) and kerr <= 0.05, f"max |diff| {err:.3g} at max |y| {mag:.3g}; "
-          f"written keys {kerr:.3g}")
-    kinds = dict((t.__name__, k) for t, k in kh._kh._type_kinds()) if kh.CALL_PATH == "extension" else {}
-    check("torch tensors go through DLPack's C exchange API", kinds.get("Tensor") == "dlpack-c-exchange", str(kinds))
+    first = section("the eager layer runs", lambda: run(layer, *fresh()))
+    if first is None:
+        print(f"{sum(results)} passed, {len(results) - sum(results)} failed")
+        return 1
+    y_e, kc_e, vc_e = first
 
+    def eager_checks():
+        y_r, kc_r, _ = reference(*fresh())
+        err, mag = ulps(y_e, y_r)
+        kerr, _ = ulps(kc_e, kc_r)
+        check("eager layer of kh ops within bf16 rounding of a float32 PyTorch reference",
+              err <= 0.03 * max(1.0, mag) and kerr <= 0.05, f"max |diff| {err:.3g} at max |y| {mag:.3g}; "
+              f"written keys {kerr:.3g}")
+        kinds = dict((t.__name__, k) for t, k in kh._kh._type_kinds()) if kh.CALL_PATH == "extension" else {}
+        check("torch tensors go through DLPack's C exchange API", kinds.get("Tensor") == "dlpack-c-exchange", str(kinds))
+
+        x1 = randn(B, H)
+        out = torch.empty_like(x1)
+        norm.ops.rms_norm(out, x1, w["n1"], eps)
+        q1, k1 = randn(B, HQ, D), randn(B, HKV, D)
+        q2, k2 = q1.clone(), k1.clone()
+        rot.ops.rotary_embedding(q2, k2, positions, cos_sin, True)
+        rq, rk = rotary_f(q1, k1, positions, cos_sin, True)
+        gu1 = randn(B, 2 * I)
+        sm = torch.empty(B, I, device=dev, dtype=torch.bfloat16)
+        act.ops.silu_and_mul(sm, gu1)
+        q4 = randn(B, 1, HQ, D)
+        o4, l4 = torch.empty_like(q4), torch.empty(B, HQ, 1, device=dev)
+        ws = torch.empty(1 << 20, device=dev)
+        attn.ops.attention_decode_paged(o4, l4, q4, k_cache0, v_cache0, table, seq_lens, ws, scale)
+        fo4, fl4 = decode_f(q4, k_cache0, v_cache0, table, seq_lens, scale)
+        torch.cuda.synchronize()
+        check("functional forms equal the mutating ops bit for bit (rms_norm, rotary, silu_and_mul, decode out and lse)",
+              torch.equal(rms_norm_f(x1, w["n1"], eps), out) and torch.equal(rq, q2) and torch.equal(rk, k2) and
+              torch.equal(silu_f(gu1), sm) and torch.equal(fo4, o4) and torch.equal(fl4, l4))
+
+    section("eager checks", eager_checks)
     x1 = randn(B, H)
-    out = torch.empty_like(x1)
-    norm.ops.rms_norm(out, x1, w["n1"], eps)
-    q1, k1 = randn(B, HQ, D), randn(B, HKV, D)
-    q2, k2 = q1.clone(), k1.clone()
-    rot.ops.rotary_embedding(q2, k2, positions, cos_sin, True)
-    rq, rk = rotary_f(q1, k1, positions, cos_sin, True)
-    gu1 = randn(B, 2 * I)
-    sm = torch.empty(B, I, device=dev, dtype=torch.bfloat16)
-    act.ops.silu_and_mul(sm, gu1)
-    q4 = randn(B, 1, HQ, D)
-    o4, l4 = torch.empty_like(q4), torch.empty(B, HQ, 1, device=dev)
-    ws = torch.empty(1 << 20, device=dev)
-    attn.ops.attention_decode_paged(o4, l4, q4, k_cache0, v_cache0, table, seq_lens, ws, scale)
-    fo4, fl4 = decode_f(q4, k_cache0, v_cache0, table, seq_lens, scale)
-    torch.cuda.synchronize()
-    check("functional forms equal the mutating ops bit for bit (rms_norm, rotary, silu_and_mul, decode out and lse)",
-          torch.equal(rms_norm_f(x1, w["n1"], eps), out) and torch.equal(rq, q2) and torch.equal(rk, k2) and
-          torch.equal(silu_f(gu1), sm) and torch.equal(fo4, o4) and torch.equal(fl4, l4))
 
     # ---- torch.compile -------------------------------------------------------------------------
     import torch._dynamo  # pylint: disable=import-outside-toplevel
-    torch._dynamo.reset()
-    explained = torch._dynamo.explain(layer)(*fresh(), positions, slots, table, seq_lens)
-    check("torch._dynamo.explain: one graph, no graph break",
-          explained.graph_count == 1 and explained.graph_break_count == 0,
-          f"graphs {explained.graph_count}, breaks {explained.graph_break_count} {explained.break_reasons}")
-    torch._dynamo.reset()
-    compiled = torch.compile(layer, fullgraph=True)
-    try:
-        y_c, kc_c, vc_c = run(compiled, *fresh())
+
+    def explain():
+        torch._dynamo.reset()
+        explained = torch._dynamo.explain(layer)(*fresh(), positions, slots, table, seq_lens)
+        check("torch._dynamo.explain: one graph, no graph break",
+              explained.graph_count == 1 and explained.graph_break_count == 0,
+              f"graphs {explained.graph_count}, breaks {explained.graph_break_count} {explained.break_reasons}")
+    section("torch._dynamo.explain", explain)
+
+    def compile_layer():
+        torch._dynamo.reset()
+        fn = torch.compile(layer, fullgraph=True)
+        y_c, kc_c, vc_c = run(fn, *fresh())
         err, mag = ulps(y_c, y_e)
         check("torch.compile(fullgraph=True) (Inductor) matches eager within 4 bf16 ulps, caches bit for bit",
               err <= 4 * 2 ** -8 * max(1.0, mag) and torch.equal(kc_c, kc_e) and torch.equal(vc_c, vc_e),
               f"max |diff| {err:.3g} at max |y| {mag:.3g}; bit-identical: {torch.equal(y_c, y_e)}")
-    except Exception as e:  # pylint: disable=broad-except
-        check("torch.compile(fullgraph=True) (Inductor) runs the layer", False, f"{type(e).__name__}: {e}")
-        compiled = None
+        return fn
+    compiled = section("torch.compile(fullgraph=True) (Inductor) runs the layer", compile_layer)
 
     # ---- CUDA graphs ---------------------------------------------------------------------------
     def capture(fn, static):
@@ -223,50 +246,54 @@ def main():  # pylint: disable=too-many-locals,too-many-statements
 
     x_s, kc_s, vc_s = fresh()
     static = (x_s, kc_s, vc_s, positions, slots, table, seq_lens)
-    graph, y_g = capture(layer, static)
-    replays = []
-    for new_x in (x0, x0, x1):
-        x_s.copy_(new_x)
-        kc_s.copy_(k_cache0)
-        vc_s.copy_(v_cache0)
-        graph.replay()
-        torch.cuda.synchronize()
-        y_want, kc_want, vc_want = run(layer, new_x.clone(), k_cache0.clone(), v_cache0.clone())
-        replays.append(torch.equal(y_g, y_want) and torch.equal(kc_s, kc_want) and torch.equal(vc_s, vc_want))
-    check("the eager layer captured in a CUDA graph replays bit-identical to eager (twice, then on new inputs)",
-          all(replays), str(replays))
+
+    def graph_layer():
+        graph, y_g = capture(layer, static)
+        replays = []
+        for new_x in (x0, x0, x1):
+            x_s.copy_(new_x)
+            kc_s.copy_(k_cache0)
+            vc_s.copy_(v_cache0)
+            graph.replay()
+            torch.cuda.synchronize()
+            y_want, kc_want, vc_want = run(layer, new_x.clone(), k_cache0.clone(), v_cache0.clone())
+            replays.append(torch.equal(y_g, y_want) and torch.equal(kc_s, kc_want) and torch.equal(vc_s, vc_want))
+        check("the eager layer captured in a CUDA graph replays bit-identical to eager (twice, then on new inputs)",
+              all(replays), str(replays))
+    section("the eager layer in a CUDA graph", graph_layer)
 
     def kh_only(x, k_cache, v_cache, positions, slots, table, seq_lens):  # pylint: disable=unused-argument,redefined-outer-name
         h = rms_norm_f(x, w["n1"], eps)
         q, k = rotary_f(h.view(B, HQ, D), h[:, :HKV * D].view(B, HKV, D), positions, cos_sin, True)
         o, lse = decode_f(q.view(B, 1, HQ, D), k_cache, v_cache, table, seq_lens, scale)
         return silu_f(o.view(B, HQ * D)), lse
-    xk = randn(B, H)
-    static_k = (xk, k_cache0, v_cache0, positions, slots, table, seq_lens)
-    graph_k, (a_g, lse_g) = capture(kh_only, static_k)
-    graph_k.replay()
-    torch.cuda.synchronize()
-    a_e, lse_e = kh_only(*static_k)
-    torch.cuda.synchronize()
-    check("kh ops alone (norm, rotary, decode with lse, silu) in a CUDA graph: replay bit-identical to eager",
-          torch.equal(a_g, a_e) and torch.equal(lse_g, lse_e))
 
-    if compiled is not None:
+    def graph_kh_only():
+        static_k = (randn(B, H), k_cache0, v_cache0, positions, slots, table, seq_lens)
+        graph_k, (a_g, lse_g) = capture(kh_only, static_k)
+        graph_k.replay()
+        torch.cuda.synchronize()
+        a_e, lse_e = kh_only(*static_k)
+        torch.cuda.synchronize()
+        check("kh ops alone (norm, rotary, decode with lse, silu) in a CUDA graph: replay bit-identical to eager",
+              torch.equal(a_g, a_e) and torch.equal(lse_g, lse_e))
+    section("kh ops alone in a CUDA graph", graph_kh_only)
+
+    def graph_compiled():
         x_s.copy_(x0)
         kc_s.copy_(k_cache0)
         vc_s.copy_(v_cache0)
-        try:
-            graph_c, y_gc = capture(compiled, static)
-            x_s.copy_(x1)
-            kc_s.copy_(k_cache0)
-            vc_s.copy_(v_cache0)
-            graph_c.replay()
-            torch.cuda.synchronize()
-            y_want, _, _ = run(compiled, x1.clone(), k_cache0.clone(), v_cache0.clone())
-            check("the compiled layer captured in a CUDA graph replays bit-identical to the compiled layer",
-                  torch.equal(y_gc, y_want))
-        except Exception as e:  # pylint: disable=broad-except
-            check("the compiled layer captured in a CUDA graph", False, f"{type(e).__name__}: {e}")
+        graph_c, y_gc = capture(compiled, static)
+        x_s.copy_(x1)
+        kc_s.copy_(k_cache0)
+        vc_s.copy_(v_cache0)
+        graph_c.replay()
+        torch.cuda.synchronize()
+        y_want, _, _ = run(compiled, x1.clone(), k_cache0.clone(), v_cache0.clone())
+        check("the compiled layer captured in a CUDA graph replays bit-identical to the compiled layer",
+              torch.equal(y_gc, y_want))
+    if compiled is not None:
+        section("the compiled layer in a CUDA graph", graph_compiled)
 
     passed = sum(results)
     print(f"{passed} passed, {len(results) - passed} failed")

@@ -5,9 +5,10 @@
  * Every step is checked against the host's own float64 loop over the same bf16 values.
  *
  * What an engine takes from it (docs/ops-attention-decode.md is the op's reference):
- *  - the workspace is sized once, from shapes alone, by the op's rule (decode_workspace_floats
- *    below), for the largest batch and table width the engine will use; it needs no
- *    initialisation and is scratch after each call;
+ *  - the workspace is sized once, from shapes alone, by asking the op (kh_op_workspace_size,
+ *    with no data and no workspace yet), for the largest batch and table width the engine will
+ *    use; it needs no initialisation and is scratch after each call. The host never re-derives
+ *    the package's sizing rule, so a new release that splits differently sizes itself;
  *  - seq_lens counts the keys including the new token; block-table entries past a sequence's
  *    last block are never read (here they hold -1);
  *  - a too-small workspace is refused before anything runs, with the size it needs.
@@ -71,18 +72,6 @@ static double bf16_to_double(uint16_t h) {
 
 static uint16_t random_bf16(void) { return bf16_from_float((float)rand() / (float)RAND_MAX * 2.0f - 1.0f); }
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-/* The op's workspace rule, in float32 elements: max_kv = table width x block size; a sequence
- * may be split into up to max_splits parts, each leaving a partial row of head_dim + 1 floats. */
-static int64_t decode_workspace_floats(int64_t batch, int64_t q_len, int64_t heads_q, int64_t heads_kv,
-                                       int64_t head_dim, int64_t max_kv) {
-  int64_t splits = 64;
-  if (ceil_div(max_kv, 128) < splits) splits = ceil_div(max_kv, 128);
-  if (ceil_div(4096, batch * heads_kv) < splits) splits = ceil_div(4096, batch * heads_kv);
-  if (splits <= 1) return 0;
-  return batch * q_len * heads_q * splits * (head_dim + 1);
-}
 
 /* Where token t of sequence b lives in either cache: element offset of its kv head 0. */
 static size_t cache_offset(const decode_state* s, int b, int t) {
@@ -140,32 +129,62 @@ typedef struct {
   DLDevice device;
 } decode_buffers;
 
-/* attention_decode_paged(out, lse, q, k_cache, v_cache, block_table, seq_lens, workspace,
- * scale, window_left, softcap) for q_len 1. */
-static kh_status call_decode(const kh_op* op, const decode_buffers* m) {
-  int64_t q_shape[4] = {BATCH, 1, HEADS_Q, HEAD_DIM};
-  int64_t cache_shape[4] = {NUM_BLOCKS, BLOCK_SIZE, HEADS_KV, HEAD_DIM};
-  int64_t table_shape[2] = {BATCH, MAX_BLOCKS}, lens_shape[1] = {BATCH}, lse_shape[3] = {BATCH, HEADS_Q, 1};
-  int64_t ws_shape[1] = {m->workspace_floats};
-  const DLDataType bf16 = {kDLBfloat, 16, 1}, i32 = {kDLInt, 32, 1}, f32 = {kDLFloat, 32, 1};
-  DLTensor t[8] = {
-      {m->out, m->device, 4, bf16, q_shape, NULL, 0},         {m->lse, m->device, 3, f32, lse_shape, NULL, 0},
-      {m->q, m->device, 4, bf16, q_shape, NULL, 0},           {m->k_cache, m->device, 4, bf16, cache_shape, NULL, 0},
-      {m->v_cache, m->device, 4, bf16, cache_shape, NULL, 0}, {m->block_table, m->device, 2, i32, table_shape, NULL, 0},
-      {m->seq_lens, m->device, 1, i32, lens_shape, NULL, 0},  {m->workspace, m->device, 1, f32, ws_shape, NULL, 0},
-  };
+/* The arguments of attention_decode_paged(out, lse, q, k_cache, v_cache, block_table,
+ * seq_lens, workspace, scale, window_left, softcap) for q_len 1, over m's memory: the tensor
+ * descriptions go into t (which must outlive args). With m->workspace NULL the workspace
+ * argument is left none, as a size query before it exists passes it. */
+typedef struct {
+  int64_t q[4], cache[4], table[2], lens[1], lse[3], ws[1];
+  DLTensor t[8];
   kh_value args[11];
+} decode_call;
+
+static void decode_arguments(const decode_buffers* m, decode_call* c) {
+  const int64_t q_shape[4] = {BATCH, 1, HEADS_Q, HEAD_DIM}, cache_shape[4] = {NUM_BLOCKS, BLOCK_SIZE, HEADS_KV, HEAD_DIM};
+  memcpy(c->q, q_shape, sizeof c->q);
+  memcpy(c->cache, cache_shape, sizeof c->cache);
+  c->table[0] = BATCH, c->table[1] = MAX_BLOCKS, c->lens[0] = BATCH;
+  c->lse[0] = BATCH, c->lse[1] = HEADS_Q, c->lse[2] = 1, c->ws[0] = m->workspace_floats;
+  const DLDataType bf16 = {kDLBfloat, 16, 1}, i32 = {kDLInt, 32, 1}, f32 = {kDLFloat, 32, 1};
+  const DLTensor t[8] = {
+      {m->out, m->device, 4, bf16, c->q, NULL, 0},         {m->lse, m->device, 3, f32, c->lse, NULL, 0},
+      {m->q, m->device, 4, bf16, c->q, NULL, 0},           {m->k_cache, m->device, 4, bf16, c->cache, NULL, 0},
+      {m->v_cache, m->device, 4, bf16, c->cache, NULL, 0}, {m->block_table, m->device, 2, i32, c->table, NULL, 0},
+      {m->seq_lens, m->device, 1, i32, c->lens, NULL, 0},  {m->workspace, m->device, 1, f32, c->ws, NULL, 0},
+  };
+  memcpy(c->t, t, sizeof c->t);
+  memset(c->args, 0, sizeof c->args);
   for (int i = 0; i < 8; ++i) {
-    args[i].kind = KH_VALUE_TENSOR;
-    args[i].u.tensor = &t[i];
+    c->args[i].kind = KH_VALUE_TENSOR;
+    c->args[i].u.tensor = &c->t[i];
   }
-  args[8].kind = KH_VALUE_DOUBLE;
-  args[8].u.d = 1.0 / sqrt((double)HEAD_DIM); /* scale */
-  args[9].kind = KH_VALUE_INT;
-  args[9].u.i = -1; /* window_left: none */
-  args[10].kind = KH_VALUE_DOUBLE;
-  args[10].u.d = 0.0; /* softcap: none */
-  return kh_op_call(op, args, 11, NULL); /* NULL: the default stream, for a GPU build */
+  if (m->workspace == NULL) c->args[7].kind = KH_VALUE_NONE;
+  c->args[8].kind = KH_VALUE_DOUBLE;
+  c->args[8].u.d = 1.0 / sqrt((double)HEAD_DIM); /* scale */
+  c->args[9].kind = KH_VALUE_INT;
+  c->args[9].u.i = -1; /* window_left: none */
+  c->args[10].kind = KH_VALUE_DOUBLE;
+  c->args[10].u.d = 0.0; /* softcap: none */
+}
+
+static kh_status call_decode(const kh_op* op, const decode_buffers* m) {
+  decode_call c;
+  decode_arguments(m, &c);
+  return kh_op_call(op, c.args, 11, NULL); /* NULL: the default stream, for a GPU build */
+}
+
+/* The workspace the op says calls of these shapes need, in float32 elements (-1 on failure):
+ * asked with shapes alone, before any buffer exists. */
+static int64_t query_workspace_floats(const kh_op* op, DLDevice device) {
+  decode_buffers shapes = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, device};
+  decode_call c;
+  decode_arguments(&shapes, &c);
+  uint64_t bytes = 0;
+  if (kh_op_workspace_size(op, c.args, 11, &bytes) != KH_OK) {
+    fprintf(stderr, "decode_host: the workspace query failed: %s\n", kh_last_error());
+    return -1;
+  }
+  return (int64_t)(bytes / sizeof(float));
 }
 
 /* The largest differences of out and lse from a float64 reference over the same bf16 inputs;
@@ -274,11 +293,13 @@ static int run_decode_loop(const kh_op* op, int on_gpu) {
   srand(7);
   init_cache(&s, free_blocks, &next_free);
 
-  const int64_t need = decode_workspace_floats(BATCH, 1, HEADS_Q, HEADS_KV, HEAD_DIM, (int64_t)MAX_BLOCKS * BLOCK_SIZE);
-  printf("  workspace: %lld float32 elements (the op's rule for batch %d, q_len 1, heads %d/%d, head_dim %d, "
+  const DLDevice device = {on_gpu ? kDLCUDA : kDLCPU, 0};
+  const int64_t need = query_workspace_floats(op, device);
+  if (need < 0) return 1;
+  printf("  workspace: %lld float32 elements (the op's answer for batch %d, q_len 1, heads %d/%d, head_dim %d, "
          "%d keys a sequence at most)\n",
          (long long)need, BATCH, HEADS_Q, HEADS_KV, HEAD_DIM, MAX_BLOCKS * BLOCK_SIZE);
-  /* Allocated once, as the rule says, and reused by every step (on the GPU: its own copy). */
+  /* Allocated once, as the op says, and reused by every step (on the GPU: its own copy). */
   float* host_workspace = malloc(sizeof(float) * (size_t)(need > 0 ? need : 1));
   if (host_workspace == NULL) {
     fprintf(stderr, "decode_host: out of memory for the workspace\n");
@@ -302,12 +323,12 @@ static int run_decode_loop(const kh_op* op, int on_gpu) {
                          as_ptr(g.out), as_ptr(g.lse),     as_ptr(g.workspace), need,                  {kDLCUDA, 0}};
   }
 
-  /* A host that got the rule wrong is told so before anything runs. */
+  /* A host whose workspace is short is told so before anything runs. */
   if (need > 0) {
     decode_buffers small = m;
     small.workspace_floats = need - 1;
     if (call_decode(op, &small) == KH_OK) {
-      fprintf(stderr, "decode_host: a workspace one element short of the rule was accepted\n");
+      fprintf(stderr, "decode_host: a workspace one element short of the op's answer was accepted\n");
       goto done;
     }
     printf("  refused as expected: %s\n", kh_last_error());

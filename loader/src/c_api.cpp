@@ -200,48 +200,100 @@ const char* kh_op_name(const kh_op* op) { return op ? op->checked->desc->name : 
 const char* kh_op_schema(const kh_op* op) { return op ? op->checked->desc->schema : ""; }
 uint32_t kh_op_num_args(const kh_op* op) { return op ? static_cast<uint32_t>(op->checked->schema.args.size()) : 0; }
 
-kh_status kh_op_call(const kh_op* op, const kh_value* args, uint32_t nargs, void* stream) {
-  return guarded("kh_op_call", [&]() -> kh_status {
-    if (op == nullptr) return set_error(KH_ERROR_INVALID_ARGUMENT, "kh_op_call: op is NULL");
+namespace {
+
+// The arguments as the op gets them: trailing ones left out take their schema defaults, on
+// the stack for any real op so that a call allocates nothing; then the loader's checks.
+class PreparedArgs {
+ public:
+  kh_status prepare(const kh_op* op, const kh_value*& args, uint32_t& nargs, kh::loader::CallCheck mode) {
     std::string message;
-    // Trailing arguments left out take their schema defaults: on the stack for any real op,
-    // so the call allocates nothing.
-    constexpr size_t kArgsOnStack = 32;
-    kh_value filled_on_stack[kArgsOnStack];
-    std::vector<kh_value> filled_on_heap;
     const size_t expected = op->checked->schema.args.size();
     if (nargs < expected && (args != nullptr || nargs == 0)) {
-      kh_value* filled = filled_on_stack;
-      if (expected > kArgsOnStack) {
-        filled_on_heap.resize(expected);
-        filled = filled_on_heap.data();
+      kh_value* filled = on_stack_;
+      if (expected > kOnStack) {
+        on_heap_.resize(expected);
+        filled = on_heap_.data();
       }
       const kh_status defaults = kh::loader::fill_defaults(*op->checked, args, nargs, filled, &message);
       if (defaults != KH_OK) return set_error(defaults, std::move(message));
       args = filled;
       nargs = static_cast<uint32_t>(expected);
     }
-    const kh_status checked = kh::loader::check_call(*op->checked, args, nargs, &message);
+    const kh_status checked = kh::loader::check_call(*op->checked, args, nargs, &message, mode);
     if (checked != KH_OK) return set_error(checked, std::move(message));
-    kh_call_ctx ctx;
-    ctx.struct_size = sizeof(ctx);
-    ctx.reserved = 0;
-    ctx.stream = stream;
-    ctx.error_buf = t_op_error;
-    ctx.error_buf_size = kOpErrorBufferSize;
-    t_op_error[0] = '\0';
+    return KH_OK;
+  }
+
+ private:
+  static constexpr size_t kOnStack = 32;
+  kh_value on_stack_[kOnStack];
+  std::vector<kh_value> on_heap_;
+};
+
+// The context a kernel reports its failures through (this thread's error buffer).
+kh_call_ctx op_context(void* stream) {
+  kh_call_ctx ctx;
+  ctx.struct_size = sizeof(ctx);
+  ctx.reserved = 0;
+  ctx.stream = stream;
+  ctx.error_buf = t_op_error;
+  ctx.error_buf_size = kOpErrorBufferSize;
+  t_op_error[0] = '\0';
+  return ctx;
+}
+
+// A kernel's failure, its message numbered by argument and prefixed with the op's name.
+kh_status kernel_error(const kh_op* op, kh_status status) {
+  t_op_error[kOpErrorBufferSize - 1] = '\0';
+  const std::string& name = op->checked->schema.name;
+  std::string detail = t_op_error[0] ? t_op_error : "the kernel reported no detail";
+  // Kernels usually name their op already; prefix it only where they did not.
+  if (detail.compare(0, name.size() + 1, name + ":") != 0) detail = name + ": " + detail;
+  return set_error(status, kh::loader::number_arguments(op->checked->schema, std::move(detail)));
+}
+
+}  // namespace
+
+kh_status kh_op_call(const kh_op* op, const kh_value* args, uint32_t nargs, void* stream) {
+  return guarded("kh_op_call", [&]() -> kh_status {
+    if (op == nullptr) return set_error(KH_ERROR_INVALID_ARGUMENT, "kh_op_call: op is NULL");
+    PreparedArgs prepared;
+    const kh_status ready = prepared.prepare(op, args, nargs, kh::loader::CallCheck::kCall);
+    if (ready != KH_OK) return ready;
+    const kh_call_ctx ctx = op_context(stream);
     const kh_status status = op->checked->desc->invoke(args, nargs, &ctx);
-    if (status != KH_OK) {
-      t_op_error[kOpErrorBufferSize - 1] = '\0';
-      const std::string& name = op->checked->schema.name;
-      std::string detail = t_op_error[0] ? t_op_error : "the kernel reported no detail";
-      // Kernels usually name their op already; prefix it only where they did not.
-      if (detail.compare(0, name.size() + 1, name + ":") != 0) detail = name + ": " + detail;
-      return set_error(status, kh::loader::number_arguments(op->checked->schema, std::move(detail)));
-    }
+    return status == KH_OK ? KH_OK : kernel_error(op, status);
+  });
+}
+
+kh_status kh_op_workspace_size(const kh_op* op, const kh_value* args, uint32_t nargs, uint64_t* bytes) {
+  return guarded("kh_op_workspace_size", [&]() -> kh_status {
+    if (op == nullptr || bytes == nullptr)
+      return set_error(KH_ERROR_INVALID_ARGUMENT, "kh_op_workspace_size: op and bytes must not be NULL");
+    *bytes = 0;
+    const kh::loader::CheckedOp& checked = *op->checked;
+    if (checked.workspace_size == nullptr)
+      return set_error(KH_ERROR_UNSUPPORTED,
+                       checked.schema.name + (checked.workspace_arg < 0
+                                                  ? ": the op does not give a workspace size (it takes no workspace, or "
+                                                    "its library was built before kh_op_workspace_size existed: size "
+                                                    "the workspace by the op's docs)"
+                                                  : ": the op does not answer kh_op_workspace_size; size its workspace "
+                                                    "by the op's docs"));
+    PreparedArgs prepared;
+    const kh_status ready = prepared.prepare(op, args, nargs, kh::loader::CallCheck::kShapesOnly);
+    if (ready != KH_OK) return ready;
+    const kh_call_ctx ctx = op_context(nullptr);
+    uint64_t answer = 0;
+    const kh_status status = checked.workspace_size(args, nargs, &ctx, &answer);
+    if (status != KH_OK) return kernel_error(op, status);
+    *bytes = answer;
     return KH_OK;
   });
 }
+
+int32_t kh_op_workspace_arg(const kh_op* op) { return op ? op->checked->workspace_arg : -1; }
 
 const char* kh_status_string(kh_status status) {
   switch (status) {

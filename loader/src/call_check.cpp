@@ -1,6 +1,7 @@
 // Argument checks of kh_op_call; see call_check.hpp.
 #include "call_check.hpp"
 
+#include <cstddef>
 #include <cstring>
 
 #include "kh/registry/status_error.hpp"
@@ -57,7 +58,7 @@ std::string arg_label(const CheckedOp& op, size_t i) {
 }
 
 kh_status check_tensor(const CheckedOp& op, size_t i, const DLTensor* t, int32_t* first_device_id,
-                       std::string* message) {
+                       std::string* message, CallCheck mode) {
   const kh_arg_constraint& c = op.constraints[i];
   if (t == nullptr) {
     *message = arg_label(op, i) + ": tensor pointer is NULL";
@@ -105,6 +106,7 @@ kh_status check_tensor(const CheckedOp& op, size_t i, const DLTensor* t, int32_t
     }
     if (t->shape[d] == 0) empty = true;
   }
+  if (mode == CallCheck::kShapesOnly) return KH_OK;  // a size query: data may be absent
   if (t->data == nullptr && !empty) {
     *message = arg_label(op, i) + ": data pointer is NULL for a non-empty tensor";
     return KH_ERROR_INVALID_ARGUMENT;
@@ -124,7 +126,7 @@ kh_status check_tensor(const CheckedOp& op, size_t i, const DLTensor* t, int32_t
 
 }  // namespace
 
-CheckedOp make_checked_op(const kh_op_desc& desc, uint32_t device_type) {
+CheckedOp make_checked_op(const kh_op_desc& desc, uint32_t device_type, const kh_op_ext* ext) {
   CheckedOp op;
   op.desc = &desc;
   op.device_type = device_type;
@@ -142,10 +144,23 @@ CheckedOp make_checked_op(const kh_op_desc& desc, uint32_t device_type) {
       op.constraints[i] = given;
     }
   }
+  if (ext != nullptr) {
+    // Fields are read only where the library's struct_size covers them (kh_op_ext may grow).
+    if (ext->struct_size >= offsetof(kh_op_ext, workspace_arg) + sizeof(ext->workspace_arg))
+      op.workspace_arg = ext->workspace_arg;
+    if (ext->struct_size >= offsetof(kh_op_ext, workspace_size) + sizeof(ext->workspace_size))
+      op.workspace_size = ext->workspace_size;
+    const int64_t nargs = static_cast<int64_t>(op.schema.args.size());
+    if (op.workspace_arg < -1 || op.workspace_arg >= nargs ||
+        (op.workspace_arg >= 0 && op.schema.args[static_cast<size_t>(op.workspace_arg)].type != ArgType::Tensor))
+      fail(KH_ERROR_LOAD_FAILED, std::string("op '") + desc.name + "': its workspace argument " +
+                                     std::to_string(op.workspace_arg) + " is not a tensor argument of its schema");
+  }
   return op;
 }
 
-kh_status check_call(const CheckedOp& op, const kh_value* args, uint32_t nargs, std::string* message) {
+kh_status check_call(const CheckedOp& op, const kh_value* args, uint32_t nargs, std::string* message,
+                     CallCheck mode) {
   const size_t expected = op.schema.args.size();
   if (nargs != expected || (nargs > 0 && args == nullptr)) {
     *message = op.schema.name + ": expected " + std::to_string(expected) + " arguments, got " + std::to_string(nargs) +
@@ -157,13 +172,15 @@ kh_status check_call(const CheckedOp& op, const kh_value* args, uint32_t nargs, 
     const SchemaArg& spec = op.schema.args[i];
     const kh_value& v = args[i];
     if (v.kind == KH_VALUE_NONE && spec.optional) continue;
+    // A size query comes before the workspace exists.
+    if (v.kind == KH_VALUE_NONE && mode == CallCheck::kShapesOnly && static_cast<int32_t>(i) == op.workspace_arg) continue;
     if (v.kind != expected_kind(spec.type)) {
       *message = arg_label(op, i) + ": expected " + arg_type_name(spec.type) + (spec.optional ? " or none" : "") +
                  ", got " + value_kind_name(v.kind);
       return KH_ERROR_INVALID_ARGUMENT;
     }
     if (spec.type == ArgType::Tensor) {
-      kh_status s = check_tensor(op, i, v.u.tensor, &device_id, message);
+      kh_status s = check_tensor(op, i, v.u.tensor, &device_id, message, mode);
       if (s != KH_OK) return s;
     } else if (spec.type == ArgType::Str && v.u.s == nullptr) {
       *message = arg_label(op, i) + ": string pointer is NULL";

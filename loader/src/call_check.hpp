@@ -16,13 +16,23 @@ struct CheckedOp {
   OpSchema schema;
   std::vector<kh_arg_constraint> constraints;  // one per schema argument (defaults: any)
   uint32_t device_type = kDLCPU;               // of the module
+  // From the op's kh_op_ext, when its library gives one: the workspace argument (-1: none)
+  // and the kernel's size query (NULL: none).
+  int32_t workspace_arg = -1;
+  kh_op_workspace_fn workspace_size = nullptr;
 };
 
-// Builds the checked form of an op; throws StatusError if the descriptor is malformed.
-CheckedOp make_checked_op(const kh_op_desc& desc, uint32_t device_type);
+// Builds the checked form of an op, with its extension (NULL: none); throws StatusError if
+// either descriptor is malformed.
+CheckedOp make_checked_op(const kh_op_desc& desc, uint32_t device_type, const kh_op_ext* ext = nullptr);
+
+// What a check is for: a call, or a workspace-size query, whose tensors may come without data
+// and whose workspace argument may be left none.
+enum class CallCheck { kCall, kShapesOnly };
 
 // KH_OK, or KH_ERROR_INVALID_ARGUMENT with *message naming the argument and the problem.
-kh_status check_call(const CheckedOp& op, const kh_value* args, uint32_t nargs, std::string* message);
+kh_status check_call(const CheckedOp& op, const kh_value* args, uint32_t nargs, std::string* message,
+                     CallCheck mode = CallCheck::kCall);
 
 // A call that leaves out trailing arguments: out[0, nargs) = args, the rest each argument's
 // schema default (op.schema.args.size() values in all; out holds that many). KH_OK, or

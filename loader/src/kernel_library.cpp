@@ -149,12 +149,26 @@ void remember_verified(int fd, const std::string& sha256) {
 
 bool nonempty(const char* s) { return s != nullptr && s[0] != '\0'; }
 
+// Whether the module gives kh_op_ext entries (fields appended after ABI 1.0's descriptor).
+bool has_op_ext(const kh_module_desc* m) {
+  return m->struct_size >= offsetof(kh_module_desc, op_ext_stride) + sizeof(m->op_ext_stride) && m->op_ext != nullptr;
+}
+
+// Op i's extension, stepping by the library's stride (kh_op_ext may grow); NULL when none.
+const kh_op_ext* op_ext_at(const kh_module_desc* m, uint32_t i) {
+  if (!has_op_ext(m)) return nullptr;
+  return reinterpret_cast<const kh_op_ext*>(reinterpret_cast<const char*>(m->op_ext) +
+                                            static_cast<size_t>(i) * m->op_ext_stride);
+}
+
 void validate_module(const kh_module_desc* m, const std::string& path) {
   const std::string where = "kernel library " + path + ": ";
   if (m == nullptr) fail(KH_ERROR_LOAD_FAILED, where + "negotiation succeeded but returned no module descriptor");
-  if (m->struct_size < sizeof(kh_module_desc))
+  if (m->struct_size < KH_MODULE_DESC_SIZE_1_0)
     fail(KH_ERROR_LOAD_FAILED, where + "module descriptor struct_size " + std::to_string(m->struct_size) +
-                                   " is smaller than ABI 1.0's " + std::to_string(sizeof(kh_module_desc)));
+                                   " is smaller than ABI 1.0's " + std::to_string(KH_MODULE_DESC_SIZE_1_0));
+  if (has_op_ext(m) && m->op_ext_stride < offsetof(kh_op_ext, workspace_arg) + sizeof(int32_t))
+    fail(KH_ERROR_LOAD_FAILED, where + "op extension stride " + std::to_string(m->op_ext_stride) + " is too small");
   if (!nonempty(m->name) || !nonempty(m->version) || !nonempty(m->variant))
     fail(KH_ERROR_LOAD_FAILED, where + "module descriptor lacks a name, version or variant");
   if (m->num_ops > 0 && m->ops == nullptr) fail(KH_ERROR_LOAD_FAILED, where + "module declares ops but its op table is NULL");
@@ -222,7 +236,7 @@ std::unique_ptr<KernelLibrary> KernelLibrary::open(const std::string& path, cons
   lib->ops_.reserve(n.module->num_ops);
   for (uint32_t i = 0; i < n.module->num_ops; ++i) {
     try {
-      lib->ops_.push_back(make_checked_op(n.module->ops[i], n.module->device_type));
+      lib->ops_.push_back(make_checked_op(n.module->ops[i], n.module->device_type, op_ext_at(n.module, i)));
     } catch (const StatusError& e) {
       fail(KH_ERROR_LOAD_FAILED, "kernel library " + path + ": " + e.what());
     }

@@ -80,8 +80,15 @@ void run_decode_case(const DecodeCase& c, uint64_t seed) {
   Tensor out = make_tensor(c.dt, {c.batch, c.q_len, c.hq, c.d}, {c.q_len * orow, orow, c.d, 1});
   Tensor lse = make_tensor(Dt::f32, {c.batch, c.hq, c.q_len});
   const int64_t ws_n = workspace_floats(c.batch, c.q_len, c.hq, c.hkv, c.d, max_kv);
-  Tensor ws = make_tensor(Dt::f32, {ws_n});
   const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
+  // The op's own answer (kh_op_workspace_size, asked before the workspace exists) is the
+  // documented rule's, for every case of the grid; the call then gets exactly that much.
+  const kh::Op decode = attention_kernel().op("attention_decode_paged");
+  const uint64_t asked = decode.workspace_size(
+      {targ(out), c.lse ? targ(lse) : kh::none(), targ(q), targ(kc), targ(vc), table.arg(), lens.arg(), kh::arg(nullptr),
+       kh::arg(scale), kh::arg(static_cast<int64_t>(c.window_left)), kh::arg(c.softcap)});
+  CHECK(asked == static_cast<uint64_t>(ws_n) * sizeof(float));
+  Tensor ws = make_tensor(Dt::f32, {static_cast<int64_t>(asked / sizeof(float))});
 
   const kh_status status =
       call(attention_kernel().op("attention_decode_paged"),
@@ -161,6 +168,72 @@ TEST_CASE("attention_decode_paged: descriptor") {
   // 1.0's op keeps its exact meaning.
   CHECK(k.op("attention_fwd").schema() ==
         "attention_fwd(Tensor(a!) out, Tensor(b!)? lse, Tensor q, Tensor k, Tensor v, float scale, bool causal) -> ()");
+}
+
+TEST_CASE("attention_decode_paged: the workspace-size query (kh_op_workspace_size)") {
+  const kh::Kernel& k = attention_kernel();
+  const kh::Op decode = k.op("attention_decode_paged");
+  CHECK(decode.workspace_arg() == 7);
+  CHECK(k.op("attention_decode_paged_fp8").workspace_arg() == 9);
+  CHECK(k.op("attention_fwd").workspace_arg() == -1);
+
+  // Shapes alone: every tensor without data, as a host asks before allocating anything.
+  const int64_t B = 3, H = 8, HK = 2, D = 64, BS = 16, MB = 40;
+  auto shape_only = [](Tensor& t) {
+    DLTensor d = *t.t();
+    d.data = nullptr;
+    return d;
+  };
+  Tensor q = make_tensor(Dt::bf16, {B, 1, H, D}), out = make_tensor(Dt::bf16, {B, 1, H, D});
+  Tensor kc = make_tensor(Dt::bf16, {B * MB, BS, HK, D}), vc = make_tensor(Dt::bf16, {B * MB, BS, HK, D});
+  IntTensor table({B, MB}), lens({B});
+  DLTensor dq = shape_only(q), dout = shape_only(out), dkc = shape_only(kc), dvc = shape_only(vc);
+  DLTensor dtable = table.dl, dlens = lens.dl;
+  dtable.data = nullptr;
+  dlens.data = nullptr;
+  const std::vector<kh_value> shapes = {kh::arg(&dout), kh::none(), kh::arg(&dq),    kh::arg(&dkc),
+                                        kh::arg(&dvc),  kh::arg(&dtable), kh::arg(&dlens), kh::arg(nullptr),
+                                        kh::arg(0.125)};  // window_left and softcap: their defaults
+  const uint64_t bytes = decode.workspace_size(shapes);
+  CHECK(bytes == static_cast<uint64_t>(workspace_floats(B, 1, H, HK, D, MB * BS)) * sizeof(float));
+  REQUIRE(bytes > 0);
+
+  // A call with one float less than the answer is refused, naming the workspace.
+  {
+    Random rnd(7);
+    rnd.fill(q);
+    rnd.fill(kc);
+    rnd.fill(vc);
+    for (int64_t b = 0; b < B; ++b) {
+      lens.at(b) = static_cast<int32_t>(MB * BS - b);
+      for (int64_t j = 0; j < MB; ++j) table.at(b, j) = static_cast<int32_t>(b * MB + j);
+    }
+    Tensor short_ws = make_tensor(Dt::f32, {static_cast<int64_t>(bytes / sizeof(float)) - 1});
+    Tensor ws = make_tensor(Dt::f32, {static_cast<int64_t>(bytes / sizeof(float))});
+    CHECK(call(decode, {targ(out), kh::none(), targ(q), targ(kc), targ(vc), table.arg(), lens.arg(), targ(short_ws),
+                        kh::arg(0.125)}) == KH_ERROR_INVALID_ARGUMENT);
+    CHECK(std::string(kh_last_error()).find("'workspace'") != std::string::npos);
+    CHECK(call(decode, {targ(out), kh::none(), targ(q), targ(kc), targ(vc), table.arg(), lens.arg(), targ(ws),
+                        kh::arg(0.125)}) == KH_OK);
+  }
+
+  // Arguments the call would refuse are refused by the query too, naming the argument.
+  DLTensor bad_kc = dkc;
+  int64_t bad_shape[4] = {B * MB, BS, 3, D};  // 3 kv heads do not divide 8 query heads
+  bad_kc.shape = bad_shape;
+  std::vector<kh_value> bad = shapes;
+  bad[3] = kh::arg(&bad_kc);
+  bad[4] = kh::arg(&bad_kc);
+  uint64_t ignored = 1;
+  CHECK(kh_op_workspace_size(decode.get(), bad.data(), static_cast<uint32_t>(bad.size()), &ignored) ==
+        KH_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(kh_last_error()).find("'k_cache'") != std::string::npos);
+  CHECK(ignored == 0);
+
+  // An op without a workspace does not answer.
+  const kh::Op fwd = k.op("attention_fwd");
+  CHECK(kh_op_workspace_size(fwd.get(), nullptr, 0, &ignored) == KH_ERROR_UNSUPPORTED);
+  CHECK(std::string(kh_last_error()).find("does not give a workspace size") != std::string::npos);
 }
 
 TEST_CASE("attention_decode_paged: the workspace rule") {

@@ -73,6 +73,13 @@ typedef struct kh_call_ctx {
 
 typedef kh_status (*kh_op_invoke_fn)(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx);
 
+/* How many bytes of workspace a call with these arguments needs: the arguments as invoke
+ * would get them, except that tensor data pointers may be NULL (only shapes, strides, dtypes
+ * and devices are read) and the workspace argument itself may be KH_VALUE_NONE. KH_OK with
+ * *bytes; for arguments invoke would refuse, the same status and ctx's error message. */
+typedef kh_status (*kh_op_workspace_fn)(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,
+                                        uint64_t* bytes);
+
 /* Bits of kh_arg_constraint.dtype_mask. */
 #define KH_DTYPE_F32 (1u << 0)
 #define KH_DTYPE_F16 (1u << 1)
@@ -106,6 +113,16 @@ typedef struct kh_op_desc {
   const kh_arg_constraint* arg_constraints;
 } kh_op_desc;
 
+/* What an op adds beyond its kh_op_desc (appended to the ABI later, so kept beside the op
+ * table rather than inside it: a loader steps through op tables by sizeof(kh_op_desc)). */
+typedef struct kh_op_ext {
+  uint32_t struct_size;
+  /* The schema argument that is the op's scratch memory, which the caller allocates and
+   * workspace_size sizes; -1: none. */
+  int32_t workspace_arg;
+  kh_op_workspace_fn workspace_size; /* NULL: the op does not say */
+} kh_op_ext;
+
 /* What a kernel library is. Lives as long as the library stays loaded. */
 typedef struct kh_module_desc {
   uint32_t struct_size;
@@ -116,7 +133,16 @@ typedef struct kh_module_desc {
   uint32_t device_type;  /* DLDeviceType the ops' tensors must live on */
   uint32_t num_ops;
   const kh_op_desc* ops;
+  /* --- appended: a loader reads these only when struct_size covers them --- */
+  /* num_ops entries in the order of ops, each op_ext_stride bytes apart (a kh_op_ext that
+   * may grow); NULL: no op says more than its kh_op_desc. */
+  const kh_op_ext* op_ext;
+  uint32_t op_ext_stride;
+  uint32_t reserved;
 } kh_module_desc;
+
+/* The size of the module descriptor before op_ext: what every ABI 1.0 library gives. */
+#define KH_MODULE_DESC_SIZE_1_0 (offsetof(kh_module_desc, op_ext))
 
 /* The in/out record of the negotiation. The loader fills the "in" fields and zeroes the
  * rest; the library fills the "out" fields and returns KH_OK, or returns

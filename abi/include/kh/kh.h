@@ -122,6 +122,17 @@ KH_API uint32_t kh_op_num_args(const kh_op* op);
  * without a default is KH_ERROR_INVALID_ARGUMENT naming it. */
 KH_API kh_status kh_op_call(const kh_op* op, const kh_value* args, uint32_t nargs, void* stream);
 
+/* The bytes of workspace a call of op with these arguments needs, from the kernel itself, so
+ * a host never re-derives a package's sizing rule. The arguments are those the call will
+ * take, checked the same way, except that tensor data pointers may be NULL (shapes, strides,
+ * dtypes and devices are what count) and the workspace argument (kh_op_workspace_arg) may be
+ * KH_VALUE_NONE. KH_OK with *bytes; KH_ERROR_UNSUPPORTED when the op does not answer (it
+ * takes no workspace, or its library was built before the query existed: size it by the
+ * op's docs); other statuses as kh_op_call's for arguments the call would refuse. */
+KH_API kh_status kh_op_workspace_size(const kh_op* op, const kh_value* args, uint32_t nargs, uint64_t* bytes);
+/* The schema index of op's workspace argument, or -1 when it has none or does not say. */
+KH_API int32_t kh_op_workspace_arg(const kh_op* op);
+
 /* A fixed English name for a status code ("KH_ERROR_NOT_FOUND"); never NULL. */
 KH_API const char* kh_status_string(kh_status status);
 

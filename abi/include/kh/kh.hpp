@@ -184,6 +184,19 @@ class Op {
   void operator()(std::initializer_list<kh_value> args, void* stream = nullptr) const {
     call(std::vector<kh_value>(args), stream);
   }
+  // The workspace bytes a call with these arguments needs (kh_op_workspace_size: data may be
+  // NULL, the workspace argument kh::arg(nullptr)); throws kh::Error (KH_ERROR_UNSUPPORTED
+  // when the op does not answer).
+  uint64_t workspace_size(const std::vector<kh_value>& args) const {
+    uint64_t bytes = 0;
+    check(kh_op_workspace_size(op_, args.data(), static_cast<uint32_t>(args.size()), &bytes));
+    return bytes;
+  }
+  uint64_t workspace_size(std::initializer_list<kh_value> args) const {
+    return workspace_size(std::vector<kh_value>(args));
+  }
+  // The schema index of the workspace argument, -1 when none.
+  int32_t workspace_arg() const { return kh_op_workspace_arg(op_); }
   const kh_op* get() const noexcept { return op_; }
 
  private:

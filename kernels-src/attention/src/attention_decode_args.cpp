@@ -145,19 +145,23 @@ kh_status parse_decode(const kh_kernels::OpContext& c, const kh_value* args, uin
 
   const int64_t max_kv = max_blocks * block_size;
   const int64_t need = decode_workspace_floats(batch, q_len, heads_q, heads_kv, head_dim, max_kv);
-  KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, at.workspace, "workspace", Presence::kRequired, &ws));
-  KH_KERNEL_TRY(kh_kernels::check_same_device(c, "workspace", ws, "q", q));
-  KH_KERNEL_TRY(kh_kernels::check_dtype(c, "workspace", ws, KH_DTYPE_F32));
-  KH_KERNEL_TRY(kh_kernels::check_ndim(c, "workspace", ws, 1, 1));
-  KH_KERNEL_TRY(kh_kernels::check_contiguous(c, "workspace", ws));
-  if (ws.numel() < need)
-    return arg_error(c, "workspace",
-                     "has %lld float32 elements; this call needs at least %lld = batch %lld x q_len %lld x heads_q "
-                     "%lld x max_splits %lld x (head_dim %lld + 1) (max_splits = max(1, min(64, ceil(max_kv %lld / "
-                     "128), ceil(4096 / (batch x heads_kv %lld)))))",
-                     (long long)ws.numel(), (long long)need, (long long)batch, (long long)q_len, (long long)heads_q,
-                     (long long)decode_max_splits(batch, heads_kv, max_kv), (long long)head_dim, (long long)max_kv,
-                     (long long)heads_kv);
+  // A size query (shapes_only) is asked before the workspace exists: it is not read at all.
+  if (!c.shapes_only) {
+    KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, at.workspace, "workspace", Presence::kRequired, &ws));
+    KH_KERNEL_TRY(kh_kernels::check_same_device(c, "workspace", ws, "q", q));
+    KH_KERNEL_TRY(kh_kernels::check_dtype(c, "workspace", ws, KH_DTYPE_F32));
+    KH_KERNEL_TRY(kh_kernels::check_ndim(c, "workspace", ws, 1, 1));
+    KH_KERNEL_TRY(kh_kernels::check_contiguous(c, "workspace", ws));
+    if (ws.numel() < need)
+      return arg_error(c, "workspace",
+                       "has %lld float32 elements; this call needs at least %lld = batch %lld x q_len %lld x heads_q "
+                       "%lld x max_splits %lld x (head_dim %lld + 1) (max_splits = max(1, min(64, ceil(max_kv %lld / "
+                       "128), ceil(4096 / (batch x heads_kv %lld))))); kh_op_workspace_size gives the size a call "
+                       "needs",
+                       (long long)ws.numel(), (long long)need, (long long)batch, (long long)q_len, (long long)heads_q,
+                       (long long)decode_max_splits(batch, heads_kv, max_kv), (long long)head_dim, (long long)max_kv,
+                       (long long)heads_kv);
+  }
 
   double scale = 0, softcap = 0;
   int64_t window_left = -1;
@@ -236,6 +240,34 @@ kh_status parse_attention_decode_args(const kh_value* args, uint32_t nargs, cons
 kh_status parse_attention_decode_fp8_args(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,
                                           DecodeParams* p) {
   return parse_decode({"attention_decode_paged_fp8", ctx, KH_DEVICE_TYPE}, args, nargs, kDecodeFp8At, true, p);
+}
+
+namespace {
+
+// The workspace a call needs, in bytes: every argument checked as the call checks it, but
+// for data and the workspace itself (the query comes before either exists).
+kh_status decode_workspace_bytes(const char* op, const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,
+                                 const DecodeArgAt& at, bool fp8, uint64_t* bytes) {
+  const kh_kernels::OpContext c{op, ctx, KH_DEVICE_TYPE, true};
+  return kh_kernels::guarded(c, [&] {
+    DecodeParams p;
+    KH_KERNEL_TRY(parse_decode(c, args, nargs, at, fp8, &p));
+    const int64_t floats = decode_workspace_floats(p.batch, p.q_len, p.heads_q, p.heads_kv, p.head_dim, p.max_kv());
+    *bytes = static_cast<uint64_t>(floats) * sizeof(float);
+    return KH_OK;
+  });
+}
+
+}  // namespace
+
+kh_status attention_decode_paged_workspace(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,
+                                           uint64_t* bytes) {
+  return decode_workspace_bytes("attention_decode_paged", args, nargs, ctx, kDecodeAt, false, bytes);
+}
+
+kh_status attention_decode_paged_fp8_workspace(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,
+                                               uint64_t* bytes) {
+  return decode_workspace_bytes("attention_decode_paged_fp8", args, nargs, ctx, kDecodeFp8At, true, bytes);
 }
 
 }  // namespace kh_attention

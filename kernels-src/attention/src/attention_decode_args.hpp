@@ -62,4 +62,12 @@ kh_status parse_attention_decode_args(const kh_value* args, uint32_t nargs, cons
 kh_status parse_attention_decode_fp8_args(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,
                                           DecodeParams* p);
 
+// The ops' workspace-size queries (kh_op_workspace_fn): the bytes of float32 scratch a call
+// with these arguments needs (decode_workspace_floats), the arguments checked as a call
+// checks them except for data, which may be NULL, and the workspace, which may be absent.
+kh_status attention_decode_paged_workspace(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,
+                                           uint64_t* bytes);
+kh_status attention_decode_paged_fp8_workspace(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,
+                                               uint64_t* bytes);
+
 }  // namespace kh_attention

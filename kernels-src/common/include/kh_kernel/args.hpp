@@ -26,10 +26,13 @@ namespace kh_kernels {
 
 // Who is checking: the op's name for messages, the call context for the error buffer, and
 // the device its tensors must live on (KH_DEVICE_TYPE of the library being built).
+// shapes_only: the checks of a workspace-size query (kh_op_workspace_fn), where tensors may
+// come without data: a NULL data pointer is accepted and memory overlap is not checked.
 struct OpContext {
   const char* op;
   const kh_call_ctx* ctx;
   int32_t device_type;
+  bool shapes_only = false;
 };
 
 inline bool has_error_buf(const kh_call_ctx* ctx) {
@@ -126,7 +129,7 @@ inline kh_status tensor_arg(const OpContext& c, const kh_value* args, uint32_t i
   if (out->dtype == DType::kUnknown)
     return arg_error(c, name, "dtype (code %u, %u bits, %u lanes) is not supported", t->dtype.code, t->dtype.bits,
                      t->dtype.lanes);
-  if (t->data == nullptr && out->numel() != 0)
+  if (t->data == nullptr && out->numel() != 0 && !c.shapes_only)
     return arg_error(c, name, "data is NULL but the tensor has %lld elements", (long long)out->numel());
   out->data = t->data ? static_cast<char*>(t->data) + t->byte_offset : nullptr;
   if (t->device.device_type != c.device_type)
@@ -257,7 +260,7 @@ inline bool interleaved_rows_overlap(const TensorView& a, const TensorView& b, b
 // slices of a packed qkv tensor), which are decided exactly (interleaved_rows_overlap).
 inline kh_status check_no_overlap(const OpContext& c, const char* out_name, const TensorView& out,
                                   const char* other_name, const TensorView& other, Alias alias) {
-  if (!out.present() || !other.present()) return KH_OK;
+  if (!out.present() || !other.present() || c.shapes_only) return KH_OK;
   if (alias == Alias::kExactAllowed && same_layout(out, other)) return KH_OK;
   bool decided = false;
   const bool rows_meet = interleaved_rows_overlap(out, other, &decided);

@@ -10,7 +10,7 @@
 #include "kh/registry/op_docs.hpp"
 #include "kh/registry/package_spec.hpp"
 #include "kh/registry/status_error.hpp"
-#include "op_doc_check.hpp"
+#include "kh/loader/op_doc_check.hpp"
 #include "op_reference.hpp"
 #include "session.hpp"
 

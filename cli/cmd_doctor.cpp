@@ -10,7 +10,7 @@
 #include "commands.hpp"
 #include "common_options.hpp"
 #include "explain.hpp"
-#include "host_facts_json.hpp"
+#include "kh/loader/host_facts_json.hpp"
 #include "kh/registry/cache.hpp"
 #include "kh/registry/package_spec.hpp"
 #include "session.hpp"

@@ -7,15 +7,15 @@
 #include "commands.hpp"
 #include "common_options.hpp"
 #include "explain.hpp"
-#include "host_facts_json.hpp"
+#include "kh/loader/host_facts_json.hpp"
 #include "human_size.hpp"
-#include "host_facts.hpp"
+#include "kh/loader/host_facts.hpp"
 #include "kh/install/install.hpp"
 #include "kh/install/resolve.hpp"
 #include "kh/registry/lockfile.hpp"
 #include "kh/registry/status_error.hpp"
 #include "session.hpp"
-#include "variant_select.hpp"
+#include "kh/loader/variant_select.hpp"
 
 namespace kh::cli {
 

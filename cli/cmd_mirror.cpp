@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "commands.hpp"
-#include "host_build_chooser.hpp"
+#include "kh/loader/host_build_chooser.hpp"
 #include "human_size.hpp"
 #include "kh/install/mirror.hpp"
 #include "kh/registry/status_error.hpp"

@@ -3,7 +3,7 @@
 
 #include <cstdio>
 
-#include "coverage.hpp"
+#include "kh/loader/coverage.hpp"
 
 namespace kh::cli {
 

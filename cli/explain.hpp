@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "host_facts.hpp"
+#include "kh/loader/host_facts.hpp"
 #include "kh/registry/repo_index.hpp"
-#include "variant_select.hpp"
+#include "kh/loader/variant_select.hpp"
 
 namespace kh::cli {
 

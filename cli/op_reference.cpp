@@ -8,7 +8,7 @@
 #include "kh/registry/hub_directory.hpp"
 #include "kh/registry/printable.hpp"
 #include "kh/registry/status_error.hpp"
-#include "op_schema.hpp"
+#include "kh/loader/op_schema.hpp"
 
 namespace kh::cli {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "host_build_chooser.hpp"
+#include "kh/loader/host_build_chooser.hpp"
 #include "kh/registry/signed_metadata.hpp"
 #include "kh/registry/status_error.hpp"
 

@@ -7,7 +7,7 @@
 #include "kh/install/session.hpp"
 #include "kh/install/settings.hpp"
 #include "kh/registry/publish.hpp"
-#include "variant_select.hpp"
+#include "kh/loader/variant_select.hpp"
 
 namespace kh::cli {
 

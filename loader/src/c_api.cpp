@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "host_build_chooser.hpp"
+#include "kh/loader/host_build_chooser.hpp"
 #include "image_check.hpp"
-#include "kernel_library.hpp"
+#include "kh/loader/kernel_library.hpp"
 #include "kh/install/install.hpp"
 #include "kh/install/settings.hpp"
 #include "kh/kh.h"

@@ -1,5 +1,5 @@
 // Argument checks of kh_op_call; see call_check.hpp.
-#include "call_check.hpp"
+#include "kh/loader/call_check.hpp"
 
 #include <cstddef>
 #include <cstring>

@@ -1,5 +1,5 @@
 // Coverage of a release over the known GPUs; see coverage.hpp.
-#include "coverage.hpp"
+#include "kh/loader/coverage.hpp"
 
 #include "kh/platform/known_targets.hpp"
 

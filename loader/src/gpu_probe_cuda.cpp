@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "host_facts.hpp"
+#include "kh/loader/host_facts.hpp"
 
 namespace kh::loader {
 namespace {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "host_facts.hpp"
+#include "kh/loader/host_facts.hpp"
 #include "kh/platform/gpu_arch.hpp"
 #include "kh/platform/rocm_runtime.hpp"
 

@@ -1,5 +1,5 @@
 // CPU and glibc detection; see host_facts.hpp. GPU probes live in gpu_probe_*.cpp.
-#include "host_facts.hpp"
+#include "kh/loader/host_facts.hpp"
 
 #include <gnu/libc-version.h>
 #include <sys/utsname.h>
@@ -14,7 +14,7 @@
 #include <mutex>
 #include <sstream>
 
-#include "host_facts_json.hpp"
+#include "kh/loader/host_facts_json.hpp"
 #include "kh/registry/status_error.hpp"
 #endif
 

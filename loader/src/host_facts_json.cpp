@@ -1,5 +1,5 @@
 // Host facts <-> JSON; see host_facts_json.hpp.
-#include "host_facts_json.hpp"
+#include "kh/loader/host_facts_json.hpp"
 
 #include "kh/platform/gpu_arch.hpp"
 #include "kh/platform/versions.hpp"

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "host_facts.hpp"
+#include "kh/loader/host_facts.hpp"
 #include "kh/platform/device_code.hpp"
-#include "variant_select.hpp"
+#include "kh/loader/variant_select.hpp"
 
 namespace kh::loader {
 

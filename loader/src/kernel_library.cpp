@@ -1,5 +1,5 @@
 // dlopen + ABI negotiation of a kernel library; see kernel_library.hpp.
-#include "kernel_library.hpp"
+#include "kh/loader/kernel_library.hpp"
 
 #include <dlfcn.h>
 #include <fcntl.h>

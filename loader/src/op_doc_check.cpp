@@ -1,8 +1,8 @@
 // Op docs against the op's schema; see op_doc_check.hpp.
-#include "op_doc_check.hpp"
+#include "kh/loader/op_doc_check.hpp"
 
 #include "kh/registry/status_error.hpp"
-#include "op_schema.hpp"
+#include "kh/loader/op_schema.hpp"
 
 namespace kh::loader {
 

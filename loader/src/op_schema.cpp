@@ -1,7 +1,7 @@
 // A small recursive-descent parser for the subset of PyTorch's schema syntax that kernel
 // ops use: named arguments of Tensor (with alias annotations), int, float, bool, str,
 // each optionally "?"-suffixed and defaulted; a "*" keyword-only marker; any return text.
-#include "op_schema.hpp"
+#include "kh/loader/op_schema.hpp"
 
 #include <cctype>
 #include <cerrno>

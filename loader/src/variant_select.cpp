@@ -2,7 +2,7 @@
 // the OS and CPU, and have a glibc floor the host meets; a GPU build must fit the requested
 // device of its backend (the rules are the platform vocabulary's, kh/platform/code_fit.hpp)
 // under the host's driver or runtime; CPU builds need their ISA level.
-#include "variant_select.hpp"
+#include "kh/loader/variant_select.hpp"
 
 #include <algorithm>
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "call_check.hpp"
+#include "kh/loader/call_check.hpp"
 
 namespace {
 

@@ -3,9 +3,9 @@
 // the ROCm runtime and code-object floors.
 #include <doctest/doctest.h>
 
-#include "host_facts_json.hpp"
+#include "kh/loader/host_facts_json.hpp"
 #include "kh/registry/status_error.hpp"
-#include "variant_select.hpp"
+#include "kh/loader/variant_select.hpp"
 
 using kh::loader::DeviceRequest;
 using kh::loader::HostFacts;

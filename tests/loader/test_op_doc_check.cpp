@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "op_doc_check.hpp"
+#include "kh/loader/op_doc_check.hpp"
 
 using kh::registry::OpArgDoc;
 using kh::registry::OpDoc;

@@ -2,7 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "kh/registry/status_error.hpp"
-#include "op_schema.hpp"
+#include "kh/loader/op_schema.hpp"
 
 using kh::loader::ArgType;
 using kh::loader::parse_op_schema;

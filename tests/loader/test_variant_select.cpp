@@ -8,7 +8,7 @@
 #include <tuple>
 
 #include "kh/registry/status_error.hpp"
-#include "variant_select.hpp"
+#include "kh/loader/variant_select.hpp"
 
 using kh::loader::HostFacts;
 using kh::registry::VariantEntry;

@@ -4,12 +4,12 @@
 
 #include <memory>
 
-#include "kernel_library.hpp"
+#include "kh/loader/kernel_library.hpp"
 #include "kh/registry/fs.hpp"
 #include "kh/registry/op_docs.hpp"
 #include "kh/registry/publish.hpp"
 #include "kh/registry/status_error.hpp"
-#include "op_doc_check.hpp"
+#include "kh/loader/op_doc_check.hpp"
 
 namespace kh::author {
 namespace {

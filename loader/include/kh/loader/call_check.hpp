@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "kh/kernel_abi.h"
-#include "op_schema.hpp"
+#include "kh/loader/op_schema.hpp"
 
 namespace kh::loader {
 

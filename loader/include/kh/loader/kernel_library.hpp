@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "call_check.hpp"
+#include "kh/loader/call_check.hpp"
 #include "kh/kernel_abi.h"
 
 namespace kh::loader {

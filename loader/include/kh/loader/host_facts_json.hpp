@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "host_facts.hpp"
+#include "kh/loader/host_facts.hpp"
 
 namespace kh::loader {
 

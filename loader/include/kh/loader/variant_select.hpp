@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "host_facts.hpp"
+#include "kh/loader/host_facts.hpp"
 #include "kh/platform/code_fit.hpp"
 #include "kh/registry/repo_index.hpp"
 

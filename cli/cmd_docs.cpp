@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "kh/install/resolve.hpp"
 #include "common_options.hpp"
 #include "kh/registry/fs.hpp"
 #include "kh/registry/op_docs.hpp"
@@ -41,9 +42,9 @@ Page page_from_manifest(const std::string& path, std::vector<std::string>* probl
 // What a hub publishes for a release: the docs of its first build.
 Page page_from_hub(const std::string& spec_text, const install::Options& options) {
   auto session = open_session(options);
-  const registry::PackageSpec spec = registry::parse_package_spec(spec_text);
-  const registry::RepoIndex& index = session->index(spec.repo(), session->require_hub(spec.repo()));
-  const registry::Release& release = registry::resolve_release(index, spec.request);
+  const install::FoundRelease found = install::find_release(*session, spec_text);
+  const registry::RepoIndex& index = *found.index;
+  const registry::Release& release = *found.release;
   const std::string version = registry::to_string(release.version);
   if (release.variants.empty()) fail(KH_ERROR_NOT_FOUND, index.repo + " " + version + " has no builds");
   const registry::VariantEntry& build = release.variants.front();

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "kh/install/resolve.hpp"
 #include "common_options.hpp"
 #include "explain.hpp"
 #include "kh/loader/host_facts_json.hpp"
@@ -41,7 +42,8 @@ void add_doctor_command(CLI::App& app) {
       nlohmann::json per_device = nlohmann::json::array();
       if (!args->json) std::printf("\n%s\n", title.c_str());
       for (const loader::DeviceRequest& device : devices) {
-        const loader::VariantSelection selection = loader::select_variant(builds, facts, device);
+        // The one selection function the chooser of every load and get calls.
+        const install::BuildSelection selection = loader::select_build(builds, facts, device);
         if (args->json) {
           nlohmann::json entry = selection_json(selection);
           entry["device"] = device_title(facts, device);
@@ -61,10 +63,8 @@ void add_doctor_command(CLI::App& app) {
 
     if (!args->specs.empty()) {
       for (const auto& text : args->specs) {
-        const registry::PackageSpec spec = registry::parse_package_spec(text);
-        const registry::RepoIndex& index = session->index(spec.repo(), session->require_hub(spec.repo()));
-        const registry::Release& release = registry::resolve_release(index, spec.request);
-        explain(spec.repo() + " " + registry::to_string(release.version), release.variants);
+        const install::FoundRelease found = install::find_release(*session, text);
+        explain(found.spec.repo() + " " + registry::to_string(found.release->version), found.release->variants);
       }
     } else {
       // Cached packages, grouped by repo and version: which of the cached builds fits.

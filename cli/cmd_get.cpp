@@ -77,10 +77,13 @@ void add_get_command(CLI::App& app) {
         continue;
       }
       const std::vector<registry::VariantEntry>& builds = resolved.release.variants;
+      // This machine's selection, by the one function every load's chooser calls (the host's
+      // facts, the device, --target / KH_TARGET as forced), shown before it is acted on, so a
+      // refusal is explained too.
+      const loader::HostFacts& facts = loader::host_facts();
+      loader::check_device_request(facts, device);
+      const install::BuildSelection selection = loader::select_build(builds, facts, device, session->options().variant);
       if (args->explain) {
-        const loader::HostFacts& facts = loader::host_facts();
-        loader::check_device_request(facts, device);
-        const loader::VariantSelection selection = loader::select_variant(builds, facts, device);
         if (args->json) {
           explanations.push_back({{"host", loader::host_facts_json(facts)},
                                   {"device", device_title(facts, device)},
@@ -99,9 +102,7 @@ void add_get_command(CLI::App& app) {
         for (const auto& v : builds) plans.push_back(install::with_build(*session, resolved, v.key));
       } else {
         // This machine's build (or --target's), refused with every build's reason when none fits.
-        const std::string& key = loader::choose_variant(builds, loader::host_facts(), device, session->options().variant,
-                                                        resolved.repo + " " + resolved.version)
-                                     .key;
+        const std::string& key = install::chosen_build(selection, builds, resolved.repo + " " + resolved.version).key;
         plans.push_back(install::with_build(*session, resolved, key));
       }
     }

@@ -3,10 +3,12 @@
 // --provenance, where each build came from.
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "kh/install/resolve.hpp"
 #include "common_options.hpp"
 #include "coverage_report.hpp"
 #include "kh/registry/package_spec.hpp"
@@ -81,17 +83,22 @@ void add_info_command(CLI::App& app) {
                   "errors) from the newest release, or the one @version names");
   cmd->callback([args]() {
     auto session = open_session(args->options);
+    // org/name shows every release (yanked ones too); org/name@v (and --op) the one the
+    // request picks.
+    const bool one = args->spec.find('@') != std::string::npos || !args->op.empty();
+    std::optional<install::FoundRelease> found;
+    if (one) found = install::find_release(*session, args->spec);
     const registry::PackageSpec spec = registry::parse_package_spec(args->spec);
-    const registry::RepoIndex& index = session->index(spec.repo(), session->require_hub(spec.repo()));
+    const registry::RepoIndex& index = found ? *found->index : session->index(spec.repo(), session->require_hub(spec.repo()));
     if (!args->op.empty()) {
-      print_op_info(index, registry::resolve_release(index, spec.request), args->op, args->json);
+      print_op_info(index, *found->release, args->op, args->json);
       return;
     }
     std::vector<const registry::Release*> shown;
-    if (args->spec.find('@') == std::string::npos) {
+    if (!one) {
       for (const auto& r : index.releases) shown.push_back(&r);
     } else {
-      shown.push_back(&registry::resolve_release(index, spec.request));
+      shown.push_back(found->release);
     }
     if (args->json) {
       nlohmann::json releases = nlohmann::json::array();

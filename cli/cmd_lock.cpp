@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "kh/install/resolve.hpp"
 #include "human_size.hpp"
 #include "common_options.hpp"
 #include "kh/registry/fs.hpp"
@@ -30,14 +31,13 @@ void add_lock_command(CLI::App& app) {
     registry::Lockfile lock;
     if (registry::path_exists(args->out)) lock = registry::load_lockfile(args->out);
     for (const auto& text : args->specs) {
-      const registry::PackageSpec spec = registry::parse_package_spec(text);
-      const std::string& hub_url = session->require_hub(spec.repo());
-      const registry::RepoIndex& index = session->index(spec.repo(), hub_url);
-      const registry::Release& release = registry::resolve_release(index, spec.request);
+      const install::FoundRelease found = install::find_release(*session, text);
+      const registry::PackageSpec& spec = found.spec;
+      const registry::Release& release = *found.release;
       registry::LockedPackage locked;
       locked.request = spec.request.text;
       locked.version = registry::to_string(release.version);
-      locked.hub = hub_url;
+      locked.hub = found.hub_url;
       for (const auto& v : release.variants) locked.variants[v.key] = v.sha256;
       std::printf("locked %s %s (%s)\n", spec.repo().c_str(), locked.version.c_str(),
                   count_of(locked.variants.size(), "build").c_str());

@@ -35,31 +35,35 @@ std::string device_title(const loader::HostFacts& facts, const loader::DeviceReq
          (gpu->name.empty() ? "GPU" : gpu->name) + ", " + gpu->arch + ")";
 }
 
-nlohmann::json selection_json(const loader::VariantSelection& selection) {
+nlohmann::json selection_json(const install::BuildSelection& selection) {
   nlohmann::json builds = nlohmann::json::array();
   for (const auto& v : selection.verdicts) {
-    nlohmann::json b = {{"variant", v.entry->key},
-                        {"chosen", v.entry == selection.chosen},
-                        {"compatible", v.compatible},
+    nlohmann::json b = {{"variant", v.key},
+                        {"chosen", v.key == selection.chosen},
+                        {"compatible", v.fits},
                         {"rank", v.rank},
                         {"reason", v.reason}};
-    if (v.compatible && v.fit != platform::Fit::None) b["fit"] = platform::fit_name(v.fit);
-    if (!v.compatible) b["refusal"] = loader::refusal_name(v.refusal);
-    if (v.device != nullptr)
-      b["device"] = std::string(platform::backend_name(v.device->backend)) + ":" + std::to_string(v.device->index);
+    if (!v.fit.empty()) b["fit"] = v.fit;
+    if (!v.refusal.empty()) b["refusal"] = v.refusal;
+    if (!v.device.empty()) b["device"] = v.device;
     builds.push_back(std::move(b));
   }
-  return {{"chosen", selection.chosen ? nlohmann::json(selection.chosen->key) : nlohmann::json(nullptr)},
-          {"builds", builds}};
+  nlohmann::json out = {{"chosen", selection.chosen.empty() ? nlohmann::json(nullptr) : nlohmann::json(selection.chosen)},
+                        {"builds", builds}};
+  if (selection.forced) out["forced"] = true;
+  return out;
 }
 
-void print_selection(const std::string& title, const loader::VariantSelection& selection, int indent) {
+void print_selection(const std::string& title, const install::BuildSelection& selection, int indent) {
   const std::string pad(static_cast<size_t>(indent), ' ');
   std::printf("%s%s\n", pad.c_str(), title.c_str());
-  if (selection.chosen == nullptr) std::printf("%s  no build fits\n", pad.c_str());
+  if (selection.chosen.empty()) std::printf("%s  no build fits\n", pad.c_str());
+  if (selection.forced) std::printf("%s  forced   %s (--target / KH_TARGET: taken as asked)\n", pad.c_str(),
+                                    selection.chosen.c_str());
   for (const auto& v : selection.verdicts) {
-    const char* label = v.entry == selection.chosen ? "chosen  " : v.compatible ? "fallback" : "refused ";
-    std::printf("%s  %s %s: %s\n", pad.c_str(), label, v.entry->key.c_str(), v.reason.c_str());
+    if (selection.forced && v.key == selection.chosen) continue;
+    const char* label = v.key == selection.chosen ? "chosen  " : v.fits ? "fallback" : "refused ";
+    std::printf("%s  %s %s: %s\n", pad.c_str(), label, v.key.c_str(), v.reason.c_str());
   }
 }
 

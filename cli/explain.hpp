@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kh/install/selection.hpp"
 #include "kh/loader/host_facts.hpp"
 #include "kh/registry/repo_index.hpp"
 #include "kh/loader/variant_select.hpp"
@@ -21,9 +22,11 @@ std::vector<loader::DeviceRequest> every_device(const loader::HostFacts& facts);
 // "cuda device 1 (NVIDIA A100-SXM4-80GB, sm80)", or "device 0 (no GPU: CPU builds only)".
 std::string device_title(const loader::HostFacts& facts, const loader::DeviceRequest& request);
 
-nlohmann::json selection_json(const loader::VariantSelection& selection);
+// A selection as resolution carries it (kh/install/selection.hpp): what `kernels get --explain`,
+// `kernels doctor` and kh_load_kernel's refusals all show.
+nlohmann::json selection_json(const install::BuildSelection& selection);
 // "  chosen   cuda13.0-sm90a-...: arch-specific sm90a SASS for ..." and one line per other build,
 // under `title`, each line indented by `indent` more spaces.
-void print_selection(const std::string& title, const loader::VariantSelection& selection, int indent = 0);
+void print_selection(const std::string& title, const install::BuildSelection& selection, int indent = 0);
 
 }  // namespace kh::cli

@@ -25,15 +25,15 @@ std::unique_ptr<install::Session> open_session(const install::Options& options, 
 }
 
 std::unique_ptr<install::Session> open_session_choosing_any(const install::Options& options) {
-  auto any = [](const std::vector<registry::VariantEntry>& builds, const std::string& forced_key,
-                const std::string& what) -> const registry::VariantEntry& {
-    const auto it = std::find_if(builds.begin(), builds.end(), [&](const registry::VariantEntry& v) {
-      return forced_key.empty() || v.key == forced_key;
-    });
-    if (it == builds.end())
-      fail(forced_key.empty() ? KH_ERROR_NO_COMPATIBLE_VARIANT : KH_ERROR_NOT_FOUND,
-           what + (forced_key.empty() ? " has no builds" : " has no build " + forced_key));
-    return *it;
+  // Every build fits: the forced one, else the first (the verb chooses or takes them all).
+  auto any = [](const std::vector<registry::VariantEntry>& builds, const std::string& forced_key) {
+    install::BuildSelection selection;
+    selection.machine = "any machine";
+    selection.forced = !forced_key.empty();
+    for (const auto& v : builds) selection.verdicts.push_back({v.key, true, 0, "", "", "", "taken as one of all builds"});
+    if (selection.forced) selection.chosen = forced_key;
+    else if (!builds.empty()) selection.chosen = builds.front().key;
+    return selection;
   };
   return std::make_unique<install::Session>(settings(), options, any);
 }

@@ -30,6 +30,14 @@ registry::PackageManifest read_manifest(const std::string& dir) {
   fail(KH_ERROR_OFFLINE, what + " is not in the cache and offline mode allows no download");
 }
 
+// The chooser's selection among `builds`, kept in r, and the build it chose (chosen_build's
+// errors when none fits or a forced key is not offered).
+const registry::VariantEntry& choose(Session& session, const std::vector<registry::VariantEntry>& builds,
+                                     const std::string& forced, const std::string& what, Resolution& r) {
+  r.selection = session.chooser()(builds, forced);
+  return chosen_build(r.selection, builds, what);
+}
+
 // An entry standing for a cached or locked build: selection needs its key, digest and floors
 // (glibc, and what it needs of its GPU runtime), which a cached package's manifest holds.
 registry::VariantEntry build_entry(const std::string& key, const std::string& sha256,
@@ -90,7 +98,7 @@ Resolution resolve_in_cache(Session& session, const registry::PackageSpec& spec,
   for (const auto& m : matches)
     if (m.manifest.version == newest)  // the floors hold offline too
       r.release.variants.push_back(build_entry(m.manifest.variant, m.sha256, &m.manifest));
-  r.build = session.chooser()(r.release.variants, forced, spec.repo() + " " + newest + " (cached)");
+  r.build = choose(session, r.release.variants, forced, spec.repo() + " " + newest + " (cached)", r);
   r.reason = offline ? "cached (offline, no hub)" : "cached (no hub configured)";
   r.installed = describe_installed(*cache.package_dir(r.build.sha256), r.build.sha256, "");
   return r;
@@ -126,7 +134,7 @@ Resolution resolve_locked(Session& session, const registry::PackageSpec& spec, c
     if (spec.request.kind == registry::VersionRequest::Kind::Digest && sha != spec.request.sha256) continue;
     r.release.variants.push_back(build_entry(key, sha));
   }
-  const registry::VariantEntry chosen = session.chooser()(r.release.variants, forced, what);
+  const registry::VariantEntry chosen = choose(session, r.release.variants, forced, what, r);
   r.build = chosen;
   r.hub_url = options.hub_url.empty() ? locked.hub : options.hub_url;
   if (auto dir = cache.package_dir(chosen.sha256)) {
@@ -138,9 +146,7 @@ Resolution resolve_locked(Session& session, const registry::PackageSpec& spec, c
   const registry::RepoIndex& index = session.index(spec.repo(), r.hub_url);
   registry::VersionRequest exact = registry::parse_version_request("=" + locked.version);
   const registry::Release& release = registry::resolve_release(index, exact);
-  const registry::VariantEntry* offered = nullptr;
-  for (const auto& v : release.variants)
-    if (v.key == chosen.key) offered = &v;
+  const registry::VariantEntry* offered = registry::find_variant(release.variants, chosen.key);
   if (offered == nullptr) fail(KH_ERROR_LOCKED, what + ": the hub no longer offers build " + chosen.key);
   if (offered->sha256 != chosen.sha256)
     fail(KH_ERROR_LOCKED, what + ": the hub now serves other bytes for " + chosen.key + " (sha256 " + offered->sha256 +
@@ -176,6 +182,15 @@ InstalledPackage installed_as_resolved(const Resolution& r, const std::string& d
     fail(KH_ERROR_VERIFICATION, "cached package " + dir + " is " + p.repo + " " + p.version + " (" + p.variant +
                                     ") but the index says " + r.repo + " " + r.version + " (" + r.build.key + ")");
   return p;
+}
+
+FoundRelease find_release(Session& session, const std::string& spec_text) {
+  FoundRelease found;
+  found.spec = registry::parse_package_spec(spec_text);
+  found.hub_url = session.require_hub(found.spec.repo());
+  found.index = &session.index(found.spec.repo(), found.hub_url);
+  found.release = &registry::resolve_release(*found.index, found.spec.request);
+  return found;
 }
 
 Resolution resolve(Session& session, const std::string& spec_text, const std::string& forced_variant) {
@@ -217,7 +232,7 @@ Resolution resolve(Session& session, const std::string& spec_text, const std::st
       if (it == release.variants.end()) fail(KH_ERROR_INTERNAL, what + ": resolved build vanished");
       r.build = *it;
     } else {
-      r.build = session.chooser()(release.variants, forced, what);
+      r.build = choose(session, release.variants, forced, what, r);
     }
     if (auto cached = cache.package_dir(r.build.sha256)) {
       r.installed = installed_as_resolved(r, *cached);
@@ -230,10 +245,8 @@ Resolution resolve(Session& session, const std::string& spec_text, const std::st
 }
 
 Resolution with_build(Session& session, const Resolution& resolved, const std::string& key) {
-  const auto it = std::find_if(resolved.release.variants.begin(), resolved.release.variants.end(),
-                               [&](const registry::VariantEntry& v) { return v.key == key; });
-  if (it == resolved.release.variants.end())
-    fail(KH_ERROR_NOT_FOUND, resolved.repo + " " + resolved.version + " has no build " + key);
+  const registry::VariantEntry* it = registry::find_variant(resolved.release.variants, key);
+  if (it == nullptr) fail(KH_ERROR_NOT_FOUND, resolved.repo + " " + resolved.version + " has no build " + key);
   Resolution r = resolved;
   r.build = *it;
   r.installed.reset();

@@ -176,12 +176,6 @@ VariantVerdict judge(const registry::VariantEntry& entry, const HostFacts& host,
   return refuse(v, Refusal::BadKey, "unknown backend");
 }
 
-std::string list_verdicts(const VariantSelection& selection) {
-  std::string out;
-  for (const auto& v : selection.verdicts) out += "\n  " + v.entry->key + ": " + v.reason;
-  return out;
-}
-
 }  // namespace
 
 const char* refusal_name(Refusal refusal) {
@@ -255,24 +249,37 @@ VariantSelection select_variant(const std::vector<registry::VariantEntry>& varia
   return selection;
 }
 
+install::BuildSelection select_build(const std::vector<registry::VariantEntry>& variants, const HostFacts& host,
+                                     const DeviceRequest& device, const std::string& forced_key) {
+  install::BuildSelection out;
+  out.machine = host.cpu + "-" + host.os + (device == DeviceRequest{} ? std::string() : ", " + describe(device));
+  if (forced_key.empty()) check_device_request(host, device);
+  const VariantSelection selection = select_variant(variants, host, device);
+  for (const VariantVerdict& v : selection.verdicts) {
+    install::BuildVerdict b;
+    b.key = v.entry->key;
+    b.fits = v.compatible;
+    b.rank = v.rank;
+    if (v.compatible && v.fit != platform::Fit::None) b.fit = platform::fit_name(v.fit);
+    if (!v.compatible) b.refusal = refusal_name(v.refusal);
+    if (v.device != nullptr) b.device = std::string(platform::backend_name(v.device->backend)) + ":" +
+                                        std::to_string(v.device->index);
+    b.reason = v.reason;
+    out.verdicts.push_back(std::move(b));
+  }
+  if (!forced_key.empty()) {
+    out.chosen = forced_key;
+    out.forced = true;
+  } else if (selection.chosen != nullptr) {
+    out.chosen = selection.chosen->key;
+  }
+  return out;
+}
+
 const registry::VariantEntry& choose_variant(const std::vector<registry::VariantEntry>& variants, const HostFacts& host,
                                              const DeviceRequest& device, const std::string& forced_key,
                                              const std::string& what) {
-  if (!forced_key.empty()) {
-    for (const auto& entry : variants)
-      if (entry.key == forced_key) return entry;
-    std::string offered;
-    for (const auto& entry : variants) offered += "\n  " + entry.key;
-    fail(KH_ERROR_NOT_FOUND, what + " has no build '" + forced_key + "'; it offers:" + offered);
-  }
-  check_device_request(host, device);
-  const VariantSelection selection = select_variant(variants, host, device);
-  if (selection.chosen == nullptr)
-    fail(KH_ERROR_NO_COMPATIBLE_VARIANT,
-         what + " has no build for this machine (" + host.cpu + "-" + host.os +
-             (device == DeviceRequest{} ? std::string() : ", " + describe(device)) + "); builds offered:" +
-             (selection.verdicts.empty() ? std::string(" none") : list_verdicts(selection)));
-  return *selection.chosen;
+  return install::chosen_build(select_build(variants, host, device, forced_key), variants, what);
 }
 
 }  // namespace kh::loader

@@ -282,6 +282,12 @@ const Release& resolve_release(const RepoIndex& index, const VersionRequest& req
   fail(KH_ERROR_NOT_FOUND, msg);
 }
 
+const VariantEntry* find_variant(const std::vector<VariantEntry>& builds, const std::string& key) {
+  for (const VariantEntry& v : builds)
+    if (v.key == key) return &v;
+  return nullptr;
+}
+
 std::string repo_index_path(const std::string& repo) { return "repos/" + repo + "/index.json"; }
 
 std::string blob_path(const std::string& sha256) {

@@ -10,6 +10,7 @@
 
 #include "kh/install/session.hpp"
 #include "kh/registry/package_manifest.hpp"
+#include "kh/registry/package_spec.hpp"
 #include "kh/registry/repo_index.hpp"
 
 namespace kh::install {
@@ -33,12 +34,28 @@ struct Resolution {
   std::string hub_url;            // where the build comes from; empty: only the cache was consulted
   registry::Release release;      // the release with every build considered (for --explain, --all-targets)
   registry::VariantEntry build;   // the chosen one
+  // Why: the chooser's verdict on every build of the release, for this request (its device, a
+  // forced key). Empty for a build taken by digest, which nothing had to choose.
+  BuildSelection selection;
   // How it was resolved, in words: "index version 7 of <hub>", "locked in kernels.lock",
   // "cached (offline)", "cached by digest".
   std::string reason;
   // Set when the cache already holds the build complete and intact: install() has nothing to do.
   std::optional<InstalledPackage> installed;
 };
+
+// A release on the hub, as a spec names it: what the verbs that read a hub's metadata without
+// installing (info, docs, doctor, lock) look up, in one place.
+struct FoundRelease {
+  registry::PackageSpec spec;
+  std::string hub_url;
+  const registry::RepoIndex* index = nullptr;    // the session's verified index
+  const registry::Release* release = nullptr;    // the release the request resolves to
+};
+// The verified index of the spec's repo from the session's hub, and the release its version
+// request picks (yanked ones skipped unless pinned). StatusError as resolve() for a missing
+// hub, repo or version.
+FoundRelease find_release(Session& session, const std::string& spec);
 
 // Resolves spec. forced_variant non-empty: that build (else options().variant, else the
 // chooser's pick). Throws StatusError naming what failed (unknown repo or version, no

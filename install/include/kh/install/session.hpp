@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kh/install/selection.hpp"
 #include "kh/install/settings.hpp"
 #include "kh/registry/cache.hpp"
 #include "kh/registry/deadline.hpp"
@@ -44,13 +45,8 @@ struct Options {
   std::string trusted_root_source;
 };
 
-// How a build is chosen among a release's: the loader's selection for this machine, given
-// by the caller, so that resolution knows nothing of host facts. Returns the chosen entry
-// of `builds`, or throws StatusError (KH_ERROR_NO_COMPATIBLE_VARIANT listing every build
-// with its reason; KH_ERROR_NOT_FOUND for a forced key the release lacks). forced_key
-// non-empty: that build, whatever the machine. `what` names the repo and version.
-using BuildChooser = std::function<const registry::VariantEntry&(
-    const std::vector<registry::VariantEntry>& builds, const std::string& forced_key, const std::string& what)>;
+// How a build is chosen among a release's (selection.hpp): the loader's selection for this
+// machine, given by the caller, so that resolution knows nothing of host facts.
 
 class Session {
  public:

@@ -15,9 +15,8 @@ namespace kh::loader {
 
 // For `device` of this machine (default: device 0 / the first GPU).
 inline auto host_build_chooser(DeviceRequest device = {}) {
-  return [device](const std::vector<registry::VariantEntry>& builds, const std::string& forced_key,
-                  const std::string& what) -> const registry::VariantEntry& {
-    return choose_variant(builds, host_facts(), device, forced_key, what);
+  return [device](const std::vector<registry::VariantEntry>& builds, const std::string& forced_key) {
+    return select_build(builds, host_facts(), device, forced_key);
   };
 }
 

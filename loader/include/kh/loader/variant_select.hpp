@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kh/loader/host_facts.hpp"
+#include "kh/install/selection.hpp"
 #include "kh/platform/code_fit.hpp"
 #include "kh/registry/repo_index.hpp"
 
@@ -70,6 +71,13 @@ struct VariantSelection {
 // any CPU build; CPU builds by ISA level.
 VariantSelection select_variant(const std::vector<registry::VariantEntry>& variants, const HostFacts& host,
                                 const DeviceRequest& device = {});
+
+// The selection as resolution carries it (kh/install/selection.hpp): the chosen build's key
+// and every build's verdict, for this host and device; forced_key non-empty (--target,
+// KH_TARGET) is chosen as is, whatever the verdicts say, which are still given. Throws
+// StatusError(KH_ERROR_INVALID_ARGUMENT) for a device this machine lacks (unless forced).
+install::BuildSelection select_build(const std::vector<registry::VariantEntry>& variants, const HostFacts& host,
+                                     const DeviceRequest& device, const std::string& forced_key = "");
 
 // The chosen entry, or throws StatusError: KH_ERROR_NO_COMPATIBLE_VARIANT listing every
 // build with its reason. `forced_key` non-empty (--target, KH_TARGET) picks that build as is,

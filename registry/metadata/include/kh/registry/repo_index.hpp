@@ -96,6 +96,9 @@ std::string format_rfc3339_utc(int64_t unix_seconds);
 // Throws StatusError(KH_ERROR_NOT_FOUND) naming the request and listing the versions there are.
 const Release& resolve_release(const RepoIndex& index, const VersionRequest& request);
 
+// The build with variant key `key` among `builds`; nullptr when there is none.
+const VariantEntry* find_variant(const std::vector<VariantEntry>& builds, const std::string& key);
+
 // Where a repo's index lives inside a hub, and where a blob lives (both relative).
 std::string repo_index_path(const std::string& repo);  // "repos/<org>/<name>/index.json"
 std::string blob_path(const std::string& sha256);      // "blobs/sha256/<2 hex>/<64 hex>"

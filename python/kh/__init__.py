@@ -198,6 +198,7 @@ class Op(_Caller):
 
     def __init__(self, kernel, handle):  # pylint: disable=super-init-not-called
         self._kernel = kernel  # keeps the package loaded while the op is in use
+        self._handle = handle
         lib = _library()
         self.name = lib.kh_op_name(handle).decode()
         self.schema = lib.kh_op_schema(handle).decode()
@@ -210,6 +211,31 @@ class Op(_Caller):
     def written(self):
         """The names of the arguments this op writes (Tensor(a!) in its schema)."""
         return tuple(n for n, w in self._arguments if w)
+
+    @property
+    def workspace_arg(self):
+        """The schema index of the op's workspace argument (kh_op_workspace_arg), -1 when none."""
+        lib = _library()
+        return lib.kh_op_workspace_arg(self._handle) if hasattr(lib, "kh_op_workspace_arg") else -1
+
+    def workspace_size(self, *args):
+        """The bytes of workspace a call with these arguments needs, from the op itself
+        (kh_op_workspace_size): the call's arguments with the workspace None. Raises kh.Error
+        (KH_ERROR_UNSUPPORTED when the op does not answer: it takes no workspace, or its library
+        or this libkh predate the query). Once per shape, not per call: converted in Python."""
+        lib = _library()
+        if not hasattr(lib, "kh_op_workspace_size"):
+            raise Error(KH_ERROR_UNSUPPORTED, f"{self.name}: this libkh has no kh_op_workspace_size (upgrade kh)")
+        values = (_abi.KhValue * len(args))()
+        keep = []
+        for i, a in enumerate(args):
+            name = self._arguments[i][0] if i < len(self._arguments) else str(i)
+            _tensors.fill_value(values[i], a, None, keep, writable=False, label=f"{self.name}: argument {i} '{name}'")
+        size = ctypes.c_uint64(0)
+        status = lib.kh_op_workspace_size(self._handle, values, len(args), ctypes.byref(size))
+        del keep
+        _check(status)
+        return size.value
 
     def __repr__(self):
         return f"<kh.Op {self.schema}>"
@@ -259,7 +285,7 @@ class Kernel:
 
     def functional(self, name):
         """The functional form of op `name` on NumPy arrays: takes the op's arguments less those it
-        writes, allocates its outputs (and workspaces, by the op docs' rule) with numpy.empty, copies
+        writes, allocates its outputs (and workspaces, as the op sizes them) with numpy.empty, copies
         the arguments it writes in place, calls the op and returns what it wrote (one array or a
         tuple). Planned from the package's manifest (kh._outputs); kh.torch has the same for torch."""
         op = self.op(name)
@@ -267,7 +293,7 @@ class Kernel:
         arrays = _outputs.NumpyArrays()
 
         def functional(*args, **kwargs):
-            return _outputs.call_functional(plan, op, arrays, args, kwargs)
+            return _outputs.call_functional(plan, op, arrays, args, kwargs, query=op.workspace_size)
 
         functional.__name__ = name
         functional.__doc__ = repr(plan)

@@ -143,12 +143,19 @@ def declare(lib):
         "kh_op_schema": (ctypes.c_char_p, [P]),
         "kh_op_num_args": (ctypes.c_uint32, [P]),
         "kh_op_call": (ctypes.c_int32, [P, ctypes.POINTER(KhValue), ctypes.c_uint32, P]),
+        "kh_op_workspace_size": (ctypes.c_int32, [P, ctypes.POINTER(KhValue), ctypes.c_uint32,
+                                                  ctypes.POINTER(ctypes.c_uint64)]),
+        "kh_op_workspace_arg": (ctypes.c_int32, [P]),
         "kh_status_string": (ctypes.c_char_p, [ctypes.c_int32]),
         "kh_last_error": (ctypes.c_char_p, []),
         "kh_abi_version": (ctypes.c_uint32, []),
         "kh_version_string": (ctypes.c_char_p, []),
     }
+    # A libkh older than these answers no workspace query (Op.workspace_size says so).
+    optional = {"kh_op_workspace_size", "kh_op_workspace_arg"}
     for name, (restype, argtypes) in protos.items():
+        if name in optional and not hasattr(lib, name):
+            continue
         fn = getattr(lib, name)
         fn.restype = restype
         fn.argtypes = argtypes

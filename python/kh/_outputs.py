@@ -5,8 +5,9 @@ the op's other arguments and allocates what it writes:
   - outputs: written arguments whose shape (the manifest's "(..., hidden)", "(batch, heads_q,
     q_len)", "(..., d)" next to an input's "(..., 2 d)") follows from the shapes of the op's
     required read tensors; allocated and returned, optional ones (lse) too;
-  - workspaces: written scratch whose size follows a rule in the op's docs (WORKSPACE_RULES:
-    attention_decode_paged's split-KV workspace; the ABI has no workspace-size query yet);
+  - workspaces: written scratch the op sizes itself (kh_op_workspace_size, asked with the call's
+    arguments); where no call can be asked (traced code, an op or libkh without the query), the
+    size follows the rule in the op's docs (WORKSPACE_RULES: attention_decode_paged's split-KV);
     allocated, not returned;
   - in place: written arguments whose shape the inputs do not fix (rotary_embedding's query and
     key, a KV cache): taken as inputs, copied, the copies written and returned.
@@ -164,7 +165,7 @@ def evaluate(dims, sym):
     return tuple(out)
 
 
-# ---- workspace rules (from the ops' docs; no ABI query exists yet) ----------------------------------
+# ---- workspace rules (from the ops' docs; used only where the op cannot be asked) -------------------
 def _ceil_div(a, b):
     return -(-a // b)
 
@@ -288,20 +289,49 @@ def plan_for(op, manifest):
     return Plan(op.name, op.schema, entry)
 
 
-def call_functional(plan, call, arrays, args, kwargs):
+def call_functional(plan, call, arrays, args, kwargs, query=None):
     """Runs plan's functional form: binds args, allocates with `arrays` (empty(shape, dtype name,
     like), clone(x), shape(x), dtype_name(x)), calls call(*schema-ordered args), returns the
-    returns (one value, or a tuple)."""
-    return run_bound(plan, call, arrays, plan.bind(args, kwargs))
+    returns (one value, or a tuple). query(*schema-ordered args, the workspace None): the bytes
+    of workspace the op needs (Op.workspace_size); None: the docs' rule."""
+    return run_bound(plan, call, arrays, plan.bind(args, kwargs), query)
 
 
-def run_bound(plan, call, arrays, values):
+_ITEM_BYTES = {"f64": 8, "i64": 8, "f32": 4, "i32": 4, "f16": 2, "bf16": 2, "i16": 2, "u8": 1, "i8": 1, "bool": 1}
+
+
+def _asked_workspace(plan, values, n, query):
+    """Workspace n's shape as the op sizes it for this call, or None where it cannot be asked."""
+    if query is None:
+        return None
+    fixed, _ = plan.dtype_rule[n]
+    item = _ITEM_BYTES.get(fixed)
+    if item is None:
+        return None
+    asked = dict(values)
+    asked[n] = None
+    try:
+        size = query(*[asked[a.name] for a in plan.args])
+    except Exception as e:  # pylint: disable=broad-except
+        if getattr(e, "status", None) == 12:  # KH_ERROR_UNSUPPORTED: the op does not answer
+            return None
+        raise
+    return (-(-size // item),)
+
+
+def run_bound(plan, call, arrays, values, query=None):
     """call_functional on already bound inputs ({name: value}, Plan.bind's result)."""
     values = dict(values)
     shapes = {n: arrays.shape(values[n]) for n in plan.reads if values.get(n) is not None}
     sizes = plan.allocation(shapes)
     like = values[plan.like] if plan.like else None
+    for n in plan.outputs:
+        values.setdefault(n, None)
+    for n in plan.workspaces:
+        values.setdefault(n, None)
     for n in plan.outputs + plan.workspaces:
+        if n in plan.workspaces:
+            sizes[n] = _asked_workspace(plan, values, n, query) or sizes[n]
         fixed, candidates = plan.dtype_rule[n]
         if fixed is not None:
             values[n] = arrays.empty(sizes[n], fixed, like)

@@ -14,8 +14,8 @@ packages, or two majors of one, coexist. In it, for every op of the package:
     fake (meta) implementation returns nothing, which is all a schema whose outputs are the
     written arguments needs: torch.compile functionalizes the writes.
   - <op>_functional: the op's functional form (kh._outputs): the arguments less what the op
-    writes; allocates outputs (out, lse, ...) and workspaces (attention_decode_paged's by the op
-    docs' rule: the ABI has no workspace-size query yet), copies what the op writes in place
+    writes; allocates outputs (out, lse, ...) and workspaces (as the op sizes them:
+    kh_op_workspace_size; the docs' rule in traced code), copies what the op writes in place
     (rotary_embedding's query and key, both required here), returns the written tensors. Its fake implementation
     allocates the same shapes as empty tensors, so tracing never runs a kernel.
 Both are tagged needs_fixed_stride_order (kh ops want their last dim contiguous and take the
@@ -117,7 +117,7 @@ class _FunctionalImpl:
     def __call__(self, *args, **kwargs):
         values = self.plan.bind(args, kwargs)
         op = self.device_ops.pick([values[self.plan.like]] if self.plan.like else args)
-        return _outputs.run_bound(self.plan, op, _TorchArrays, values)
+        return _outputs.run_bound(self.plan, op, _TorchArrays, values, query=op.workspace_size)
 
 
 def _no_kernel(*args):  # the fake implementation's stand-in for the kernel: tracing runs none

@@ -13,7 +13,8 @@ attention and rotary.
 - the functional forms (Kernel.functional: outputs and workspaces allocated from the manifest and
   the op docs' rules): rms_norm, fused_add_rms_norm, silu_and_mul, rotary_embedding (copies
   written, inputs untouched), attention_decode_paged over a shuffled paged cache with a split-KV
-  workspace (the CPU build refuses one below the rule).
+  workspace (the op's own size query, kh_op_workspace_size, agrees with the rule; the CPU build
+  refuses one below it).
 Exit status 0 when every check passes; prints one line per check and "N passed, N failed".
 """
 import math
@@ -182,6 +183,14 @@ def main():
     check("functional attention_decode_paged returns (out, lse), out within fp16 rounding of float64",
           o.shape == qq.shape and o.dtype == np.float16 and lse.shape == (batch, heads_q, q_len) and
           lse.dtype == np.float32 and err < 2e-3, f"max error {err:.2e}, plan {plan}")
+    op = attn.op("attention_decode_paged")
+    check("the op names its workspace argument (kh_op_workspace_arg)", op.workspace_arg == 7, str(op.workspace_arg))
+    asked = op.workspace_size(np.empty_like(qq), None, qq, kc, vc, table, lens, None, head_dim ** -0.5)
+    check("the op's own answer (kh_op_workspace_size, the workspace left None) is the docs' rule in bytes",
+          asked == 4 * rule, f"{asked} bytes for a rule of {rule} floats")
+    e = error_of(lambda: attn.op("attention_fwd").workspace_size())
+    check("an op without a workspace does not answer (KH_ERROR_UNSUPPORTED)",
+          e is not None and e.status == kh.KH_ERROR_UNSUPPORTED, str(e))
     small = np.empty(rule - 1, np.float32)
     e = error_of(lambda: attn.op("attention_decode_paged")(np.empty_like(qq), None, qq, kc, vc, table, lens, small,
                                                            head_dim ** -0.5))

@@ -10,6 +10,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -20,6 +21,22 @@
 #include "../servers/server_util.hpp"
 #include "kh/registry/cache.hpp"
 #include "../registry/signed_hub.hpp"
+
+namespace {
+
+// The size of the largest file of blob `sha` in the cache's tmp/ (a download in progress, or
+// the partial one left), 0 when there is none.
+uint64_t largest_work_file(const std::string& tmp, const std::string& sha) {
+  uint64_t largest = 0;
+  for (const std::string& name : kh_test::names_in(tmp)) {
+    struct stat st;
+    if (name.rfind(sha, 0) == 0 && ::stat((tmp + "/" + name).c_str(), &st) == 0)
+      largest = std::max<uint64_t>(largest, static_cast<uint64_t>(st.st_size));
+  }
+  return largest;
+}
+
+}  // namespace
 
 TEST_CASE("twelve kills during concurrent downloads of one blob leave one partial, which the next get resumes") {
   kh_test::SignedHub hub;
@@ -38,7 +55,12 @@ TEST_CASE("twelve kills during concurrent downloads of one blob leave one partia
     std::vector<pid_t> gets;
     for (int i = 0; i < 3; ++i)
       gets.push_back(kh_test::spawn_logged(KH_KERNELS_EXE, args, hub.dir + "/get-" + std::to_string(i) + ".log"));
-    std::this_thread::sleep_for(std::chrono::milliseconds(250 + 40 * (round % 5)));
+    // Killed once the blob's bytes on disk have grown by 1 MiB (the least a partial is kept
+    // for), whatever the machine's load: a fixed delay cut slow starts before any byte came.
+    const uint64_t before = largest_work_file(tmp, sha);
+    for (int i = 0; i < 400 && largest_work_file(tmp, sha) < before + (1u << 20); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10 * (round % 5)));
     for (pid_t pid : gets) ::kill(pid, SIGKILL);
     for (pid_t pid : gets) ::waitpid(pid, nullptr, 0);
     size_t partials = 0;

@@ -50,9 +50,11 @@ TEST_CASE("a get over https opens one connection for index, signature and blob")
   install::Options options;
   options.hub_url = url;
   options.cache_root = d / "cache";
-  install::Session session(settings, options,
-                           [](const std::vector<registry::VariantEntry>& builds, const std::string&,
-                              const std::string&) -> const registry::VariantEntry& { return builds.front(); });
+  install::Session session(settings, options, [](const std::vector<registry::VariantEntry>& builds, const std::string&) {
+    install::BuildSelection selection;  // one build: that one
+    selection.chosen = builds.front().key;
+    return selection;
+  });
   registry::TrustStore(session.cache(), session.hub(url).id())
       .pin_root(kh_test::read_text(hub_dir + "/root/1.root.json"), "root/1.root.json");
   const install::InstalledPackage p = install::get(session, "test-org/one-connection@1");

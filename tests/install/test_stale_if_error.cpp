@@ -94,9 +94,10 @@ struct World {
   ~World() { server.reset(); }
   // One `kernels get`: a session of its own, resolve + install.
   install::InstalledPackage get() {
-    install::Session session(settings, options, [](const std::vector<registry::VariantEntry>& builds,
-                                                   const std::string&, const std::string&) -> const registry::VariantEntry& {
-      return builds.front();  // the package has one build
+    install::Session session(settings, options, [](const std::vector<registry::VariantEntry>& builds, const std::string&) {
+      install::BuildSelection selection;  // the package has one build: that one
+      selection.chosen = builds.front().key;
+      return selection;
     });
     return install::get(session, std::string(kRepo) + "@1");
   }

@@ -200,9 +200,15 @@ endfunction()
 #     given a path made of the library's name and its place in the source list instead.
 #   - HIP sources get a stable compilation-unit id (kh_add_hip_sources).
 function(kh_file_prefix_map target from to)
-  target_compile_options(${target} PRIVATE
-    "$<$<COMPILE_LANGUAGE:C,CXX>:-ffile-prefix-map=${from}=${to}>"
-    "$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-ffile-prefix-map=${from}=${to}>")
+  target_compile_options(${target} PRIVATE "$<$<COMPILE_LANGUAGE:C,CXX>:-ffile-prefix-map=${from}=${to}>")
+  # nvcc's host pass gets the map too, except under a compiler launcher (ccache): ccache knows
+  # to hash only the new path of a host compiler's -ffile-prefix-map, not of one inside
+  # -Xcompiler, so every CUDA unit would miss the cache in each new checkout (a CI clone). The
+  # author's `kernels build` runs no launcher; kh's own CUDA host code records no path (no
+  # __FILE__, no assert in release code), so its builds are the same bytes either way.
+  if(NOT CMAKE_CUDA_COMPILER_LAUNCHER)
+    target_compile_options(${target} PRIVATE "$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-ffile-prefix-map=${from}=${to}>")
+  endif()
   set_property(TARGET ${target} APPEND PROPERTY KH_FILE_PREFIX_MAPS "-ffile-prefix-map=${from}=${to}")
 endfunction()
 

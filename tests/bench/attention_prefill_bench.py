@@ -13,13 +13,10 @@ process, bf16 on one GPU; every row is validated before it is timed.
              total tokens in equal lengths); TFLOP/s count real
              tokens only (4 h d sum(len^2), halved for causal). Target: >= 0.95x attention_fwd's
              TFLOP/s. Also shown: against one attention_fwd call per sequence (what an engine
-             does without the varlen op), as a ratio of times, and for the sm90a build the
-             1.1.0 path (one CTA per tile, KH_ATTENTION_VARLEN_PERSISTENT=0, which the build
-             reads at each call; full attention runs a persistent grid otherwise), validated
-             and timed in the same process.
+             does without the varlen op), as a ratio of times. (The 1.1.0 path, one CTA per
+             tile, is a switch of the development build only: dev/attention/varlen_probe.py.)
 """
 import math
-import os
 
 import torch
 
@@ -149,20 +146,6 @@ def bench_varlen(kernels, reps, failures, timing, rel_error):
             if checked is None:
                 continue
             t_var, worst = checked
-            per_tile = None
-            if target == "sm90a":
-                # The same call on the path of 1.1.0 (one CTA per tile), for the comparison.
-                before = os.environ.get("KH_ATTENTION_VARLEN_PERSISTENT")
-                os.environ["KH_ATTENTION_VARLEN_PERSISTENT"] = "0"
-                try:
-                    per_tile = checked_timing(var, out, per_sequence, f"varlen {target} {name}, one CTA per tile "
-                                              "(against attention_fwd per sequence)", reps, failures, timing,
-                                              rel_error)
-                finally:
-                    if before is None:
-                        del os.environ["KH_ATTENTION_VARLEN_PERSISTENT"]
-                    else:
-                        os.environ["KH_ATTENTION_VARLEN_PERSISTENT"] = before
             t_eq = timing([fwd.bind(out4, None, q4, k4, v4, scale, causal)], reps)
             # One attention_fwd call per sequence (the engine's way without varlen).
             singles = [fwd.bind(out[s0:s0 + n].unsqueeze(0), None, q[s0:s0 + n].unsqueeze(0),
@@ -173,9 +156,6 @@ def bench_varlen(kernels, reps, failures, timing, rel_error):
                        ms=t_var.ms, spread=t_var.spread, tflops=flops / t_var.ms / 1e9,
                        equal_ms=t_eq.ms, equal_tflops=flops_eq / t_eq.ms / 1e9, separate_ms=t_sep.ms,
                        rel_err=worst)
-            if per_tile is not None:
-                row["per_tile_ms"] = per_tile[0].ms
-                row["per_tile_tflops"] = flops / per_tile[0].ms / 1e9
             row["vs_equal"] = row["tflops"] / row["equal_tflops"]
             row["vs_separate"] = t_sep.ms / t_var.ms
             row["target"] = ">=0.95x attention_fwd TF/s"
@@ -199,10 +179,9 @@ def print_rows(head_rows, varlen_rows):
                   f"| {r['vs_best']:.2f}x | {100 * r['spread']:.1f}% | {r.get('target', '-')} | {met} |")
     if varlen_rows:
         print("\n| varlen prefill (bf16) | build | ms | TFLOP/s | equal lengths TF/s | vs equal | separate calls ms "
-              "| vs separate | one CTA a tile TF/s | spread | target | met |")
-        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+              "| vs separate | spread | target | met |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for r in varlen_rows:
-            per_tile = f"{r['per_tile_tflops']:.0f}" if "per_tile_tflops" in r else "-"
             print(f"| {r['name']} | {r['build']} | {r['ms']:.3f} | {r['tflops']:.0f} | {r['equal_tflops']:.0f} "
-                  f"| {r['vs_equal']:.2f}x | {r['separate_ms']:.3f} | {r['vs_separate']:.2f}x | {per_tile} | "
+                  f"| {r['vs_equal']:.2f}x | {r['separate_ms']:.3f} | {r['vs_separate']:.2f}x | "
                   f"{100 * r['spread']:.1f}% | {r['target']} | {'met' if r['met'] else 'MISSED'} |")

@@ -76,8 +76,8 @@ except ImportError:
     sys.exit(0)
 
 import kh  # noqa: E402
-# The standalone harnesses' references and tolerance rules, reused as they are.
-from attention_dev_check import make_inputs, reference as attention_reference, sdpa_same_precision  # noqa: E402
+# The references and tolerance rules of each package's checks.
+from attention_reference import make_inputs, reference as attention_reference, sdpa_same_precision  # noqa: E402
 from check_decode import check_decode, check_decode_bad_blocks, check_decode_oracle  # noqa: E402
 from check_prefill import check_head_dims, check_varlen, check_varlen_oracle  # noqa: E402
 from check_norms import SENTINEL, TOL, gaps_intact, make_rows, norm_inputs, reference as norm_reference  # noqa: E402

@@ -39,7 +39,7 @@
 # the work folder, $KH_GPU_WORK or /tmp/kh-gpu-run, which is recreated on every run).
 # Kernel builds: build-matrix/build.sh <target> <out> when it exists (the libraries are
 # taken out of the archives it packs), else the standalone kernels-src build (cmake -S
-# kernels-src -DKH_BUILD_TARGET=<target>), else the dev stand-ins in tests/gpu/*/standalone.
+# kernels-src -DKH_BUILD_TARGET=<target>).
 # KH_GPU_KH_SRC=<dir> builds libkh/`kernels` from another source tree (e.g. a `git archive`
 # export of a commit) when the checkout is mid-change.
 set -uo pipefail
@@ -70,7 +70,7 @@ case "${1:-}" in
   stage) mode=stage; stage="${2:-$stage}" ;;
   --from-build) from_build="${2:?--from-build needs a kh build directory}"; stage="$from_build/gpu-stage" ;;
   "") ;;
-  -h|--help) sed -n '2,43p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
   *) stage="$1" ;;
 esac
 stage="$(mkdir -p "$stage" && cd "$stage" && pwd)"
@@ -142,23 +142,14 @@ build_gpu_target() {  # $1: a cuda target of the matrix (cuda-sm90a) -> $stage/k
     done
     return 0
   fi
-  if cmake -S kernels-src -B "$b" "${gen[@]}" -DKH_BUILD_TARGET="$target" >"$b.configure.log" 2>&1; then
-    echo "(kernels-src standalone build, KH_BUILD_TARGET=$target)"
-    cmake --build "$b" -j "$jobs" || return 1
-    for pkg in "${PKGS[@]}"; do
-      local f; f="$(find "$b/$pkg" -name "$(lib_name "$pkg" cuda)" | head -1)"
-      [[ -n "$f" ]] && cp "$f" "$dst/" || { echo "no $(lib_name "$pkg" cuda) under $b/$pkg"; return 1; }
-    done
-    return 0
-  fi
-  echo "(kernels-src has no $target wiring: $(tail -1 "$b.configure.log"); using tests/gpu/*/standalone)"
-  local arch="${target#cuda-}"
-  cmake -S tests/gpu/norms/standalone -B "$b-norms" "${gen[@]}" -DKH_NORMS_ARCH="$arch" >/dev/null &&
-    cmake --build "$b-norms" -j "$jobs" || return 1
-  cmake -S tests/gpu/attention/standalone -B "$b-attention" "${gen[@]}" -DKH_BUILD_TARGET="$target" >/dev/null &&
-    cmake --build "$b-attention" -j "$jobs" || return 1
-  cp "$b-norms/rms-norm/$(lib_name rms-norm cuda)" "$b-norms/layer-norm/$(lib_name layer-norm cuda)" \
-     "$b-attention/attention-cuda/$(lib_name attention cuda)" "$dst/"
+  echo "(kernels-src standalone build, KH_BUILD_TARGET=$target)"
+  cmake -S kernels-src -B "$b" "${gen[@]}" -DKH_BUILD_TARGET="$target" >"$b.configure.log" 2>&1 ||
+    { tail -20 "$b.configure.log"; return 1; }
+  cmake --build "$b" -j "$jobs" || return 1
+  for pkg in "${PKGS[@]}"; do
+    local f; f="$(find "$b/$pkg" -name "$(lib_name "$pkg" cuda)" | head -1)"
+    [[ -n "$f" ]] && cp "$f" "$dst/" || { echo "no $(lib_name "$pkg" cuda) under $b/$pkg"; return 1; }
+  done
 }
 
 stage_system_libraries() {  # the non-glibc shared libraries libkh and kernels need, as a fallback

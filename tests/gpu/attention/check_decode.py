@@ -207,7 +207,7 @@ CASES = [
 # tiles' guess is right; at 100 keys the warps past the length drop theirs); mostly empty
 # sequences are written by CTAs without a share; one kv head: groups of one CTA; q_len 2 with a window; small
 # batches, which the plain grid would split (every sequence into the same count of parts). d96 (the
-# cp.async ring) takes the plain grid unless KH_ATTENTION_DECODE_BALANCED=1 (decode_probe.py).
+# cp.async ring) takes the plain grid (KH_ATTENTION_DECODE_BALANCED=1, a development build's switch, takes it there).
 BALANCED_CASES = [
     ("balanced: small batch skewed", 3, 1, 32, 8, 128, 16, [9000, 0, 33], -1, 0.0, 600),
     ("balanced: b5 q_len 2 gqa 16/4 window", 5, 2, 16, 4, 128, 64, [8100, 1, 700, 0, 4000], 1000, 0.0, 130),

@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
 # run_norms_dev.sh: the dev loop of the CUDA norms: build (if needed) and correctness.
 #
-#   tests/gpu/norms/run_norms_dev.sh build          # here: both arches, into build-norms/
-#   tests/gpu/norms/run_norms_dev.sh [check] [check80]   # on the GPU machine (KH_LIBRARY: libkh.so)
+#   dev/norms/run_norms_dev.sh build          # here: both arches, into build-norms/
+#   dev/norms/run_norms_dev.sh [check] [check80]   # on the GPU machine (KH_LIBRARY: libkh.so)
 #
-# build    configures tests/gpu/norms/standalone (the packages' manifests through
+# build    configures dev/norms/standalone (the packages' manifests through
 #          kh_add_kernel_package) for sm90a and sm80, builds, and copies the libraries to
 #          build-norms/lib/<arch>/. Other steps build first only when those are missing, so a
 #          GPU run can carry build-norms/lib from a build made elsewhere.
-# check    check_norms.py on the sm90a libraries (full sweep).
+# check    tests/gpu/norms/check_norms.py on the sm90a libraries (full sweep).
 # check80  check_norms.py --quick on the sm80 libraries (run on an H200 through their PTX).
 # The benchmark is tests/bench/gpu_bench.py (tests/gpu/run.sh --bench), through a hub as users load.
 # With no step: check check80. Exit status: non-zero when any step fails.
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../../.." && pwd)"
+root="$(cd "$here/../.." && pwd)"
 out="${KH_NORMS_BUILD:-$root/build-norms}"
 arches=(sm90a sm80)
 
@@ -43,7 +43,7 @@ run_py() {  # script arch [args...]
   local script="$1" arch="$2"
   shift 2
   ensure_built "$arch" || return 1
-  (cd "$here" && PYTHONUNBUFFERED=1 python3 "$script" --rms "$out/lib/$arch/libkh_rms_norm_cuda.so" \
+  (cd "$root/tests/gpu/norms" && PYTHONUNBUFFERED=1 python3 "$script" --rms "$out/lib/$arch/libkh_rms_norm_cuda.so" \
       --layer "$out/lib/$arch/libkh_layer_norm_cuda.so" "$@")
 }
 

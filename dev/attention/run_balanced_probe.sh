@@ -5,12 +5,12 @@
 # check_decode.py's cases against float64 with the grid on, then mixed-length batches (lengths
 # spread over 1/16 x KV .. KV) and the equal batches of the same keys, and the uniform shapes of
 # gpu_bench, in alternating rounds (KH_PROBE_ROUNDS, default 2). KH_PROBE_LIB: the library
-# (default: the standalone build of tests/gpu/attention/build_standalone.sh in build/pr-bal).
+# (default: the standalone build of dev/attention/build_standalone.sh in build/pr-bal).
 # The shapes (bBxKV lists): KH_PROBE_MIXED (spread lengths), KH_PROBE_SKEWED (one KV-long sequence
 # among KV / 32 ones; none by default), KH_PROBE_UNIFORM (equal lengths).
 # Output: the tables on stdout.
 set -uo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../.."
 LOG=${OUT:-/tmp}
 export PYTHONUNBUFFERED=1
 lib=${KH_PROBE_LIB:-build/pr-bal/attention/libkh_attention_cuda.so}
@@ -21,7 +21,7 @@ run() {  # label, env assignments..., -- probe arguments...
   local envs=()
   while [[ $# -gt 0 && "$1" != -- ]]; do envs+=("$1"); shift; done
   shift
-  env "${envs[@]}" timeout 300 python3 tests/gpu/attention/decode_probe.py --module "$lib" --label "$label" "$@" 2>&1 |
+  env "${envs[@]}" timeout 300 python3 dev/attention/decode_probe.py --module "$lib" --label "$label" "$@" 2>&1 |
     tee -a "$LOG/balanced_probe.log" | grep -E '^(##|\|)|Error|error|correctness|FAIL' || rc=1
 }
 run "check, balanced" -- --check --shapes b16x4096 || exit 1

@@ -7,7 +7,7 @@
 # lengths) and KH_PROBE_MIXED (lengths spread over 1/16 x KV .. KV).
 #   KH_PROBE_LIBS="label=path label=path ..."   (required)
 set -uo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../.."
 LOG=${OUT:-/tmp}
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
@@ -16,7 +16,7 @@ mixed=${KH_PROBE_MIXED-b16x32768}
 rc=0
 probe() {  # label, library, probe arguments...
   local label="$1" lib="$2"; shift 2
-  timeout 300 python3 tests/gpu/attention/decode_probe.py --module "$lib" --label "$label" "$@" 2>&1 |
+  timeout 300 python3 dev/attention/decode_probe.py --module "$lib" --label "$label" "$@" 2>&1 |
     tee -a "$LOG/ring_probe.log" | grep -E '^(##|\|)|Error|error|correctness|FAIL' || rc=1
 }
 for entry in ${KH_PROBE_LIBS:?KH_PROBE_LIBS: label=path ...}; do

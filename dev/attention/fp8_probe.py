@@ -1,6 +1,6 @@
 """fp8_probe.py: one case of check_fp8.py's decode grid (or a cache write / varlen check) against a
 kernel library file, in a process of its own, so that a device fault stays in that case (a probe
-for tests/gpu/attention/run_fp8_probe.sh; check_fp8.py is the acceptance check).
+for dev/attention/run_fp8_probe.sh; check_fp8.py is the acceptance check).
 
   python3 fp8_probe.py LIB decode INDEX {bf16,f16}   # check_fp8.DECODE_CASES[INDEX]
   python3 fp8_probe.py LIB write | varlen | graph
@@ -10,8 +10,8 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "python"))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "gpu", "attention"))  # check_fp8, the GPU check
 
 import torch  # noqa: E402
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # run_attention_dev.sh: build (if needed), check and time the CUDA attention forward on a GPU
 # machine in one go, from the repo root:
-#   tests/gpu/attention/run_attention_dev.sh [sm80|sm90a]...       default: sm80 sm90a
+#   dev/attention/run_attention_dev.sh [sm80|sm90a]...       default: sm80 sm90a
 # For each variant it builds kh_attention_cuda (op table, shared argument rules, CUDA backend)
-# with tests/gpu/attention/standalone into build-attn-cuda (sm80) / build-attn-cuda90 (sm90a)
+# with dev/attention/standalone (the development build: KH_ATTENTION_EXPERIMENTS=ON) into
+# build-attn-cuda (sm80) / build-attn-cuda90 (sm90a)
 # unless the library is there (build it on the CPU machine and carry the folder to save GPU
 # time), then, through the kernel ABI (kh_kernel_negotiate + the op's invoke on DLTensors and
 # the caller's stream):
@@ -16,7 +17,7 @@
 #      KH_ATTN_BENCH_SM80_KERNEL=0 skips that table).
 # Logs go to $OUT when it is set (the device tool's output folder), else /tmp.
 set -uo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../.."
 LOG=${OUT:-/tmp}
 export PYTHONUNBUFFERED=1
 VARIANTS=("$@"); [[ ${#VARIANTS[@]} -eq 0 ]] && VARIANTS=(sm80 sm90a)
@@ -27,10 +28,10 @@ for variant in "${VARIANTS[@]}"; do
   lib=$build/attention/libkh_attention_cuda.so
   if [[ ! -f "$lib" ]]; then
     echo "== building $lib"
-    cmake -S tests/gpu/attention/standalone -B "$build" -G Ninja -DKH_BUILD_TARGET=cuda-$variant > "$LOG/cmake_$variant.log" 2>&1 &&
+    cmake -S dev/attention/standalone -B "$build" -G Ninja -DKH_BUILD_TARGET=cuda-$variant -DKH_ATTENTION_EXPERIMENTS=ON > "$LOG/cmake_$variant.log" 2>&1 &&
       cmake --build "$build" -j "$(nproc)" >> "$LOG/cmake_$variant.log" 2>&1 || { tail -40 "$LOG/cmake_$variant.log"; rc=1; continue; }
   fi
-  check="tests/gpu/attention/attention_dev_check.py --module $lib"
+  check="dev/attention/attention_dev_check.py --module $lib"
   echo "== $variant: correctness"
   timeout 300 python3 $check --expect-reject 96 > "$LOG/correctness_$variant.log" 2>&1 || rc=1
   grep -E "FAIL|REJECTED|rejected|ACCEPTED|CORRECTNESS|variant|Error|error" "$LOG/correctness_$variant.log" | head -30

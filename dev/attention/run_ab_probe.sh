@@ -2,7 +2,7 @@
 # run_ab_probe.sh: sm90a attention libraries built elsewhere (the CPU machine: build_standalone.sh
 # from two or more source trees, xz-compressed to fit the device tool's carry) timed side by side
 # on a GPU machine, from the repo root (the A/B tables of tests/bench/results/).
-#   tests/gpu/attention/run_ab_probe.sh LABEL=LIB.so.xz LABEL2=LIB2.so.xz ...
+#   dev/attention/run_ab_probe.sh LABEL=LIB.so.xz LABEL2=LIB2.so.xz ...
 # Every library but the first is checked first (decode_probe.py --check: check_decode.py's cases
 # against float64; KH_AB_UNCHECKED="label ..." skips controls that would fail them); then
 # decode_probe.py times each library in its own process, alternating, for two rounds.
@@ -10,10 +10,10 @@
 # KH_AB_NCU=1 adds Nsight Compute metrics of each library's decode kernels on the first
 # shape and head dim (time, instructions, DRAM bytes, warp stalls). Logs under $OUT (or /tmp).
 set -uo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../.."
 LOG=${OUT:-/tmp}
 export PYTHONUNBUFFERED=1
-. tests/gpu/attention/build_standalone.sh  # KH_PREFILL_NCU_METRICS
+. dev/attention/build_standalone.sh  # KH_PREFILL_NCU_METRICS
 [[ $# -ge 2 ]] || { echo "usage: $0 LABEL=LIB.so.xz LABEL2=LIB2.so.xz ..." >&2; exit 2; }
 shapes=${KH_AB_SHAPES:-b16x4096,b64x8192} dims=${KH_AB_HEAD_DIMS:-80,96}
 work=$(mktemp -d)
@@ -26,7 +26,7 @@ for arg in "$@"; do
 done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 rc=0
-probe=tests/gpu/attention/decode_probe.py
+probe=dev/attention/decode_probe.py
 for i in "${!libs[@]}"; do
   [[ $i == 0 || " ${KH_AB_UNCHECKED:-} " == *" ${labels[$i]} "* ]] && continue
   timeout 240 python3 $probe --module "${libs[$i]}" --label "check ${labels[$i]}" --check --shapes b16x4096 \

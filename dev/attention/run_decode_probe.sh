@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run_decode_probe.sh: the decode comparison run of cuda/NOTES.md "Decode" on a GPU machine, from
-# the repo root: builds the sm90a attention library (tests/gpu/attention/standalone, unless
+# the repo root: builds the sm90a attention library (dev/attention/standalone, unless
 # build-attn-cuda90 holds one), then times attention_decode_paged with decode_probe.py once per
 # setting of the kernel's comparison switches (one process each: the library reads them once),
 # and profiles two shapes with Nsight Compute when it is there (KH_PROBE_NCU=0 skips).
@@ -8,13 +8,13 @@
 # beside it (build-attn-cuda90-base) and timed with the same settings.
 # Output: the tables on stdout; logs under $OUT (or /tmp).
 set -uo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../.."
 LOG=${OUT:-/tmp}
 export PYTHONUNBUFFERED=1
 build=build-attn-cuda90
 lib=$build/attention/libkh_attention_cuda.so
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
-. tests/gpu/attention/build_standalone.sh
+. dev/attention/build_standalone.sh
 start=$SECONDS
 base=${KH_PROBE_BASE:-}
 pids=()
@@ -28,7 +28,7 @@ run() {  # label, library, env assignments..., -- probe arguments...
   local envs=()
   while [[ $# -gt 0 && "$1" != -- ]]; do envs+=("$1"); shift; done
   shift
-  env "${envs[@]}" timeout 240 python3 tests/gpu/attention/decode_probe.py --module "$module" --label "$label" "$@" 2>&1 |
+  env "${envs[@]}" timeout 240 python3 dev/attention/decode_probe.py --module "$module" --label "$label" "$@" 2>&1 |
     tee -a "$LOG/decode_probe.log" | grep -E '^(##|\|)|Error|error|correctness|FAIL' || rc=1
 }
 so=attention/libkh_attention_cuda.so
@@ -49,7 +49,7 @@ if [[ "${KH_PROBE_NCU:-1}" != 0 ]] && command -v ncu >/dev/null; then
   # Batch 1 x 4k: how the call's time divides between the split kernel and the combine.
   timeout 120 ncu --clock-control none --kernel-name regex:"decode_" --launch-skip 6 --launch-count 4 \
     --metrics gpu__time_duration.sum,dram__bytes_read.sum \
-    python3 tests/gpu/attention/decode_probe.py --module "$new" --shapes b1x4096 >"$LOG/ncu_b1.txt" 2>&1 || rc=1
+    python3 dev/attention/decode_probe.py --module "$new" --shapes b1x4096 >"$LOG/ncu_b1.txt" 2>&1 || rc=1
   grep -E "^  [^ ].*\(|gpu__time|dram__bytes" "$LOG/ncu_b1.txt" | head -24
 fi
 echo "== exit $rc"

@@ -105,7 +105,9 @@ class Results:
 
 def correctness(op):
     """check_decode.py's cases and a spread of head dims, bf16 and fp16, against float64."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    sys.path.insert(0, os.path.join(root, "python"))
+    sys.path.insert(0, os.path.join(root, "tests", "gpu", "attention"))  # the GPU check's cases
     import check_decode  # noqa: E402 (needs the kh package only for its error type)
     res = Results()
     gen = torch.Generator(device="cuda")

@@ -7,10 +7,10 @@
 #    Compute, --cache-control none) and the timeline of back-to-back calls (Nsight Systems).
 # Builds the sm90a library first (build_standalone.sh). Logs under $OUT (or /tmp).
 set -uo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../.."
 LOG=${OUT:-/tmp}
 export PYTHONUNBUFFERED=1
-. tests/gpu/attention/build_standalone.sh
+. dev/attention/build_standalone.sh
 build=build-attn-cuda90
 lib=$build/attention/libkh_attention_cuda.so
 # KH_PROBE_BASE=<dir>: a source tree (e.g. `git archive HEAD` unpacked) whose library is built
@@ -22,12 +22,12 @@ build_attention_lib . "$build" & pid=$!
 wait $pid || exit 1
 echo "built in $((SECONDS - start)) s"
 rc=0
-vp="python3 tests/gpu/attention/varlen_probe.py --module $lib"
+vp="python3 dev/attention/varlen_probe.py --module $lib"
 echo "| call | env | varlen ms | TF/s | equal ms | TF/s | ratio |"
 for round in 1 2; do
   for lens in 2048,1024,4096,1024,3072,1024,2048,2048 8192,1024,5120,2048 2048,2048,2048,2048,2048,2048,2048,2048; do
     for c in "" --causal; do
-      [[ -n "$base" ]] && { python3 tests/gpu/attention/varlen_probe.py --module "$build-base/attention/libkh_attention_cuda.so" --label base --lens $lens $c || rc=1; }
+      [[ -n "$base" ]] && { python3 dev/attention/varlen_probe.py --module "$build-base/attention/libkh_attention_cuda.so" --label base --lens $lens $c || rc=1; }
       $vp --label new --lens $lens $c || rc=1
       [[ $round == 1 ]] && { KH_ATTENTION_VARLEN_PERSISTENT=0 $vp --label new --lens $lens $c || rc=1; }
     done
@@ -42,14 +42,14 @@ if [[ "${KH_PROBE_NCU:-1}" != 0 ]] && command -v ncu >/dev/null; then
     grep -E "^  [^ ].*\(|^    [a-z]" "$LOG/ncu_varlen_$only.txt" | awk '$NF != "0" && $NF != "0.00"' | head -40
   done
   timeout 120 ncu --cache-control none --clock-control none --kernel-name regex:decode_ --launch-skip 10 --launch-count 4 \
-    --metrics gpu__time_duration.sum python3 tests/gpu/attention/decode_probe.py --module "$lib" --shapes b1x4096 \
+    --metrics gpu__time_duration.sum python3 dev/attention/decode_probe.py --module "$lib" --shapes b1x4096 \
     >"$LOG/ncu_b1_warm.txt" 2>&1 || rc=1
   echo "== ncu decode b1 x 4k, warm caches"
   grep -E "^  [^ ].*\(|gpu__time" "$LOG/ncu_b1_warm.txt" | head -12
 fi
 if [[ "${KH_PROBE_NCU:-1}" != 0 ]] && command -v nsys >/dev/null; then
   timeout 150 nsys profile -o "$LOG/decode_b1" --force-overwrite true -t cuda \
-    python3 tests/gpu/attention/decode_probe.py --module "$lib" --shapes b1x4096 >"$LOG/nsys_b1.txt" 2>&1 || rc=1
+    python3 dev/attention/decode_probe.py --module "$lib" --shapes b1x4096 >"$LOG/nsys_b1.txt" 2>&1 || rc=1
   nsys stats -r cuda_gpu_trace -f csv -o "$LOG/decode_b1" "$LOG/decode_b1.nsys-rep" >/dev/null 2>&1 || rc=1
   echo "== nsys decode b1 x 4k: the last 12 GPU operations (start ns, duration ns, name)"
   f=$(ls "$LOG"/decode_b1*cuda_gpu_trace*.csv 2>/dev/null | head -1)

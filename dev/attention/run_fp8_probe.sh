@@ -3,10 +3,10 @@
 # libraries): builds the attention library for cuda-sm90a (and cuda-sm80 with --sm80), then runs
 # every case of check_fp8.py's decode grid, the head dims, the cache write, varlen and graph checks
 # in a process of its own (fp8_probe.py), and compute-sanitizer on the first case that failed.
-#   tests/gpu/attention/run_fp8_probe.sh [--sm80] [STAGE, default .gpu-stage]
+#   dev/attention/run_fp8_probe.sh [--sm80] [STAGE, default .gpu-stage]
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../../.." && pwd)"
+root="$(cd "$here/../.." && pwd)"
 targets=(cuda-sm90a)
 [[ "${1:-}" == --sm80 ]] && { targets+=(cuda-sm80); shift; }
 stage="$(cd "${1:-$root/.gpu-stage}" && pwd)"
@@ -38,7 +38,7 @@ probe() {  # one fp8_probe.py run; remembers the first that failed
     [[ -z "$first_fail" ]] && first_fail="$*"
   fi
 }
-n="$(PYTHONPATH="$root/python:$here" python3 -c 'import check_fp8; print(len(check_fp8.DECODE_CASES))')"
+n="$(PYTHONPATH="$root/python:$root/tests/gpu/attention" python3 -c 'import check_fp8; print(len(check_fp8.DECODE_CASES))')"
 for lib in "${libs[@]}"; do
   for i in $(seq 0 $((n - 1))); do
     for dt in bf16 f16; do

@@ -8,7 +8,7 @@
 # $OUT (from the library's build directory), for a diff of their key loops. KH_PROBE_LIB: the
 # library (default build/pr-bal).
 set -uo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../.."
 LOG=${OUT:-/tmp}
 export PYTHONUNBUFFERED=1
 lib=${KH_PROBE_LIB:-build/pr-bal/attention/libkh_attention_cuda.so}
@@ -29,7 +29,7 @@ for shape in ${shapes//,/ }; do
     out="$LOG/ncu_${setting}_$shape.txt"
     env "${envs[@]}" timeout 200 ncu --clock-control none --kernel-name regex:"decode_(balanced|staged)_kernel" \
       --launch-skip 4 --launch-count 1 --metrics "$metrics" \
-      python3 tests/gpu/attention/decode_probe.py --module "$lib" --shapes "$shape" >"$out" 2>&1 || rc=1
+      python3 dev/attention/decode_probe.py --module "$lib" --shapes "$shape" >"$out" 2>&1 || rc=1
   done
   echo "== $shape: balanced | plain (split kernel only)"
   python3 - "$LOG/ncu_balanced_$shape.txt" "$LOG/ncu_plain_$shape.txt" <<'PY'

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run_ab_probe.sh: sm90a attention libraries built elsewhere (the CPU machine: build_standalone.sh
 # from two or more source trees, xz-compressed to fit the device tool's carry) timed side by side
-# on a GPU machine, from the repo root (the A/B tables of tests/bench/results/).
+# on a GPU machine, from the repo root (the A/B tables of cuda/NOTES.md "Decode").
 #   dev/attention/run_ab_probe.sh LABEL=LIB.so.xz LABEL2=LIB2.so.xz ...
 # Every library but the first is checked first (decode_probe.py --check: check_decode.py's cases
 # against float64; KH_AB_UNCHECKED="label ..." skips controls that would fail them); then

@@ -4,8 +4,8 @@
 // (kh_call_ctx::stream, NULL: the default stream):
 //  - sm80 variant: the FlashAttention-2 style mma.sync kernel (attention_fwd_sm80.cuh);
 //  - sm90a variant (KH_ATTENTION_SM90A): the wgmma + TMA kernel (attention_fwd_sm90.cuh), the
-//    sm80 kernel for calls whose tensors TMA cannot describe. KH_ATTENTION_FORCE_SM80=1 in the
-//    environment picks the sm80 kernel always (for comparisons).
+//    sm80 kernel for calls whose tensors TMA cannot describe (a development build's
+//    KH_ATTENTION_FORCE_SM80=1 picks it always, for comparisons: attention_experiments.hpp).
 // attention_decode_paged has its own kernels (attention_decode_launch.hpp). 1.2.0:
 // attention_decode_paged_fp8 and attention_varlen_fwd_fp8 (bf16/fp16 q) run the FP8-cache kernel
 // (attention_decode_fp8_launch.hpp), paged_kv_cache_write its own (attention_cache_launch.hpp).
@@ -13,7 +13,6 @@
 
 #include <climits>
 #include <cstdint>
-#include <cstdlib>
 
 #include "attention_args.hpp"
 #include "attention_cache_args.hpp"
@@ -21,6 +20,7 @@
 #include "attention_decode_args.hpp"
 #include "attention_decode_fp8_launch.hpp"
 #include "attention_decode_launch.hpp"
+#include "attention_experiments.hpp"
 #include "attention_fwd_sm80.hpp"
 #if defined(KH_ATTENTION_SM90A)
 #include "attention_fwd_sm90.hpp"
@@ -81,10 +81,7 @@ kh_status launch(const OpContext& c, const AttentionParams& a) {
   const cudaStream_t stream = static_cast<cudaStream_t>(c.ctx ? c.ctx->stream : nullptr);
   cudaError_t err = cudaErrorNotSupported;
 #if defined(KH_ATTENTION_SM90A)
-  static const bool force_sm80 = [] {
-    const char* v = std::getenv("KH_ATTENTION_FORCE_SM80");
-    return v != nullptr && v[0] == '1';
-  }();
+  static const bool force_sm80 = experiments::flag("KH_ATTENTION_FORCE_SM80", false);
   if (!force_sm80) err = sm90::run_attention_fwd_sm90(p, stream);  // NotSupported: not this call
 #endif
   if (err == cudaErrorNotSupported) err = sm80::run_attention_fwd_sm80(p, stream);

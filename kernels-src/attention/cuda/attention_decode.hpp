@@ -13,8 +13,8 @@ namespace decode {
 struct Bf16Tag;
 struct F16Tag;
 
-// Split-kernel variants (KH_ATTENTION_DECODE_VARIANT=staged|tcpv|simt; staged by default, which
-// serves head dims up to 192 and hands wider rows to tcpv's kernel).
+// Split-kernel variants: staged ships (head dims up to 192; wider rows take tcpv's kernel); a
+// development build's KH_ATTENTION_DECODE_VARIANT=tcpv|simt runs another everywhere (comparisons).
 constexpr int kVariantStaged = 0, kVariantTensorPv = 1, kVariantSimt = 2;
 
 struct DecodeTma;

@@ -2,16 +2,17 @@
 // alignment and grid checks, the split-KV heuristic, the split kernel (one instantiation per
 // dtype and lane-group width, attention_decode_<dtype>_tpr<N>.cu) and the combine kernel.
 // Everything is decided from shapes and device properties (cached), never from seq_lens'
-// values: no host synchronisation, no allocation, no copy; safe inside CUDA graph capture.
+// values: no host synchronisation, no allocation, no copy; safe inside CUDA graph capture. (A
+// development build also reads the comparison switches of attention_experiments.hpp.)
 #include "attention_decode.cuh"
 #include "attention_decode_launch.hpp"
+#include "attention_experiments.hpp"
 #if defined(KH_ATTENTION_SM90A)
 #include "attention_fwd_sm90.hpp"  // encode_tiled
 #endif
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
 
 namespace kh_attention {
@@ -62,26 +63,13 @@ namespace {
 
 int lane_group_width(int head_dim) { return head_dim <= 32 ? 4 : head_dim <= 64 ? 8 : head_dim <= 128 ? 16 : 32; }
 
-// A comparison switch from the environment (read once): KH_ATTENTION_DECODE_<name>=1.
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && v[0] == '1';
-}
-
-// A default-on path's comparison switch: on unless KH_ATTENTION_DECODE_<name>=0.
-bool env_on_unless_zero(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr || v[0] != '0';
-}
-
-// KH_ATTENTION_DECODE_VARIANT=tcpv|simt (comparisons): the register kernel at every head dim, or
-// the CUDA-core split kernel, instead of the staged kernel; KH_ATTENTION_DECODE_SIMT=1 = simt.
+// The split kernel: the staged one (a development build's KH_ATTENTION_DECODE_VARIANT=tcpv|simt
+// runs the register kernel at every head dim, or the CUDA-core kernel, the HIP kernel's design).
 int variant() {
   static const int v = [] {
-    const char* s = std::getenv("KH_ATTENTION_DECODE_VARIANT");
-    const char* simt = std::getenv("KH_ATTENTION_DECODE_SIMT");
+    const char* s = experiments::text("KH_ATTENTION_DECODE_VARIANT");
     if (s != nullptr && std::strcmp(s, "tcpv") == 0) return kVariantTensorPv;
-    if ((s != nullptr && std::strcmp(s, "simt") == 0) || (simt != nullptr && simt[0] == '1')) return kVariantSimt;
+    if (s != nullptr && std::strcmp(s, "simt") == 0) return kVariantSimt;
     return kVariantStaged;
   }();
   return v;
@@ -125,17 +113,8 @@ cudaError_t run_split(const DecodeParams& p, const DecodePlan& plan, const Decod
 
 #if defined(KH_ATTENTION_SM90A)
 // The maps' L2 promotion: none (a box row is one whole 128-byte line already). H200, run 8 of
-// tests/bench/results/h200-2026-12-02.md: 128 B the same, 256 B 7-10% slower.
-// KH_ATTENTION_DECODE_TMA_L2=128|256 (comparisons).
-CUtensorMapL2promotion tma_l2_promotion() {
-  static const CUtensorMapL2promotion v = [] {
-    const char* e = std::getenv("KH_ATTENTION_DECODE_TMA_L2");
-    if (e != nullptr && std::strcmp(e, "128") == 0) return CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
-    if (e != nullptr && std::strcmp(e, "256") == 0) return CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
-    return CU_TENSOR_MAP_L2_PROMOTION_NONE;
-  }();
-  return v;
-}
+// h200-2026-12-02.md (cuda/NOTES.md "Decode"): 128 B the same, 256 B 7-10% slower.
+constexpr CUtensorMapL2promotion kTmaL2Promotion = CU_TENSOR_MAP_L2_PROMOTION_NONE;
 
 // A K or V cache as the wide CTA's TMA ring reads it (attention_decode_tma.cuh): false where the
 // driver lacks the encoder or refuses the cache's address or strides (TMA wants 16-byte
@@ -153,7 +132,7 @@ bool encode_cache_map(CUtensorMap* map, const void* base, const DecodeParams& p,
   const CUtensorMapDataType type =
       p.dtype == ElementType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   return fn(map, type, 4, const_cast<void*>(base), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-            CU_TENSOR_MAP_SWIZZLE_128B, tma_l2_promotion(), CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+            CU_TENSOR_MAP_SWIZZLE_128B, kTmaL2Promotion, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 #endif
 
@@ -219,16 +198,10 @@ SplitChoice best_split(int64_t units, int64_t slots, int64_t smax) {
   return best;
 }
 
-// A comparison switch that overrides a rule: -1 unset (the rule), 1 for "1", 0 otherwise.
-int env_override(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr ? -1 : v[0] == '1' ? 1 : 0;
-}
-
-// KH_ATTENTION_DECODE_WIDE=0|1 (comparisons): never / wherever built and fitting take the wide
-// CTA; unset: the rule of plan_decode.
+// -1: the rule of plan_decode; a development build's KH_ATTENTION_DECODE_WIDE=0|1: never /
+// wherever built and fitting take the wide CTA (comparisons).
 int wide_mode() {
-  static const int m = env_override("KH_ATTENTION_DECODE_WIDE");
+  static const int m = experiments::mode("KH_ATTENTION_DECODE_WIDE");
   return m;
 }
 
@@ -263,18 +236,16 @@ DecodePlan plan_decode(const DecodeParams& p, int device) {
       }
     }
   }
-  // KH_ATTENTION_DECODE_SPLITS=<n> (comparisons, tests): n splits, within [1, max_splits].
-  static const int64_t forced = [] {
-    const char* v = std::getenv("KH_ATTENTION_DECODE_SPLITS");
-    return v != nullptr ? std::atoll(v) : 0LL;
-  }();
+  // A development build's KH_ATTENTION_DECODE_SPLITS=<n> (comparisons): n splits, within
+  // [1, max_splits].
+  static const int64_t forced = experiments::number("KH_ATTENTION_DECODE_SPLITS");
   if (forced > 0) best = std::min<int64_t>(forced, smax);
   plan.splits = static_cast<int>(best);
   // The wide CTA's ring through TMA (sm90a, tiles within one cache block), at head dim 128 only:
   // there b16 x 32k and b128 x 4k took 1.2-1.6% less time (b64 x 8k and b16 x 4k the same), while
   // d96's 192-byte rows, whose boxes straddle lines, took 31-35% more (cuda/NOTES.md "Decode",
-  // TMA). KH_ATTENTION_DECODE_TMA=0 keeps cp.async (comparisons).
-  static const bool tma_on = env_on_unless_zero("KH_ATTENTION_DECODE_TMA");
+  // TMA). A development build's KH_ATTENTION_DECODE_TMA=0 keeps cp.async (comparisons).
+  static const bool tma_on = experiments::flag("KH_ATTENTION_DECODE_TMA", true);
   const bool tma_able = kDecodeTmaBuilt && tma_on && p.head_dim == 128 && p.block_shift >= 4;
   plan.tma = tma_able && plan.wide;
   // A plan of one row tile whose ring TMA fills runs on the length-balanced grid
@@ -294,9 +265,10 @@ DecodePlan plan_decode(const DecodeParams& p, int device) {
   //    slots - 1 parts, and the last slots hold the shares' records, head_dim / 2 a row: enough
   //    for the grid's groups of heads_kv CTAs, of which there is at least one);
   //  - the batch fits its shared tables, whose int32 tile counts stay below 2^31.
-  // KH_ATTENTION_DECODE_BALANCED=0 / 1: never / regardless of the ring and the table's width
-  // (comparisons); KH_ATTENTION_DECODE_WIDE=0 (no wide CTA) also keeps the plain grid.
-  static const int balanced_mode = env_override("KH_ATTENTION_DECODE_BALANCED");
+  // A development build's KH_ATTENTION_DECODE_BALANCED=0 / 1: never / regardless of the ring and
+  // the table's width (comparisons); its KH_ATTENTION_DECODE_WIDE=0 (no wide CTA) also keeps the
+  // plain grid.
+  static const int balanced_mode = experiments::mode("KH_ATTENTION_DECODE_BALANCED");
   constexpr int64_t kBalancedMinKeys = 8192;
   const int64_t max_tiles = static_cast<int64_t>(p.batch) * ((p.max_kv() + 15) / 16 + 1);  // all sequences' tiles
   const int64_t records = static_cast<int64_t>(p.batch) * p.q_len * p.heads_q * (p.head_dim / 2);
@@ -315,23 +287,15 @@ DecodePlan plan_decode(const DecodeParams& p, int device) {
     }
   }
   // The combine kernel is a programmatic dependent launch on sm90a (run 6 of cuda/NOTES.md
-  // "Decode": 0.8-2.8 us sooner at batch 1 and 16, the same elsewhere); comparisons:
-  // KH_ATTENTION_DECODE_PDL=0 launches it plainly, KH_ATTENTION_DECODE_HEADS_FIRST=1 orders the
-  // split grid heads first (run 5: no difference).
-  static const bool heads_first = env_flag("KH_ATTENTION_DECODE_HEADS_FIRST");
-  static const bool pdl = env_on_unless_zero("KH_ATTENTION_DECODE_PDL");
-  plan.heads_first = heads_first;
+  // "Decode": 0.8-2.8 us sooner at batch 1 and 16, the same elsewhere); the compute_80 PTX has no
+  // griddepcontrol: an ordinary launch there.
 #if defined(KH_ATTENTION_SM90A)
-  plan.dependent_combine = pdl;
-#else
-  (void)pdl;  // the compute_80 PTX has no griddepcontrol: an ordinary launch
+  plan.dependent_combine = true;
 #endif
   return plan;
 }
 
-cudaError_t launch_decode(const DecodeParams& params, const DecodePlan& plan, cudaStream_t stream) {
-  DecodeParams p = params;
-  p.grid_heads_first = plan.heads_first ? 1 : 0;
+cudaError_t launch_decode(const DecodeParams& p, const DecodePlan& plan, cudaStream_t stream) {
   const bool bf16 = p.dtype == ElementType::kBF16;
   const DecodeTma* tma = nullptr;
 #if defined(KH_ATTENTION_SM90A)

@@ -20,7 +20,6 @@ struct DecodePlan {
   bool tma = false;   // the wide CTA's ring filled by TMA (sm90a; attention_decode_tma.cuh)
   int balanced_grid = 0;  // > 0: the wide CTA on the length-balanced grid of that many CTAs
                           // (attention_decode_balanced.cuh), then its combine of the cut sequences
-  bool heads_first = false;  // grid (heads x row tiles, splits, batch): DecodeParams::grid_heads_first
   bool dependent_combine = false;  // the combine kernel as a programmatic dependent launch (sm90)
 };
 

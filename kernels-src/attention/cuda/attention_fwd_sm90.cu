@@ -4,11 +4,9 @@
 // instantiation for the call's head dims and dtype.
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 
+#include "attention_experiments.hpp"
 #include "attention_fwd_sm90.hpp"
-#include "attention_varlen_schedule.hpp"
 
 namespace kh_attention::sm90 {
 
@@ -100,27 +98,11 @@ int sm90_sm_count() {
   return n;
 }
 
-bool sm90_varlen_persistent() {
-  // Read at each call (the only caller is the launch of a full-attention varlen call: one
-  // getenv, no work that grows with the batch), so that one benchmark process can time both
-  // paths (tests/bench/attention_prefill_bench.py sets it between calls, never during one).
-  const char* v = std::getenv("KH_ATTENTION_VARLEN_PERSISTENT");
-  return v == nullptr || v[0] != '0';
-}
+// Development builds read these at each call (one environment read; the only callers are the
+// launches of varlen calls), so that one probe process can time both paths, set between calls.
+bool sm90_varlen_persistent() { return experiments::flag("KH_ATTENTION_VARLEN_PERSISTENT", true); }
 
-bool sm90_varlen_pair_list() {
-  const char* v = std::getenv("KH_ATTENTION_VARLEN_PAIRS");
-  return v == nullptr || v[0] != '0';
-}
-
-int sm90_varlen_pair_tail() {
-  const char* v = std::getenv("KH_ATTENTION_VARLEN_PAIR_TAIL");
-  const VarlenPairTail t = v == nullptr                  ? VarlenPairTail::kTileMajor
-                           : std::strcmp(v, "head") == 0 ? VarlenPairTail::kHeadMajor
-                           : std::strcmp(v, "none") == 0 ? VarlenPairTail::kNone
-                                                         : VarlenPairTail::kTileMajor;
-  return static_cast<int>(t);
-}
+bool sm90_varlen_pair_list() { return experiments::flag("KH_ATTENTION_VARLEN_PAIRS", true); }
 
 cudaError_t run_attention_fwd_sm90(const FwdLaunchParams& p, cudaStream_t stream) {
   // An empty key range (seqlen_k 0, every packed k empty) has no rows a tensor map can hold;

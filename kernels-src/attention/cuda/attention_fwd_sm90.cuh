@@ -913,7 +913,7 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
 // attention_varlen_fwd, full attention, up to kSchedSeqs sequences: the persistent grid over
 // the list each CTA builds (a tile's cost is its sequence's key blocks; the list puts the
 // longest sequences first). With one CTA per tile instead (the 1.1.0 path, still that of causal
-// and general varlen calls and of KH_ATTENTION_VARLEN_PERSISTENT=0) every tile paid its
+// and general varlen calls and of a development build's comparison switch) every tile paid its
 // prologue and the grid of max_seqlen_q tiles per sequence its empty CTAs: 0.81x of
 // attention_fwd's TFLOP/s on the H200 at lengths 8k/1k/5k/2k and 2k/1k/4k/1k/3k/1k/2k/2k.
 // Causal varlen: its tiles' costs differ within a sequence, so its list is of (sequence, tile)
@@ -970,8 +970,10 @@ cudaError_t launch_attention_fwd_sm90(const FwdLaunchParams& p, const FwdTensorM
   if (tiles > INT32_MAX) return cudaErrorNotSupported;
   const int grid = varlen && !listed ? static_cast<int>(tiles) : static_cast<int>(persistent_grid);
   if (grid == 0) return cudaSuccess;
-  kernel<<<grid, Cfg::kThreads, smem, stream>>>(p, maps, listed, listed && pairs,
-                                                listed && pairs ? sm90_varlen_pair_tail() : 0);
+  // The pair list's tail tile-major (VarlenPairTail): head-major and none measured the same or
+  // slower (cuda/NOTES.md, "Pair lists at d128 too"); the kernel still takes the layout.
+  constexpr int kPairTail = static_cast<int>(VarlenPairTail::kTileMajor);
+  kernel<<<grid, Cfg::kThreads, smem, stream>>>(p, maps, listed, listed && pairs, listed && pairs ? kPairTail : 0);
   return cudaGetLastError();
 }
 

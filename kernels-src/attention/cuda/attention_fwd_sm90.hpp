@@ -131,20 +131,16 @@ EncodeTiledFn encode_tiled();
 int sm90_sm_count();
 
 // Whether attention_varlen_fwd may run on the persistent grid (full attention, up to
-// Sm90TileConfig::kSchedSeqs sequences): yes unless KH_ATTENTION_VARLEN_PERSISTENT=0 (one CTA per
-// tile, the path of 1.1.0, for comparisons). Read at each such call, so that a benchmark can
-// switch it between calls; nothing else in the process should change it while calls run.
+// Sm90TileConfig::kSchedSeqs sequences): yes (a development build's
+// KH_ATTENTION_VARLEN_PERSISTENT=0 makes it one CTA per tile, the path of 1.1.0, for comparisons;
+// read at each such call, so that one process can time both: attention_experiments.hpp).
 bool sm90_varlen_persistent();
 
 // Whether causal attention_varlen_fwd calls of the two-warpgroup buckets (d >= 128) may take the
-// pair list (attention_varlen_schedule.hpp, "Causal pair lists"): yes unless
-// KH_ATTENTION_VARLEN_PAIRS=0 (the list of tiles by cost, for comparisons). Read at each such
-// call, as above.
+// pair list (attention_varlen_schedule.hpp, "Causal pair lists"): yes (a development build's
+// KH_ATTENTION_VARLEN_PAIRS=0 keeps the list of tiles by cost, for comparisons; read at each such
+// call, as above).
 bool sm90_varlen_pair_list();
-
-// The layout of a pair list's tail (VarlenPairTail): KH_ATTENTION_VARLEN_PAIR_TAIL=head or none
-// (for comparisons), else tile-major. Read at each such call, as above.
-int sm90_varlen_pair_tail();
 
 // One per translation unit; causal is chosen inside.
 template <int kQKDim, int kVDim, ElementType kType>

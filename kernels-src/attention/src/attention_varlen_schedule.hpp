@@ -168,8 +168,8 @@ KH_ATTN_HD VarlenTile varlen_causal_tile_at(const int32_t* items, int32_t heads,
 // (cuda/NOTES.md). Every CTA computes the whole dealing (the work of all of them) from the list
 // alone: the same on every CTA, no atomics, no state across calls.
 constexpr int32_t kVarlenPairTailRounds = 4;
-// The tail's layout, the launch's choice (KH_ATTENTION_VARLEN_PAIR_TAIL, for comparisons):
-// tile-major as above, head-major, or no tail (every sequence's entries pair items).
+// The tail's layout, the launch's choice: tile-major as above (shipped), head-major, or no tail
+// (every sequence's entries pair items); the other two measured the same or slower.
 enum class VarlenPairTail : int32_t { kTileMajor = 0, kHeadMajor = 1, kNone = 2 };
 // A tile's fixed cost in the dealing's model, in key blocks (its Q load, prologue and epilogue).
 constexpr int32_t kVarlenTileOverheadBlocks = 1;

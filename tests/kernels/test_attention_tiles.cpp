@@ -541,7 +541,7 @@ TEST_CASE("attention tiles: the causal varlen pair list deals every tile once, a
     CHECK(!v.tail);
   }
   // The tail's first slots: tile 0 (the last rows) of that 2k sequence, head after head; laid out
-  // head-major (KH_ATTENTION_VARLEN_PAIR_TAIL=head), its first head's 16 tiles from the last rows up.
+  // head-major (VarlenPairTail::kHeadMajor), its first head's 16 tiles from the last rows up.
   const int32_t tail0 = pl.list.first_tile[pl.cut];
   for (int32_t h = 0; h < 16; ++h) {
     const kh_attention::VarlenSlot v = pair_slot(pl, tail0 + h);

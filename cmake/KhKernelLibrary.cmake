@@ -27,7 +27,7 @@
 #   sm80 80-real;80-virtual   sm90a 90a-real   sm100f 100f-real;100-virtual   sm120f 120f-real;120-virtual
 # (the version is nvcc's major.minor); rocm-gfx942 includes cmake/KhHipGfx942.cmake (the HIP
 # toolchain helper; the version is HIP's major.minor). kernels-src/CMakeLists.txt calls it;
-# the standalone dev builds in dev/*/standalone too.
+# the author kit's projects (cmake/package, dev/attention/standalone) too.
 #
 #   kh_install_kernel_library(<target> PACKAGE_DIR <dir>)
 # installs the library and its kernel.json under <prefix>/<dir>/<variant>/ when kernels-src

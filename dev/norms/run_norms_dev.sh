@@ -4,10 +4,10 @@
 #   dev/norms/run_norms_dev.sh build          # here: both arches, into build-norms/
 #   dev/norms/run_norms_dev.sh [check] [check80]   # on the GPU machine (KH_LIBRARY: libkh.so)
 #
-# build    configures dev/norms/standalone (the packages' manifests through
-#          kh_add_kernel_package) for sm90a and sm80, builds, and copies the libraries to
-#          build-norms/lib/<arch>/. Other steps build first only when those are missing, so a
-#          GPU run can carry build-norms/lib from a build made elsewhere.
+# build    configures kernels-src for cuda-sm90a and cuda-sm80 (the release build), builds the
+#          two packages' libraries and copies them to build-norms/lib/<arch>/. Other steps build
+#          first only when those are missing, so a GPU run can carry build-norms/lib from a
+#          build made elsewhere.
 # check    tests/gpu/norms/check_norms.py on the sm90a libraries (full sweep).
 # check80  check_norms.py --quick on the sm80 libraries (run on an H200 through their PTX).
 # The benchmark is tests/bench/gpu_bench.py (tests/gpu/run.sh --bench), through a hub as users load.
@@ -24,9 +24,9 @@ build_arch() {
   local dir="$out/$arch"
   local gen=()
   command -v ninja >/dev/null && gen=(-G Ninja)
-  cmake -S "$here/standalone" -B "$dir" "${gen[@]}" -DKH_NORMS_ARCH="$arch" \
+  cmake -S "$root/kernels-src" -B "$dir" "${gen[@]}" -DKH_BUILD_TARGET="cuda-$arch" \
         -DCMAKE_CUDA_COMPILER="${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}" >/dev/null || return 1
-  cmake --build "$dir" -j "$(nproc)" || return 1
+  cmake --build "$dir" -j "$(nproc)" --target kh_rms_norm_cuda kh_layer_norm_cuda || return 1
   mkdir -p "$out/lib/$arch"
   cp "$dir"/rms-norm/libkh_rms_norm_cuda.so "$dir"/layer-norm/libkh_layer_norm_cuda.so "$out/lib/$arch/"
 }

@@ -309,6 +309,11 @@ def run_case(res, op, target, dtype, cls, b, q_len, hq, hkv, d, bs, lens, window
     try:
         q, kc, vc, table, seq, out, lse, ws = make_paged(b, q_len, hq, hkv, d, bs, lens, dtype, gen, max_blocks)
         set_bad_blocks(table, kc.shape[0], bad_blocks)
+        # The workspace as the op sizes it (kh_op_workspace_size, the workspace left None); it
+        # must agree with the docs' rule, which hosts without the query still follow.
+        asked = op.workspace_size(out, lse, q, kc, vc, table, seq, None, scale, window, softcap)
+        rule = workspace_floats(b, q_len, hq, hkv, d, table.shape[1] * bs)
+        ws = torch.full((max(1, asked // 4),), float("nan"), device=q.device, dtype=torch.float32)
         call(op, out, lse, q, kc, vc, table, seq, ws, scale, window, softcap)
         torch.cuda.synchronize()
         ref_o, ref_lse = decode_reference(q, kc, vc, table, seq, scale, window, softcap)
@@ -319,6 +324,8 @@ def run_case(res, op, target, dtype, cls, b, q_len, hq, hkv, d, bs, lens, window
         tol = 2.0 * torch_err + 1e-5
         if err > tol:
             problems.append(f"err {err:.2e} > tol {tol:.2e}")
+        if asked != 4 * rule:
+            problems.append(f"kh_op_workspace_size {asked} bytes, the docs' rule {rule} floats")
         res.add("attention_decode_paged", target, DT_NAMES[dtype], cls, name, not problems, err, tol,
                 "; ".join(problems) or f"torch {torch_err:.2e} lse_err {lse_err:.1e}")
     except kh.Error as e:

@@ -234,6 +234,10 @@ def run_decode_case(res, op, target, dtype, case, gen):
     try:
         q, kc, vc, ks, vs, table, seq, out, lse, ws = make_paged_fp8(b, q_len, hq, hkv, d, bs, lens, dtype, gen,
                                                                      skind, values)
+        # The workspace as the op sizes it (kh_op_workspace_size), checked against the docs' rule.
+        asked = op.workspace_size(out, lse, q, kc, vc, ks, vs, table, seq, None, scale, window, softcap)
+        rule = workspace_floats(b, q_len, hq, hkv, d, table.shape[1] * bs)
+        ws = torch.full((max(1, asked // 4),), float("nan"), device="cuda", dtype=torch.float32)
         op(out, lse, q, kc, vc, ks, vs, table, seq, ws, scale, window, softcap)
         torch.cuda.synchronize()
         ref_o, ref_l, tp_o, tp_l = decode_refs(q, kc, vc, ks, vs, table, seq, scale, window, softcap, with_lse=True)
@@ -243,6 +247,8 @@ def run_decode_case(res, op, target, dtype, case, gen):
         tol = 2.0 * torch_err + 1e-5
         if err > tol:
             problems.append(f"err {err:.2e} > tol {tol:.2e}")
+        if asked != 4 * rule:
+            problems.append(f"kh_op_workspace_size {asked} bytes, the docs' rule {rule} floats")
         res.add("attention_decode_paged_fp8", target, DT_NAMES[dtype], cls, name, not problems, err, tol,
                 "; ".join(problems) or f"torch {torch_err:.2e} lse_err {lse_err:.1e}")
     except Exception as e:  # noqa: BLE001 - any failure is this case's finding

@@ -15,6 +15,7 @@ void add_pack_command(CLI::App& app);
 void add_publish_command(CLI::App& app);
 void add_keys_command(CLI::App& app);
 void add_trust_command(CLI::App& app);
+void add_hub_command(CLI::App& app);
 void add_check_abi_command(CLI::App& app);
 void add_doctor_command(CLI::App& app);
 void add_lock_command(CLI::App& app);

@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   kh::cli::add_publish_command(app);
   kh::cli::add_keys_command(app);
   kh::cli::add_trust_command(app);
+  kh::cli::add_hub_command(app);
   kh::cli::add_check_abi_command(app);
   kh::cli::add_doctor_command(app);
   kh::cli::add_lock_command(app);

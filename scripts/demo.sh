@@ -35,9 +35,8 @@ mkdir -p "$work"
 export KH_HUB="file://$work/hub"   # the demo's local hub is the default hub
 export KH_CACHE="$work/cache"
 
-step "Making a signing key and a root of trust for the local hub"
-"$kernels" keys generate "$work/keys"
-"$kernels" trust init --hub "$KH_HUB" --key "$work/keys/kh.pub" --sign "$work/keys/kh.key"
+step "Making a signing key and a root of trust for the local hub, pinned as a user pins it"
+"$kernels" hub init "$work/hub" --keys "$work/keys" --pin
 
 step "Packing and publishing the reference kernels to $KH_HUB (signed)"
 build-matrix/pack-host.sh "$kernels" "$repo/build/release" "$work/dist"
@@ -50,9 +49,6 @@ if [ "$cuda_gpu" = 1 ]; then
   done
 fi
 "$kernels" publish "$work/dist" --hub "$KH_HUB" --key "$work/keys/kh.key"
-
-step "Pinning the hub's root of trust (as a user does once per hub)"
-"$kernels" trust "$work/hub/root/1.root.json" --hub "$KH_HUB"
 
 step "kernels info kernels-community/rms-norm"
 "$kernels" info kernels-community/rms-norm

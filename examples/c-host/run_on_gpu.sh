@@ -104,10 +104,8 @@ for dir in "$stage"/kernels/*/; do
 done
 
 step "Publishing them to a signed local hub, $KH_HUB"
-"$kernels" keys generate "$work/keys" >/dev/null
-"$kernels" trust init --hub "$KH_HUB" --key "$work/keys/kh.pub" --sign "$work/keys/kh.key" >/dev/null
+"$kernels" hub init "$work/hub" --keys "$work/keys" --pin >/dev/null
 "$kernels" publish "$work/dist" --hub "$KH_HUB" --key "$work/keys/kh.key"
-"$kernels" trust "$work/hub/root/1.root.json" --hub "$KH_HUB" >/dev/null
 grep -h '"glibc"' "$work"/hub/repos/kernels-community/rms-norm/index.json | sort | uniq -c
 
 step "kernels doctor kernels-community/rms-norm"

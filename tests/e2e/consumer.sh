@@ -12,11 +12,9 @@ export KH_HUB="file://$work/hub" KH_CACHE="$work/cache"
 export LD_LIBRARY_PATH="$work/prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 "$src/build-matrix/pack-host.sh" "$kernels" "$build" "$work/dist" >/dev/null
-# A signed hub, as users meet it: key, root of trust, signed publish, pinned root.
-"$kernels" keys generate "$work/keys" >/dev/null
-"$kernels" trust init --hub "$KH_HUB" --key "$work/keys/kh.pub" --sign "$work/keys/kh.key" >/dev/null
+# A signed hub, as users meet it: key, root of trust, pinned root, signed publish.
+"$kernels" hub init "$work/hub" --keys "$work/keys" --pin >/dev/null
 "$kernels" publish "$work/dist" --hub "$KH_HUB" --key "$work/keys/kh.key" >/dev/null
-"$kernels" trust "$work/hub/root/1.root.json" --hub "$KH_HUB" >/dev/null
 
 for host in c-host cpp-host; do
   cmake -S "$src/examples/$host" -B "$work/$host" -DCMAKE_PREFIX_PATH="$work/prefix" \

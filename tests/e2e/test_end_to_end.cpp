@@ -568,3 +568,53 @@ TEST_CASE("the first hour: wrong names, wrong hubs and the trust step say what t
     }
   }
 }
+
+TEST_CASE("kernels hub init makes a signed hub that publish and get work against") {
+  Workspace ws("e2e-hub-init");
+  const fs::path keys = ws.root / "keys";
+  // A folder, not a URL: the verb names the file hub it makes.
+  auto init = ws.kernels("hub init '" + ws.hub.string() + "' --keys '" + keys.string() + "' --pin");
+  REQUIRE_MESSAGE(init.exit_code == 0, init.output);
+  CHECK(init.output.find("made key") != std::string::npos);
+  CHECK(init.output.find("--hub " + ws.hub_url() + " ") != std::string::npos);
+  CHECK(fs::exists(keys / "kh.pub"));
+  CHECK((fs::status(keys / "kh.key").permissions() & (fs::perms::group_all | fs::perms::others_all)) == fs::perms::none);
+  const auto root = nlohmann::json::parse(kh::test::read_text(ws.hub / "root" / "1.root.json"));
+  CHECK(root["signed"]["version"] == 1);
+
+  // --pin trusted it here: the pinned root is the one the hub serves, and a signed publish
+  // followed by get verifies with no development opt-in.
+  auto show = ws.kernels("trust show --hub '" + ws.hub_url() + "'");
+  REQUIRE_MESSAGE(show.exit_code == 0, show.output);
+  CHECK(show.output.find("root version 1") != std::string::npos);
+  auto pack = ws.kernels("pack '" KH_RMS_NORM_LIB "' --package '" KH_TEST_SOURCE_DIR
+                         "/kernels-src/rms-norm/kernel.json' --out '" + ws.dist.string() + "'");
+  REQUIRE_MESSAGE(pack.exit_code == 0, pack.output);
+  auto publish = ws.kernels("publish '" + ws.dist.string() + "' --hub '" + ws.hub_url() + "' --key '" +
+                            (keys / "kh.key").string() + "'");
+  REQUIRE_MESSAGE(publish.exit_code == 0, publish.output);
+  CHECK(fs::exists(ws.index_path().string() + ".minisig"));
+  auto get = kh::test::run_command("env -u KH_ALLOW_UNSIGNED KH_CACHE='" + ws.cache.string() + "' '" KH_KERNELS_EXE
+                                   "' get " + kSpec + " --hub '" + ws.hub_url() + "' --json");
+  REQUIRE_MESSAGE(get.exit_code == 0, get.output);
+  CHECK(fs::exists(nlohmann::json::parse(get.output)["packages"][0]["library"].get<std::string>()));
+
+  // A hub that has a root is never given a second first root; the keys stay as they were.
+  const std::string pub_before = kh::test::read_text(keys / "kh.pub");
+  auto again = ws.kernels("hub init '" + ws.hub.string() + "' --keys '" + keys.string() + "'");
+  CHECK(again.exit_code != 0);
+  CHECK(again.output.find("using key") != std::string::npos);
+  CHECK(again.output.find("root") != std::string::npos);
+  CHECK(kh::test::read_text(keys / "kh.pub") == pub_before);
+
+  // Present keys are reused: a second hub made with them trusts the same key.
+  const fs::path hub2 = ws.root / "hub2";
+  auto second = ws.kernels("hub init '" + hub2.string() + "' --keys '" + keys.string() + "'");
+  REQUIRE_MESSAGE(second.exit_code == 0, second.output);
+  const auto root2 = nlohmann::json::parse(kh::test::read_text(hub2 / "root" / "1.root.json"));
+  CHECK(root2["signed"]["keys"] == root["signed"]["keys"]);
+
+  auto no_keys = ws.kernels("hub init '" + hub2.string() + "'");
+  CHECK(no_keys.exit_code != 0);
+  CHECK(no_keys.output.find("--keys") != std::string::npos);
+}

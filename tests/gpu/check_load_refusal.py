@@ -21,7 +21,8 @@ import sys
 
 import torch
 
-import kh
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import kh  # noqa: E402  pylint: disable=wrong-import-position
 
 FORCED = "cuda-sm120"  # a build this script's GPUs (sm80 .. sm90) cannot run
 

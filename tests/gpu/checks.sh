@@ -2,8 +2,8 @@
 # tests/gpu/checks.sh <stage> <logs>: what the GPU run asserts, against the hub $KH_HUB and the
 # cache $KH_CACHE that tests/gpu/publish.sh filled: `kernels doctor` chooses the sm90a build with
 # sm80 and cpu as compatible fallbacks, `kernels get` of every staged package,
-# check_through_kh.py (every op x target x dtype x shape class; KH_GPU_CHECK=0 skips it) and
-# check_two_gpus.py. Logs go to <logs>; the exit status is 1 if any of them failed.
+# check_through_kh.py (every op x target x dtype x shape class; KH_GPU_CHECK=0 skips it),
+# check_load_refusal.py (a build without code for the GPU fails at load) and check_two_gpus.py. Logs go to <logs>; the exit status is 1 if any of them failed.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 stage="$1" logs="$2"
@@ -39,6 +39,11 @@ step "check_through_kh.py"
 [[ ${KH_GPU_CHECK:-1} == 0 ]] && echo "(skipped: KH_GPU_CHECK=0)" ||
 timeout "${KH_GPU_CHECK_TIMEOUT:-480}" python3 "$here/check_through_kh.py" --hub "$KH_HUB" --cache "$KH_CACHE" --out "$logs" \
   --packages "${pkgs[*]}" || fail "check_through_kh.py"
+
+step "check_load_refusal.py (an author's cuda-sm120 build is refused at load; its own target runs)"
+python3 "$here/check_load_refusal.py" --kernels "$kernels" --work "$(dirname "$KH_CACHE")/load-refusal" |
+  tee "$logs/load_refusal.txt"
+[[ ${PIPESTATUS[0]} == 0 ]] || fail "check_load_refusal.py"
 
 step "check_two_gpus.py (one package for each of two GPUs; skipped with fewer)"
 python3 "$here/check_two_gpus.py" --hub "$KH_HUB" --cache "$KH_CACHE" | tee "$logs/two_gpus.txt"

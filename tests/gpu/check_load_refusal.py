@@ -10,7 +10,7 @@ builds are published to a hub of their own; then
     with KH_ERROR_NO_COMPATIBLE_VARIANT, the message naming the GPU's arch and the build's code;
   - the build selection picks (this GPU's) loads, and its scale op (a kernel in an anonymous
     namespace of the template) runs on a torch tensor on the caller's stream and is right.
-Usage: check_load_refusal.py --kernels BIN --work DIR [--kit DIR] (KH_LIBRARY names libkh.so;
+Usage: check_load_refusal.py --kernels BIN --work DIR, BIN the `kernels` of an installed kh (KH_LIBRARY names libkh.so;
 tests/gpu/run.sh sets it). Exit status 0 when every check passes.
 """
 import argparse
@@ -46,8 +46,6 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--kernels", required=True, help="the kernels command")
     ap.add_argument("--work", required=True, help="a folder of its own (recreated)")
-    ap.add_argument("--kit", default=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                    help="the author kit (KH_AUTHOR_KIT; default: this source tree)")
     a = ap.parse_args()
     if not torch.cuda.is_available():
         print("SKIP: no CUDA GPU")
@@ -56,7 +54,8 @@ def main():
     os.makedirs(a.work)
     hub = "file://" + os.path.join(a.work, "hub")
     cache = os.path.join(a.work, "cache")
-    env = dict(os.environ, KH_AUTHOR_KIT=a.kit, KH_CACHE=cache)
+    # The installation's bin/ on PATH, as an author has it: CMake then finds dlpack.h in its include/.
+    env = dict(os.environ, KH_CACHE=cache, PATH=os.path.dirname(os.path.abspath(a.kernels)) + os.pathsep + os.environ["PATH"])
     env.pop("KH_HUB", None)
     pkg = os.path.join(a.work, "scale")
     target = own_target()

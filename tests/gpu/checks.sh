@@ -41,7 +41,7 @@ timeout "${KH_GPU_CHECK_TIMEOUT:-480}" python3 "$here/check_through_kh.py" --hub
   --packages "${pkgs[*]}" || fail "check_through_kh.py"
 
 step "check_load_refusal.py (an author's cuda-sm120 build is refused at load; its own target runs)"
-python3 "$here/check_load_refusal.py" --kernels "$kernels" --work "$(dirname "$KH_CACHE")/load-refusal" |
+python3 "$here/check_load_refusal.py" --kernels "$stage/kh/bin/kernels" --work "$(dirname "$KH_CACHE")/load-refusal" |
   tee "$logs/load_refusal.txt"
 [[ ${PIPESTATUS[0]} == 0 ]] || fail "check_load_refusal.py"
 

@@ -3,7 +3,7 @@
 # <stage>: libkh, `kernels` and the CPU kernel libraries (copied from <kh build>, else from a
 # release build made here, of $KH_GPU_KH_SRC when set, else of this checkout; kept when staged
 # already), the package list, dlpack.h, bench_call_overhead, and the shared libraries they need:
-# a GPU machine may have none of them.
+# a GPU machine may have none of them; and kh installed in <stage>/kh (for `kernels build`).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -23,7 +23,7 @@ h="$(echo '#include <dlpack/dlpack.h>' | "${CXX:-c++}" -x c++ -E -M - 2>/dev/nul
 [[ -f "$stage/include/dlpack/dlpack.h" ]] || { echo "stage: no dlpack/dlpack.h here (apt-get install libdlpack-dev)" >&2; exit 1; }
 
 staged() {
-  [[ -x "$stage/bin/kernels" && -f "$stage/lib/libkh.so.0" ]] || return 1
+  [[ -x "$stage/bin/kernels" && -f "$stage/lib/libkh.so.0" && -x "$stage/kh/bin/kernels" ]] || return 1
   for p in "${pkgs[@]}"; do [[ -f "$cpu/libkh_${p//-/_}_cpu.so" ]] || return 1; done
 }
 if [[ -z "$from" ]] && staged; then
@@ -44,6 +44,10 @@ else
     cp "$from/kernels-src/$p/libkh_${p//-/_}_cpu.so" "$cpu/" ||
       { echo "stage: $from has no CPU kernel libraries (configure with KH_BUILD_KERNELS=ON)" >&2; exit 1; }
   done
+  # kh installed as an author has it (kh/bin/kernels, the author kit, khConfig.cmake, headers and
+  # dlpack.h): `kernels build` runs only from an installation (check_load_refusal.py).
+  cmake --install "$from" --prefix "$stage/kh" --strip >/dev/null
+  mkdir -p "$stage/kh/include/dlpack" && cp "$stage/include/dlpack/dlpack.h" "$stage/kh/include/dlpack/"
 fi
 "$here/bench.sh" --build "$stage"
 

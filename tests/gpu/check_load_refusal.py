@@ -54,8 +54,11 @@ def main():
     os.makedirs(a.work)
     hub = "file://" + os.path.join(a.work, "hub")
     cache = os.path.join(a.work, "cache")
-    # The installation's bin/ on PATH, as an author has it: CMake then finds dlpack.h in its include/.
-    env = dict(os.environ, KH_CACHE=cache, PATH=os.path.dirname(os.path.abspath(a.kernels)) + os.pathsep + os.environ["PATH"])
+    # The installation's bin/ on PATH, as an author has it; the GPU machine has no DLPack package,
+    # so the stage's copy of dlpack.h (in the installation's include/) is named to CMake.
+    prefix = os.path.dirname(os.path.dirname(os.path.abspath(a.kernels)))
+    env = dict(os.environ, KH_CACHE=cache, PATH=os.path.join(prefix, "bin") + os.pathsep + os.environ["PATH"],
+               KH_BUILD_CMAKE_ARGS="-DCMAKE_PREFIX_PATH=" + prefix)
     env.pop("KH_HUB", None)
     pkg = os.path.join(a.work, "scale")
     target = own_target()

@@ -10,6 +10,7 @@
 #include <ctime>
 #include <optional>
 
+#include "kh/registry/cache_layout.hpp"
 #include "kh/registry/fs.hpp"
 #include "kh/registry/hub_schemes.hpp"
 #include "kh/registry/signed_metadata.hpp"
@@ -44,7 +45,7 @@ Options with_fallbacks(Options o, const Settings& s) {
 // Age in seconds of a cached metadata file, or -1 if absent.
 int64_t metadata_age_s(const registry::Cache& cache, const std::string& hub_id, const std::string& rel) {
   struct stat st {};
-  const std::string path = cache.root() + "/hubs/" + hub_id + "/" + rel;
+  const std::string path = registry::cache_layout::hub_metadata_file(cache.root(), hub_id, rel);
   if (::stat(path.c_str(), &st) != 0) return -1;
   return static_cast<int64_t>(std::time(nullptr)) - static_cast<int64_t>(st.st_mtime);
 }

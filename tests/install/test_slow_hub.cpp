@@ -27,6 +27,7 @@
 #include "../servers/server_util.hpp"
 #include "kh/kh.h"
 #include "kh/registry/hub.hpp"
+#include "kh/registry/hub_schemes.hpp"
 #include "kh/registry/signed_metadata.hpp"
 #include "../registry/signed_hub.hpp"
 

@@ -15,6 +15,8 @@
 #include "kh/kh.h"
 #include "kh/registry/cache.hpp"
 #include "kh/registry/hub.hpp"
+#include "kh/registry/hub_schemes.hpp"
+#include "kh/registry/publish.hpp"
 #include "kh/registry/signed_metadata.hpp"
 #include "../registry/signed_hub.hpp"
 

@@ -16,6 +16,7 @@
 #include "../registry/test_util.hpp"
 #include "image_check.hpp"
 #include "kh/kh.h"
+#include "kh/registry/hub_schemes.hpp"
 #include "kh/registry/signed_metadata.hpp"
 
 using kh::loader::GpuDevice;

@@ -20,6 +20,7 @@
 #include "kh/kh.h"
 #include "kh/registry/cache.hpp"
 #include "kh/registry/hub.hpp"
+#include "kh/registry/hub_schemes.hpp"
 #include "kh/registry/package_manifest.hpp"
 #include "kh/registry/publish.hpp"
 #include "kh/registry/signed_metadata.hpp"

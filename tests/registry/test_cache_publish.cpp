@@ -16,6 +16,7 @@
 #include "kh/registry/cache.hpp"
 #include "kh/registry/cache_maintenance.hpp"
 #include "kh/registry/hub.hpp"
+#include "kh/registry/hub_schemes.hpp"
 #include "kh/registry/publish.hpp"
 #include "kh/registry/sha256.hpp"
 #include "test_util.hpp"

@@ -17,6 +17,7 @@
 #include "kh/registry/cache.hpp"
 #include "kh/registry/http_options.hpp"
 #include "kh/registry/hub.hpp"
+#include "kh/registry/hub_schemes.hpp"
 #include "kh/registry/repo_index.hpp"
 #include "kh/registry/sha256.hpp"
 #include "http_test_util.hpp"

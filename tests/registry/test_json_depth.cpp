@@ -13,9 +13,11 @@
 
 #include "kh/registry/cache.hpp"
 #include "kh/registry/hub.hpp"
+#include "kh/registry/hub_schemes.hpp"
 #include "kh/registry/json_limits.hpp"
 #include "kh/registry/lockfile.hpp"
 #include "kh/registry/package_manifest.hpp"
+#include "kh/registry/publish.hpp"
 #include "kh/registry/repo_index.hpp"
 #include "kh/registry/signed_metadata.hpp"
 #include "kh/registry/trust.hpp"

@@ -15,6 +15,7 @@
 #include "kh/registry/cache.hpp"
 #include "kh/registry/fs.hpp"
 #include "kh/registry/hub.hpp"
+#include "kh/registry/hub_schemes.hpp"
 #include "kh/registry/repo_index.hpp"
 #include "kh/registry/sha256.hpp"
 #include "test_util.hpp"

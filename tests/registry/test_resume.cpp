@@ -18,6 +18,7 @@
 #include "kh/registry/cache.hpp"
 #include "kh/registry/cache_maintenance.hpp"
 #include "kh/registry/hub.hpp"
+#include "kh/registry/hub_schemes.hpp"
 #include "kh/registry/publish.hpp"
 #include "kh/registry/repo_index.hpp"
 #include "http_test_util.hpp"

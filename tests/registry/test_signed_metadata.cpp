@@ -8,6 +8,7 @@
 
 #include "kh/registry/cache.hpp"
 #include "kh/registry/hub.hpp"
+#include "kh/registry/hub_schemes.hpp"
 #include "kh/registry/publish.hpp"
 #include "kh/registry/signed_metadata.hpp"
 #include "test_util.hpp"

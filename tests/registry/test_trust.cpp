@@ -7,6 +7,8 @@
 
 #include "kh/registry/cache.hpp"
 #include "kh/registry/hub.hpp"
+#include "kh/registry/hub_schemes.hpp"
+#include "kh/registry/publish.hpp"
 #include "kh/registry/signed_metadata.hpp"
 #include "kh/registry/trust.hpp"
 #include "test_util.hpp"

@@ -20,7 +20,7 @@
 #include <thread>
 
 #include "kh/registry/status_error.hpp"
-#include "internal.hpp"
+#include "kh/registry/detail/internal.hpp"
 
 namespace kh::registry {
 namespace detail {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "kh/registry/status_error.hpp"
-#include "internal.hpp"
+#include "kh/registry/detail/internal.hpp"
 
 namespace kh::registry {
 
@@ -83,9 +83,10 @@ std::string sha256_fd_hex(int fd) {
   return h.finish_hex();
 }
 
-std::string sha256_file_hex(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) detail::fail_errno("sha256: cannot open '" + path + "'", errno);
+namespace {
+std::string hash_file(const std::string& path, int flags, const std::string& what) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | flags);
+  if (fd < 0) detail::fail_errno(what + "cannot open '" + path + "'", errno);
   try {
     std::string out = sha256_fd_hex(fd);
     ::close(fd);
@@ -95,6 +96,11 @@ std::string sha256_file_hex(const std::string& path) {
     throw;
   }
 }
+}  // namespace
+
+std::string sha256_file_hex(const std::string& path) { return hash_file(path, 0, "sha256: "); }
+
+std::string sha256_regular_file_hex(const std::string& path) { return hash_file(path, O_NOFOLLOW, ""); }
 
 bool is_sha256_hex(std::string_view s) {
   if (s.size() != 64) return false;

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <set>
 
-#include "json_fields.hpp"
+#include "kh/registry/detail/json_fields.hpp"
 #include "kh/registry/package_spec.hpp"
 #include "kh/registry/semver.hpp"
 

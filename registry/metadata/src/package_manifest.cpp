@@ -1,4 +1,4 @@
-// kh-manifest.json: parsing, serialisation, and checking an unpacked tree against it.
+// kh-manifest.json: parsing, serialisation, and listing a tree to write one.
 #include "kh/registry/package_manifest.hpp"
 
 #include <fcntl.h>
@@ -8,12 +8,11 @@
 #include <cerrno>
 #include <map>
 
-#include "kh/registry/cache.hpp"
 #include "kh/registry/package_spec.hpp"
 #include "kh/registry/sha256.hpp"
 #include "kh/registry/status_error.hpp"
-#include "internal.hpp"
-#include "json_fields.hpp"
+#include "kh/registry/detail/internal.hpp"
+#include "kh/registry/detail/json_fields.hpp"
 
 namespace kh::registry {
 
@@ -100,50 +99,6 @@ std::string serialize_package_manifest(const PackageManifest& manifest) {
   return doc.dump(2) + "\n";
 }
 
-namespace {
-
-// Hashes a regular file without following a symlink in its last component.
-std::string hash_regular_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) detail::fail_errno("cannot open '" + path + "'", errno);
-  try {
-    std::string h = sha256_fd_hex(fd);
-    ::close(fd);
-    return h;
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
-}
-
-}  // namespace
-
-void verify_tree_against_manifest(const std::string& dir, const PackageManifest& manifest) {
-  auto bad = [&](const std::string& file, const std::string& what) {
-    fail(KH_ERROR_VERIFICATION, "package " + manifest.name + "@" + manifest.version + " (" + manifest.variant +
-                                    ") in '" + dir + "': file '" + printable(file) + "': " + what +
-                                    "; the package does not match its manifest: delete it and fetch it again");
-  };
-  std::map<std::string, const ManifestFile*> expected;
-  for (const ManifestFile& f : manifest.files) expected[f.path] = &f;
-  std::map<std::string, detail::TreeEntry> found;
-  for (detail::TreeEntry& e : detail::list_tree(dir)) {
-    if (e.type == detail::TreeEntry::Type::Directory) continue;
-    if (e.type != detail::TreeEntry::Type::File) bad(e.path, "not a regular file or directory");
-    if (e.path == kManifestName || e.path == kCompleteMarker || e.path == kStampsName) continue;
-    if (expected.find(e.path) == expected.end()) bad(e.path, "not listed in the manifest");
-    found[e.path] = e;
-  }
-  for (const auto& [path, f] : expected) {
-    auto it = found.find(path);
-    if (it == found.end()) bad(path, "missing");
-    if (it->second.size != f->size)
-      bad(path, "size " + std::to_string(it->second.size) + " bytes, the manifest says " + std::to_string(f->size));
-    std::string h = hash_regular_file(dir + "/" + path);
-    if (h != f->sha256) bad(path, "sha256 " + h + ", the manifest says " + f->sha256);
-  }
-}
-
 std::vector<ManifestFile> hash_tree(const std::string& dir) {
   std::vector<ManifestFile> out;
   for (const detail::TreeEntry& e : detail::list_tree(dir)) {
@@ -152,7 +107,7 @@ std::vector<ManifestFile> hash_tree(const std::string& dir) {
       fail(KH_ERROR_INVALID_ARGUMENT, "'" + dir + "/" + e.path +
                                           "' is not a regular file or directory; a package holds only those");
     if (e.path == kManifestName) continue;  // the manifest never lists itself
-    out.push_back(ManifestFile{e.path, hash_regular_file(dir + "/" + e.path), e.size});
+    out.push_back(ManifestFile{e.path, sha256_regular_file_hex(dir + "/" + e.path), e.size});
   }
   return out;
 }

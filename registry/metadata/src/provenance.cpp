@@ -1,8 +1,8 @@
 // A build's provenance: strict, bounded parsing (it comes from a hub) and stable writing.
 #include "kh/registry/provenance.hpp"
 
-#include "internal.hpp"
-#include "json_fields.hpp"
+#include "kh/registry/detail/internal.hpp"
+#include "kh/registry/detail/json_fields.hpp"
 #include "kh/registry/sha256.hpp"
 
 namespace kh::registry {

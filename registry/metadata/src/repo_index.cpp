@@ -7,7 +7,7 @@
 #include "kh/registry/package_spec.hpp"
 #include "kh/registry/sha256.hpp"
 #include "kh/registry/status_error.hpp"
-#include "json_fields.hpp"
+#include "kh/registry/detail/json_fields.hpp"
 #include "kh/platform/versions.hpp"
 
 namespace kh::registry {

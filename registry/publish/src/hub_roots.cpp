@@ -9,7 +9,7 @@
 #include "kh/registry/signed_metadata.hpp"
 #include "kh/registry/status_error.hpp"
 #include "kh/registry/repo_index.hpp"
-#include "internal.hpp"
+#include "kh/registry/detail/internal.hpp"
 
 namespace kh::registry {
 namespace {

@@ -25,7 +25,7 @@
 #include "kh/registry/sha256.hpp"
 #include "kh/registry/status_error.hpp"
 #include "catalog.hpp"
-#include "internal.hpp"
+#include "kh/registry/detail/internal.hpp"
 #include "publish_index.hpp"
 
 namespace kh::registry {

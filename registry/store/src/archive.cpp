@@ -21,7 +21,7 @@
 #include "kh/registry/sha256.hpp"
 #include "kh/registry/printable.hpp"
 #include "kh/registry/status_error.hpp"
-#include "internal.hpp"
+#include "kh/registry/detail/internal.hpp"
 
 namespace kh::registry {
 namespace {

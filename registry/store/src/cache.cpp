@@ -23,22 +23,9 @@
 #include "kh/registry/printable.hpp"
 #include "kh/registry/sha256.hpp"
 #include "kh/registry/status_error.hpp"
-#include "internal.hpp"
+#include "kh/registry/detail/internal.hpp"
 
 namespace kh::registry {
-
-#ifdef KH_TEST_HOOKS
-void test_hook(const char* point) {
-  const char* at = std::getenv("KH_TEST_CRASH_AT");
-  if (at != nullptr && std::string(at) == point) ::_exit(86);
-}
-void test_pause(const char* point) {
-  const char* at = std::getenv("KH_TEST_PAUSE_AT");
-  if (at == nullptr || std::string(at) != point) return;
-  const char* ms = std::getenv("KH_TEST_PAUSE_MS");
-  ::usleep(static_cast<useconds_t>((ms != nullptr ? std::atoi(ms) : 1000) * 1000));
-}
-#endif
 
 namespace {
 
@@ -48,8 +35,10 @@ constexpr uint64_t kManifestMaxBytes = 16u << 20;
 // the start) is removed, so a failed get leaves the cache as it was.
 constexpr uint64_t kResumableBytes = 1u << 20;
 
-std::string blob_file(const std::string& root, const std::string& sha) { return root + "/" + blob_path(sha); }
-std::string pkg_dir(const std::string& root, const std::string& sha) { return root + "/pkgs/" + sha; }
+using cache_layout::blob_file;
+using cache_layout::blob_lock;
+std::string tmp_dir(const std::string& root) { return cache_layout::under(root, cache_layout::kTmpDir); }
+std::string pkgs_dir(const std::string& root) { return cache_layout::under(root, cache_layout::kPackagesDir); }
 
 // Removes whatever it names when it goes out of scope, unless released.
 struct Cleanup {
@@ -201,8 +190,8 @@ struct Expected {
 std::string install_locked(const std::string& root, const std::string& sha, const Expected& want,
                            const std::string& archive) {
   const std::string blob = blob_file(root, sha);
-  const std::string final_dir = pkg_dir(root, sha);
-  const std::string tmp_root = root + "/tmp";
+  const std::string final_dir = cache_layout::package_dir(root, sha);
+  const std::string tmp_root = tmp_dir(root);
   make_directories(tmp_root);
   const std::string& source_blob = archive;
   Cleanup tmp_blob;  // a download in tmp/: ours until it is moved into blobs/
@@ -246,17 +235,43 @@ std::string install_locked(const std::string& root, const std::string& sha, cons
   write_stamps(work.path);  // after the chmods (they change ctime), before the marker
   KH_TEST_HOOK("before-marker");
   write_marker(work.path, sha);
-  make_directories(root + "/pkgs");
+  make_directories(pkgs_dir(root));
   if (path_exists(final_dir)) remove_tree(final_dir);  // a stale tree without its marker
   if (::rename(work.path.c_str(), final_dir.c_str()) != 0)
     detail::fail_errno("cannot move the package into '" + final_dir + "'", errno);
   work.path.clear();
   ::chmod(final_dir.c_str(), 0555);
-  detail::fsync_directory(root + "/pkgs");
+  detail::fsync_directory(pkgs_dir(root));
   return final_dir;
 }
 
 }  // namespace
+
+void verify_tree_against_manifest(const std::string& dir, const PackageManifest& manifest) {
+  auto bad = [&](const std::string& file, const std::string& what) {
+    fail(KH_ERROR_VERIFICATION, "package " + manifest.name + "@" + manifest.version + " (" + manifest.variant +
+                                    ") in '" + dir + "': file '" + printable(file) + "': " + what +
+                                    "; the package does not match its manifest: delete it and fetch it again");
+  };
+  std::map<std::string, const ManifestFile*> expected;
+  for (const ManifestFile& f : manifest.files) expected[f.path] = &f;
+  std::map<std::string, detail::TreeEntry> found;
+  for (detail::TreeEntry& e : detail::list_tree(dir)) {
+    if (e.type == detail::TreeEntry::Type::Directory) continue;
+    if (e.type != detail::TreeEntry::Type::File) bad(e.path, "not a regular file or directory");
+    if (e.path == kManifestName || e.path == kCompleteMarker || e.path == kStampsName) continue;
+    if (expected.find(e.path) == expected.end()) bad(e.path, "not listed in the manifest");
+    found[e.path] = e;
+  }
+  for (const auto& [path, f] : expected) {
+    auto it = found.find(path);
+    if (it == found.end()) bad(path, "missing");
+    if (it->second.size != f->size)
+      bad(path, "size " + std::to_string(it->second.size) + " bytes, the manifest says " + std::to_string(f->size));
+    std::string h = sha256_regular_file_hex(dir + "/" + path);
+    if (h != f->sha256) bad(path, "sha256 " + h + ", the manifest says " + f->sha256);
+  }
+}
 
 bool detail::is_orphaned_work(const std::string& tmp_dir, const std::string& name) {
   const long pid = work_file_pid(name);
@@ -300,7 +315,7 @@ namespace {
 // The complete tree of sha256 (its marker names it), or "".
 std::string complete_tree(const std::string& root, const std::string& sha256) {
   if (!is_sha256_hex(sha256)) return "";
-  std::string dir = pkg_dir(root, sha256);
+  std::string dir = cache_layout::package_dir(root, sha256);
   std::string marker = dir + "/" + kCompleteMarker;
   struct stat st;
   if (::lstat(marker.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
@@ -395,12 +410,12 @@ std::vector<std::string> Cache::ensure_packages(Hub& hub, const std::vector<Pack
   } catch (const StatusError& e) {
     fail_for(e);
   }
-  const std::string tmp_root = root_ + "/tmp";
+  const std::string tmp_root = tmp_dir(root_);
   std::vector<std::unique_ptr<FileLock>> locks;
   std::map<std::string, Cleanup> downloaded;  // sha256 -> its download in tmp/ (<sha>.partial)
   std::map<std::string, std::string> archives;  // sha256 -> the verified archive to install from
   try {
-    for (const auto& [sha, idx] : missing) locks.push_back(std::make_unique<FileLock>(root_ + "/locks/" + sha + ".lock", locks_));
+    for (const auto& [sha, idx] : missing) locks.push_back(std::make_unique<FileLock>(blob_lock(root_, sha), locks_));
     // Under the locks: what no other process installed meanwhile, and whose blob the
     // cache lacks, is downloaded in one batch into tmp/.
     make_directories(tmp_root);
@@ -513,7 +528,7 @@ void Cache::check_free_space(const std::vector<PackageRequest>& packages,
     struct stat st {};
     if (::stat(blob_file(root_, sha).c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) == size) continue;
     uint64_t have = 0;  // a partial download already there takes no more room
-    if (::stat((root_ + "/tmp/" + sha + ".partial").c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) <= size)
+    if (::stat((tmp_dir(root_) + "/" + sha + ".partial").c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) <= size)
       have = static_cast<uint64_t>(st.st_size);
     need += size - have;
     const PackageRequest& p = packages[idx.front()];
@@ -545,9 +560,9 @@ std::string Cache::install_archive(const std::string& archive_path, const std::s
     fail(KH_ERROR_INVALID_ARGUMENT, want.label() + ": '" + sha256 + "' is not a sha256 digest");
   if (auto dir = package_dir(sha256)) return *dir;
   return with_context(root_, want, [&] {
-    FileLock lock(root_ + "/locks/" + sha256 + ".lock", locks_);
+    FileLock lock(blob_lock(root_, sha256), locks_);
     if (auto dir = package_dir(sha256)) return *dir;
-    const std::string tmp_root = root_ + "/tmp";
+    const std::string tmp_root = tmp_dir(root_);
     make_directories(tmp_root);
     remove_abandoned_work(tmp_root, sha256);
     const std::string blob = blob_file(root_, sha256);
@@ -568,7 +583,7 @@ std::string metadata_file(const std::string& root, const std::string& hub_id, co
     fail(KH_ERROR_INVALID_ARGUMENT, "hub id '" + hub_id + "' is not a safe directory name");
   if (!detail::is_safe_relative_path(rel))
     fail(KH_ERROR_INVALID_ARGUMENT, "metadata path '" + rel + "' is not a safe relative path");
-  return root + "/hubs/" + hub_id + "/" + rel;
+  return cache_layout::hub_metadata_file(root, hub_id, rel);
 }
 }  // namespace
 
@@ -609,7 +624,7 @@ std::string Cache::load_metadata_etag(const std::string& hub_id, const std::stri
 
 std::vector<CachedPackage> Cache::list_packages(bool include_damaged) const {
   std::vector<CachedPackage> out;
-  std::string pkgs = root_ + "/pkgs";
+  std::string pkgs = pkgs_dir(root_);
   if (!path_exists(pkgs)) return out;
   struct Listed {
     CachedPackage pkg;

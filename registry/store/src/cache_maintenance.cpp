@@ -5,7 +5,8 @@
 
 #include <ctime>
 
-#include "internal.hpp"
+#include "kh/registry/cache_layout.hpp"
+#include "kh/registry/detail/internal.hpp"
 #include "kh/registry/fs.hpp"
 #include "kh/registry/status_error.hpp"
 
@@ -41,7 +42,7 @@ int64_t age_s(const std::string& path) {
 
 std::vector<PackageCheck> verify_cache(const Cache& cache, bool remove_damaged) {
   std::vector<PackageCheck> checks;
-  const std::string pkgs = cache.root() + "/pkgs";
+  const std::string pkgs = cache_layout::under(cache.root(), cache_layout::kPackagesDir);
   if (!path_exists(pkgs)) return checks;
   for (const std::string& sha : detail::list_names(pkgs)) {
     const std::optional<std::string> dir = cache.complete_package_dir(sha);  // damaged ones too: reported
@@ -66,17 +67,19 @@ std::vector<PackageCheck> verify_cache(const Cache& cache, bool remove_damaged) 
 GarbageReport collect_garbage(const Cache& cache, int64_t min_tmp_age_s, bool drop_archives) {
   GarbageReport report;
   const std::string& root = cache.root();
-  if (path_exists(root + "/tmp"))
-    for (const std::string& name : detail::list_names(root + "/tmp"))
-      if (age_s(root + "/tmp/" + name) >= min_tmp_age_s || detail::is_orphaned_work(root + "/tmp", name))
-        remove_into(&report, root, "tmp/" + name);
-  if (path_exists(root + "/pkgs"))
-    for (const std::string& sha : detail::list_names(root + "/pkgs"))
-      if (!cache.package_dir(sha)) remove_into(&report, root, "pkgs/" + sha);
-  if (drop_archives && path_exists(root + "/blobs/sha256"))
-    for (const std::string& prefix : detail::list_names(root + "/blobs/sha256"))
-      for (const std::string& sha : detail::list_names(root + "/blobs/sha256/" + prefix))
-        if (cache.package_dir(sha)) remove_into(&report, root, "blobs/sha256/" + prefix + "/" + sha);
+  using namespace cache_layout;
+  const std::string tmp = under(root, kTmpDir), pkgs = under(root, kPackagesDir), blobs = under(root, kBlobsDir);
+  if (path_exists(tmp))
+    for (const std::string& name : detail::list_names(tmp))
+      if (age_s(tmp + "/" + name) >= min_tmp_age_s || detail::is_orphaned_work(tmp, name))
+        remove_into(&report, root, std::string(kTmpDir) + "/" + name);
+  if (path_exists(pkgs))
+    for (const std::string& sha : detail::list_names(pkgs))
+      if (!cache.package_dir(sha)) remove_into(&report, root, std::string(kPackagesDir) + "/" + sha);
+  if (drop_archives && path_exists(blobs))
+    for (const std::string& prefix : detail::list_names(blobs))
+      for (const std::string& sha : detail::list_names(blobs + "/" + prefix))
+        if (cache.package_dir(sha)) remove_into(&report, root, std::string(kBlobsDir) + "/" + prefix + "/" + sha);
   return report;
 }
 
@@ -87,10 +90,11 @@ GarbageReport clean_cache(const Cache& cache, bool include_trust) {
   for (const std::string& name : detail::list_names(root)) {
     // Trust state (pinned roots, highest index versions seen) lives under hubs/; keeping
     // it keeps rollback protection across a clean.
-    if (name == "hubs" && !include_trust) {
-      for (const std::string& hub : detail::list_names(root + "/hubs"))
-        for (const std::string& entry : detail::list_names(root + "/hubs/" + hub))
-          if (entry == "repos" || entry == "catalog.json") remove_into(&report, root, "hubs/" + hub + "/" + entry);
+    if (name == cache_layout::kHubsDir && !include_trust) {
+      for (const std::string& hub : detail::list_names(cache_layout::under(root, cache_layout::kHubsDir)))
+        for (const std::string& entry : detail::list_names(cache_layout::hub_dir(root, hub)))
+          if (entry == "repos" || entry == "catalog.json")
+            remove_into(&report, root, std::string(cache_layout::kHubsDir) + "/" + hub + "/" + entry);
       continue;
     }
     remove_into(&report, root, name);

@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "http_exchange.hpp"
-#include "internal.hpp"
+#include "kh/registry/detail/internal.hpp"
 #include "kh/registry/status_error.hpp"
 
 namespace kh::registry::detail {

@@ -32,7 +32,7 @@
 #include "http_exchange.hpp"
 #include "http_url.hpp"
 #include "progress_line.hpp"
-#include "internal.hpp"
+#include "kh/registry/detail/internal.hpp"
 
 namespace kh::registry::detail {
 namespace {

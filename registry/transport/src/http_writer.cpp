@@ -16,7 +16,7 @@
 #include "http_call.hpp"
 #include "http_exchange.hpp"
 #include "http_url.hpp"
-#include "internal.hpp"
+#include "kh/registry/detail/internal.hpp"
 #include "kh/registry/http_options.hpp"
 #include "kh/registry/repo_index.hpp"
 #include "kh/registry/status_error.hpp"

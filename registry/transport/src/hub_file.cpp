@@ -12,7 +12,7 @@
 #include "kh/registry/repo_index.hpp"
 #include "kh/registry/sha256.hpp"
 #include "kh/registry/status_error.hpp"
-#include "internal.hpp"
+#include "kh/registry/detail/internal.hpp"
 
 namespace kh::registry {
 namespace {

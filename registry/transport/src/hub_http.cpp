@@ -4,7 +4,7 @@
 
 #include "http_client.hpp"
 #include "http_url.hpp"
-#include "internal.hpp"
+#include "kh/registry/detail/internal.hpp"
 #include "kh/registry/fs.hpp"
 #include "kh/registry/http_options.hpp"
 #include "kh/registry/hub.hpp"

@@ -28,7 +28,7 @@
 #include "http_call.hpp"
 #include "http_client.hpp"
 #include "http_url.hpp"
-#include "internal.hpp"
+#include "kh/registry/detail/internal.hpp"
 #include "kh/registry/fs.hpp"
 #include "kh/registry/hub_schemes.hpp"
 #include "kh/registry/json_limits.hpp"

@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "internal.hpp"
+#include "kh/registry/detail/internal.hpp"
 #include "kh/registry/json_limits.hpp"
 #include "kh/registry/printable.hpp"
 #include "kh/registry/repo_index.hpp"

@@ -17,7 +17,8 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
-#include "internal.hpp"
+#include "kh/registry/cache_layout.hpp"
+#include "kh/registry/detail/internal.hpp"
 #include "kh/registry/fs.hpp"
 #include "kh/registry/hub_directory.hpp"
 #include "kh/registry/json_limits.hpp"
@@ -210,7 +211,7 @@ void minisign_cleanse(std::string& s) {
 // ---- TrustStore ----
 
 TrustStore::TrustStore(const Cache& cache, std::string hub_id)
-    : dir_(cache.root() + "/hubs/" + safe_hub_id(hub_id) + "/trust"), locks_(cache.locks()) {}
+    : dir_(cache_layout::trust_dir(cache.root(), safe_hub_id(hub_id))), locks_(cache.locks()) {}
 
 std::optional<RootMetadata> TrustStore::trusted_root() const {
   const std::string root_dir = dir_ + "/root";
@@ -242,7 +243,7 @@ std::optional<std::string> TrustStore::pinned_root_text() const {
 RootMetadata TrustStore::pin_root(std::string_view root_text, std::string_view source, bool replace) {
   RootMetadata root = parse_root(root_text, source);
   verify_root_self_signed(root, source);
-  FileLock lock(dir_ + "/.lock", locks_);
+  FileLock lock(dir_ + "/" + cache_layout::kTrustLock, locks_);
   const std::string root_dir = dir_ + "/root";
   std::vector<uint64_t> versions = root_versions_in(root_dir);
   if (!versions.empty()) {
@@ -274,7 +275,7 @@ std::string describe_root(const RootMetadata& root) {
 RootMetadata TrustStore::pin_or_match(std::string_view root_text, std::string_view source, const std::string& hub_url) {
   RootMetadata root = parse_root(root_text, source);
   verify_root_self_signed(root, source);
-  FileLock lock(dir_ + "/.lock", locks_);
+  FileLock lock(dir_ + "/" + cache_layout::kTrustLock, locks_);
   const std::string root_dir = dir_ + "/root";
   const std::vector<uint64_t> versions = root_versions_in(root_dir);
   if (versions.empty()) {
@@ -302,7 +303,7 @@ RootMetadata TrustStore::pin_or_match(std::string_view root_text, std::string_vi
 }
 
 RootMetadata TrustStore::update_root(Hub& hub) {
-  FileLock lock(dir_ + "/.lock", locks_);
+  FileLock lock(dir_ + "/" + cache_layout::kTrustLock, locks_);
   std::optional<RootMetadata> trusted = trusted_root();
   if (!trusted) {
     require_kh_hub(hub);  // a wrong URL is a wrong URL, not a trust problem
@@ -419,7 +420,7 @@ RepoIndex fetch_verified_index(Hub& hub, Cache& cache, const std::string& repo, 
     }
   }
   RepoIndex index = parse_repo_index(text, source);
-  FileLock lock(store.dir() + "/.lock", cache.locks());
+  FileLock lock(store.dir() + "/" + cache_layout::kTrustLock, cache.locks());
   check_index(index, repo, source, store, options);
   if (not_modified) {
     // The cache holds exactly these bytes and signatures: only their age restarts (no
@@ -430,7 +431,7 @@ RepoIndex fetch_verified_index(Hub& hub, Cache& cache, const std::string& repo, 
   }
   // Signatures first: a reader of the cache that sees the new index sees its signatures.
   cache.store_metadata(hub.id(), rel + ".minisig", minisig);
-  const std::string cached_sigs = cache.root() + "/hubs/" + hub.id() + "/" + rel + ".sigs";
+  const std::string cached_sigs = cache_layout::hub_metadata_file(cache.root(), hub.id(), rel + ".sigs");
   if (sigs) {
     cache.store_metadata(hub.id(), rel + ".sigs", *sigs);
   } else {

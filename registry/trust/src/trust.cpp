@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "json_fields.hpp"
+#include "kh/registry/detail/json_fields.hpp"
 #include "kh/registry/repo_index.hpp"
 #include "kh/registry/status_error.hpp"
 

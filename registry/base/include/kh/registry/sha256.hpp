@@ -26,6 +26,9 @@ std::string sha256_hex(std::string_view bytes);
 // Hashes an open file from its start to its end; throws StatusError(KH_ERROR_IO).
 std::string sha256_fd_hex(int fd);
 std::string sha256_file_hex(const std::string& path);
+// Hashes a regular file without following a symlink in its last component (a package tree
+// being listed or checked); throws StatusError(KH_ERROR_IO).
+std::string sha256_regular_file_hex(const std::string& path);
 // True when s is 64 lowercase hex digits.
 bool is_sha256_hex(std::string_view s);
 

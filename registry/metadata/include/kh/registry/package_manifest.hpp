@@ -52,10 +52,6 @@ struct PackageManifest {
 PackageManifest parse_package_manifest(std::string_view json_text, std::string_view source);
 std::string serialize_package_manifest(const PackageManifest& manifest);
 
-// Checks that dir holds exactly the manifest's files (plus the manifest), each with its
-// size and sha256. Throws StatusError(KH_ERROR_VERIFICATION) naming the file.
-void verify_tree_against_manifest(const std::string& dir, const PackageManifest& manifest);
-
 // Lists files under dir (relative paths, sorted), hashing each: to write a manifest.
 std::vector<ManifestFile> hash_tree(const std::string& dir);
 

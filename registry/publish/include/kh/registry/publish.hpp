@@ -114,4 +114,21 @@ IndexSignatures sign_index(const std::optional<RootMetadata>& root, const std::s
 void check_index_signers(const std::optional<RootMetadata>& root, const std::vector<minisign::SecretKey>& signers,
                          const std::string& hub);
 
+// ---- The same for a file:// hub given by its folder (tests and tools; hub_roots.cpp) ----
+
+// The newest root/<N>.root.json of the hub tree at hub_dir, parsed (unverified), or
+// nullopt when the hub has no root.
+std::optional<RootMetadata> latest_root_in_file_hub(const std::string& hub_dir);
+
+// write_next_root on the file:// hub at hub_dir (RootStep::Next). Returns the new root.
+RootMetadata write_next_root_to_file_hub(const std::string& hub_dir, RootSpec spec,
+                                         const std::vector<minisign::SecretKey>& signers);
+
+// Signs repos/<repo>/index.json of the hub at hub_dir as it is: index.json.minisig by the
+// first signer and, with more than one signer, index.json.sigs by all. When the hub has a
+// root, refuses (KH_ERROR_SIGNATURE) signers that are not index keys of its newest root, and
+// checks that the result meets its threshold.
+void sign_index_in_file_hub(const std::string& hub_dir, const std::string& repo,
+                            const std::vector<minisign::SecretKey>& signers);
+
 }  // namespace kh::registry

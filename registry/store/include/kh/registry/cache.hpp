@@ -1,11 +1,5 @@
-// The content-addressed cache ($KH_CACHE, else $XDG_CACHE_HOME/kh, else ~/.cache/kh):
-//   blobs/sha256/<2>/<64>     verified archives
-//   pkgs/<sha256>/            unpacked, read-only trees; complete when .kh-complete exists
-//   hubs/<hub-id>/<path>      the last verified metadata of each hub (offline resolution)
-//   tmp/                      work in progress; anything here may be deleted
-//   locks/                    flock files, one per blob
-// Everything is written under tmp/ or a temp name and renamed into place; the marker is
-// written last, so a crash anywhere leaves nothing that is later trusted.
+// The content-addressed cache: verified blobs, unpacked read-only trees, each hub's last
+// verified metadata. Its folders are named in cache_layout.hpp.
 #pragma once
 
 #include <map>
@@ -13,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kh/registry/cache_layout.hpp"
 #include "kh/registry/fs.hpp"
 #include "kh/registry/hub.hpp"
 #include "kh/registry/package_manifest.hpp"
@@ -20,11 +15,10 @@
 
 namespace kh::registry {
 
-inline constexpr const char* kCompleteMarker = ".kh-complete";
-// Beside the marker: each file's identity when it was installed ("<size> <mtime ns>
-// <ctime ns> <inode> <path>" per line), so that a changed or missing file is noticed with
-// one lstat per file; only then is the tree hashed against its manifest.
-inline constexpr const char* kStampsName = ".kh-stamps";
+// Checks that dir, an unpacked tree of the cache, holds exactly the manifest's files (plus
+// the manifest and the cache's own kCompleteMarker and kStampsName), each with its size and
+// sha256. Throws StatusError(KH_ERROR_VERIFICATION) naming the file.
+void verify_tree_against_manifest(const std::string& dir, const PackageManifest& manifest);
 
 struct CachedPackage {
   std::string sha256;

@@ -54,6 +54,8 @@ const std::vector<HubScheme>& hub_schemes();
 // The hub at url. Throws StatusError(KH_ERROR_INVALID_ARGUMENT) for a malformed URL or an
 // unknown scheme (the message lists the known ones, with an example of each).
 std::unique_ptr<Hub> open_hub(const std::string& url, const HubAccess& access);
+// The same with the built-in defaults (no token, the system's CAs).
+std::unique_ptr<Hub> open_hub(const std::string& url);
 // The hub at url, to write to. The same errors, and KH_ERROR_UNSUPPORTED for a scheme
 // that cannot be written to.
 std::unique_ptr<HubWriter> open_hub_writer(const std::string& url, const HubAccess& access = {});

@@ -1,6 +1,6 @@
 // Hub metadata proven before it is trusted: the client's root chain and rollback state
-// kept in the cache, verified repo indexes (online and offline), and the publisher's side
-// for file:// hubs (roots and index signatures). See docs/trust.md.
+// kept in the cache, verified repo indexes (online and offline), and key files. The
+// publisher's side (writing roots, signing indexes) is publish.hpp's. See docs/trust.md.
 //
 // Client state, per hub, in the cache (every file written atomically, under
 // hubs/<hub-id>/trust/.lock):
@@ -96,28 +96,6 @@ RepoIndex fetch_verified_index(Hub& hub, Cache& cache, const std::string& repo,
 std::optional<RepoIndex> load_verified_cached_index(const Cache& cache, const std::string& hub_id,
                                                     const std::string& hub_url, const std::string& repo,
                                                     const TrustOptions& options = {});
-
-// ---- The publisher's side, for file:// hubs (implemented in publish/src/hub_roots.cpp;
-// publish.hpp has the same for any hub: latest_root, write_next_root, sign_index) ----
-
-// The newest root/<N>.root.json of the hub tree at hub_dir, parsed (unverified), or
-// nullopt when the hub has no root.
-std::optional<RootMetadata> latest_root_in_file_hub(const std::string& hub_dir);
-
-// Writes root/<N>.root.json, N = the hub's newest + 1 (1 for a hub without a root), with
-// spec's keys and thresholds (spec.version is ignored), signed by every signer. Refuses
-// (KH_ERROR_SIGNATURE, nothing written) a root clients would refuse: for N = 1 it must be
-// self-signed by a threshold of its root keys; after that, also by a threshold of the
-// previous root's root keys. Returns the new root.
-RootMetadata write_next_root_to_file_hub(const std::string& hub_dir, RootSpec spec,
-                                         const std::vector<minisign::SecretKey>& signers);
-
-// Signs repos/<repo>/index.json as it is: index.json.minisig by the first signer and,
-// with more than one signer, index.json.sigs by all. When the hub has a root, refuses
-// (KH_ERROR_SIGNATURE) signers that are not index keys of its newest root, and checks
-// that the result meets its threshold.
-void sign_index_in_file_hub(const std::string& hub_dir, const std::string& repo,
-                            const std::vector<minisign::SecretKey>& signers);
 
 // Writes a key pair as <dir>/<stem>.pub and <dir>/<stem>.key (mode 0600 from its first
 // byte, never readable by others even briefly). Refuses (KH_ERROR_INVALID_ARGUMENT) to

@@ -1,6 +1,8 @@
-// A hub's read half: a static tree of files (see docs/hub.md) reached by URL: file://
-// (hub_file.cpp) or http(s):// (hub_http.cpp, options in http_options.hpp). The write half
-// is hub_writer.hpp; which backend serves which URL, hub_schemes.hpp.
+// A hub's read half: a static tree of files (see docs/hub.md) reached by URL. Only the
+// interface lives here, beside the metadata that names the tree's paths, so that every role
+// above (store, trust, transport, publish) may use a hub without depending on a backend. The
+// backends (file://, http(s)://, oci://) are transport's; which one serves which URL, and
+// open_hub(), are in hub_schemes.hpp. The write half is hub_writer.hpp.
 #pragma once
 
 #include <cstdint>
@@ -87,11 +89,6 @@ class Hub {
 // hub.fetch_metadata(relative_path, max_bytes), or nullopt when the hub has no such file
 // (KH_ERROR_NOT_FOUND); every other error is thrown.
 std::optional<std::string> fetch_metadata_if_present(Hub& hub, const std::string& relative_path, uint64_t max_bytes);
-
-// The hub at url with the built-in defaults (no token, the system's CAs): see
-// hub_schemes.hpp for the table of schemes and open_hub(url, access). Throws
-// StatusError(KH_ERROR_INVALID_ARGUMENT) for an unsupported or malformed URL.
-std::unique_ptr<Hub> open_hub(const std::string& url);
 
 // Holds a deadline limit on a hub for a scope (Hub::set_deadline_limit).
 class ScopedDeadlineLimit {

@@ -3,7 +3,7 @@
 
 #include <cerrno>
 
-#include "internal.hpp"
+#include "kh/registry/detail/internal.hpp"
 #include "kh/registry/hub.hpp"
 #include "kh/registry/hub_writer.hpp"
 #include "kh/registry/repo_index.hpp"

@@ -8,17 +8,16 @@
 #include "installed.hpp"
 #include "kh/registry/fs.hpp"
 #include "kh/registry/lockfile.hpp"
+#include "kh/registry/metadata_limits.hpp"
 #include "kh/registry/package_spec.hpp"
 #include "kh/registry/status_error.hpp"
 
 namespace kh::install {
 namespace {
 
-constexpr uint64_t kMaxManifestBytes = 4u << 20;
-
 registry::PackageManifest read_manifest(const std::string& dir) {
   const std::string path = dir + "/" + registry::kManifestName;
-  return registry::parse_package_manifest(registry::read_file(path, kMaxManifestBytes), path);
+  return registry::parse_package_manifest(registry::read_file(path, registry::kMaxPackageManifestBytes), path);
 }
 
 // Offline, the build is not usable from the cache: missing, or damaged (then say what).

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kh/registry/archive.hpp"
+#include "kh/registry/metadata_limits.hpp"
 #include "kh/registry/sha256.hpp"
 
 namespace kh::author {
@@ -44,7 +45,8 @@ ArchiveComparison compare_with_published(const std::string& rebuilt_archive, con
     c.identical = true;
     return c;
   }
-  const std::string text = registry::read_archive_member(rebuilt_archive, registry::kManifestName, 16u << 20);
+  const std::string text = registry::read_archive_member(rebuilt_archive, registry::kManifestName,
+                                                       registry::kMaxPackageManifestBytes);
   const registry::PackageManifest rebuilt = registry::parse_package_manifest(text, rebuilt_archive);
   std::map<std::string, const registry::ManifestFile*> mine, theirs;
   for (const registry::ManifestFile& f : rebuilt.files) mine[f.path] = &f;

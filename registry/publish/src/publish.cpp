@@ -34,8 +34,6 @@ namespace {
 using detail::IndexChanged;
 using detail::RepoState;
 
-constexpr uint64_t kManifestMaxBytes = 16u << 20;
-
 struct RemoveOnExit {
   std::string path;
   ~RemoveOnExit() {
@@ -125,7 +123,7 @@ std::vector<Incoming> read_archives(const std::string& dist_dir) {
   for (const std::string& archive : archives) {
     Incoming in;
     in.archive = archive;
-    in.manifest = parse_package_manifest(read_archive_member(archive, kManifestName, kManifestMaxBytes),
+    in.manifest = parse_package_manifest(read_archive_member(archive, kManifestName, kMaxPackageManifestBytes),
                                          archive + ":" + kManifestName);
     in.pv.repo = in.manifest.name;
     in.pv.version = in.manifest.version;

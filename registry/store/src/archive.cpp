@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kh/registry/fs.hpp"
+#include "kh/registry/metadata_limits.hpp"
 #include "kh/registry/package_manifest.hpp"
 #include "kh/registry/sha256.hpp"
 #include "kh/registry/printable.hpp"
@@ -109,7 +110,6 @@ void extract_package_archive(const std::string& archive_path, const std::string&
   std::optional<PackageManifest> manifest;
   std::map<std::string, const ManifestFile*> listed;
   std::set<std::string> listed_dirs;
-  constexpr uint64_t kMaxManifestBytes = 16u << 20;
   std::set<std::string> seen;       // explicit entries
   std::set<std::string> made_dirs;  // directories created implicitly or explicitly
   uint64_t count = 0, total = 0;
@@ -174,8 +174,8 @@ void extract_package_archive(const std::string& archive_path, const std::string&
     if (!archive_entry_size_is_set(e)) bad_archive(archive_path, shown, "a regular file without a size");
     int64_t size = archive_entry_size(e);
     if (size < 0) bad_archive(archive_path, shown, "a negative size");
-    if (limits.check_manifest && count == 1 && static_cast<uint64_t>(size) > kMaxManifestBytes)
-      bad_archive(archive_path, shown, "a manifest larger than " + std::to_string(kMaxManifestBytes) + " bytes");
+    if (limits.check_manifest && count == 1 && static_cast<uint64_t>(size) > kMaxPackageManifestBytes)
+      bad_archive(archive_path, shown, "a manifest larger than " + std::to_string(kMaxPackageManifestBytes) + " bytes");
     total += static_cast<uint64_t>(size);
     if (total > limits.max_total_bytes)
       bad_archive(archive_path, shown, "the files add up to more than " + std::to_string(limits.max_total_bytes) + " bytes");

@@ -29,7 +29,6 @@ namespace kh::registry {
 
 namespace {
 
-constexpr uint64_t kManifestMaxBytes = 16u << 20;
 // A partial download this large is worth keeping for the next try after a network failure
 // or a deadline (the transport resumes it with Range); a smaller one (a drip, a stall at
 // the start) is removed, so a failed get leaves the cache as it was.
@@ -211,7 +210,7 @@ std::string install_locked(const std::string& root, const std::string& sha, cons
   if (!path_exists(manifest_path))
     fail(KH_ERROR_BAD_ARCHIVE, "archive sha256:" + sha + " has no " + kManifestName +
                                    "; it is not a kh package: report it to the hub's owner");
-  PackageManifest m = parse_package_manifest(read_file(manifest_path, kManifestMaxBytes),
+  PackageManifest m = parse_package_manifest(read_file(manifest_path, kMaxPackageManifestBytes),
                                              std::string("sha256:") + sha + "/" + kManifestName);
   auto mismatch = [&](const char* field, const std::string& got, const std::string& expected) {
     fail(KH_ERROR_VERIFICATION, std::string("the package's manifest names ") + field + " '" + printable(got) + "' but the index says '" +
@@ -340,7 +339,7 @@ std::string tree_problem(const std::string& dir) {
   try {
     const std::string manifest_path = dir + "/" + kManifestName;
     if (!path_exists(manifest_path)) return std::string(kManifestName) + " is missing";
-    verify_tree_against_manifest(dir, parse_package_manifest(read_regular_file(manifest_path, kManifestMaxBytes),
+    verify_tree_against_manifest(dir, parse_package_manifest(read_regular_file(manifest_path, kMaxPackageManifestBytes),
                                                              manifest_path));
   } catch (const StatusError& e) {
     return e.what();
@@ -637,7 +636,7 @@ std::vector<CachedPackage> Cache::list_packages(bool include_damaged) const {
     const std::string problem = tree_problem(dir);
     if (!problem.empty() && !include_damaged) continue;  // ensure_package replaces it
     try {
-      PackageManifest m = parse_package_manifest(read_regular_file(dir + "/" + kManifestName, kManifestMaxBytes),
+      PackageManifest m = parse_package_manifest(read_regular_file(dir + "/" + kManifestName, kMaxPackageManifestBytes),
                                                  dir + "/" + kManifestName);
       std::optional<Version> v = parse_version(m.version);
       listed.push_back({CachedPackage{name, dir, std::move(m), !problem.empty(), problem}, v});

@@ -8,12 +8,11 @@
 #include "kh/registry/cache_layout.hpp"
 #include "kh/registry/detail/internal.hpp"
 #include "kh/registry/fs.hpp"
+#include "kh/registry/metadata_limits.hpp"
 #include "kh/registry/status_error.hpp"
 
 namespace kh::registry {
 namespace {
-
-constexpr uint64_t kManifestMaxBytes = 4u << 20;
 
 uint64_t tree_bytes(const std::string& path) {
   struct stat st {};
@@ -52,7 +51,7 @@ std::vector<PackageCheck> verify_cache(const Cache& cache, bool remove_damaged) 
     check.dir = *dir;
     try {
       const std::string manifest_path = *dir + "/" + kManifestName;
-      const PackageManifest m = parse_package_manifest(read_file(manifest_path, kManifestMaxBytes), manifest_path);
+      const PackageManifest m = parse_package_manifest(read_file(manifest_path, kMaxPackageManifestBytes), manifest_path);
       check.name = m.name + " " + m.version + " (" + m.variant + ")";
       verify_tree_against_manifest(*dir, m);
     } catch (const StatusError& e) {

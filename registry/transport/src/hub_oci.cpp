@@ -48,7 +48,9 @@ constexpr const char* kEmptyConfig = "{}";
 constexpr const char* kPackageType = "application/vnd.kh.package.v1.tar+zstd";
 constexpr const char* kTitle = "org.opencontainers.image.title";
 constexpr const char* kPathAnnotation = "dev.kh.path";  // the hub path a manifest holds
-constexpr uint64_t kMaxManifestBytes = 4u << 20;        // distribution's own limit
+// An OCI image manifest (the registry's wrapping of one hub file), not kh's package manifest
+// (kMaxPackageManifestBytes): 4 MiB is the distribution registry's own limit on what it stores.
+constexpr uint64_t kMaxOciImageManifestBytes = 4u << 20;
 
 using json = nlohmann::ordered_json;
 
@@ -277,7 +279,7 @@ class OciHub final : public Hub {
 
  private:
   detail::GetResult get_manifest(const std::string& tag, const std::string& etag) {
-    return client_.get(manifest_url(tag), "tag " + tag, kMaxManifestBytes, etag, kManifestType);
+    return client_.get(manifest_url(tag), "tag " + tag, kMaxOciImageManifestBytes, etag, kManifestType);
   }
 
   OciUrl u_;

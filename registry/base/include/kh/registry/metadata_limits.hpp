@@ -1,4 +1,5 @@
-// The most bytes kh reads of each kind of hub metadata, defined here once. A hub that sends
+// The most bytes kh reads of each kind of hub metadata (and of a package's manifest), defined
+// here once. A hub that sends
 // more is refused (KH_ERROR_BAD_METADATA) at the cap, so the time a server that drips just
 // above the rate floor can hold one fetch is bounded by its cap over the transfer's rate
 // (HttpOptions), never by a blob-sized cap. Each is sized from what real hubs hold, with a
@@ -21,5 +22,11 @@ inline constexpr uint64_t kMaxSignatureFileBytes = 256u << 10;
 inline constexpr uint64_t kMaxIndexBytes = 16u << 20;
 // catalog.json: one line per repo (search only, never used to resolve).
 inline constexpr uint64_t kMaxCatalogBytes = 16u << 20;
+// kh-manifest.json, a package's manifest, wherever it is read: the first entry of an archive
+// being unpacked or published, an unpacked tree in the cache, a rebuilt archive compared with
+// the published one. One value for all, so a package the cache accepted is never refused when
+// it is read back. It lists every file (at most ExtractLimits::max_entries, ~150 bytes each)
+// with the package's op docs (~24 KB for attention): well under 1 MB in practice.
+inline constexpr uint64_t kMaxPackageManifestBytes = 16u << 20;
 
 }  // namespace kh::registry

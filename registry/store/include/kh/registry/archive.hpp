@@ -9,7 +9,7 @@ namespace kh::registry {
 struct ExtractLimits {
   uint64_t max_entries = 4096;
   uint64_t max_total_bytes = 8ull << 30;  // sum of regular file sizes
-  // A kh package: the first entry must be kh-manifest.json (16 MiB at most, parsed before
+  // A kh package: the first entry must be kh-manifest.json (kMaxPackageManifestBytes at most, parsed before
   // anything else is written); every later regular file must be listed in it with the
   // size its header gives (an unlisted or other-sized file is refused before any of its
   // bytes is written), may bring no more than that size, and must hash to the listed

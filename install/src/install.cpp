@@ -25,11 +25,13 @@ std::vector<InstalledPackage> install(Session& session, const std::vector<Resolu
         which.push_back(i);
         batch.push_back({resolved[i].repo, &resolved[i].release, &resolved[i].build});
       }
-    // The session's connection to this hub: the one its index came through.
-    const std::vector<std::string> dirs = session.cache().ensure_packages(session.hub(hub_url), batch);
+    // The session's connection to this hub: the one its index came through. The cache
+    // checked each tree's manifest against the build resolved (repo, version, variant,
+    // every file) and hands it back parsed: it is not read again here.
+    std::vector<registry::InstalledTree> trees = session.cache().ensure_packages(session.hub(hub_url), batch);
     for (size_t k = 0; k < which.size(); ++k) {
       const Resolution& r = resolved[which[k]];
-      out[which[k]] = installed_as_resolved(r, dirs[k]);
+      out[which[k]] = describe_installed(trees[k].dir, r.build.sha256, r.hub_url, std::move(trees[k].manifest));
       out[which[k]].downloaded = true;
       out[which[k]].download_bytes = r.build.size;
     }

@@ -158,8 +158,13 @@ Resolution resolve_locked(Session& session, const registry::PackageSpec& spec, c
 }  // namespace
 
 InstalledPackage describe_installed(const std::string& dir, const std::string& sha256, const std::string& hub_url) {
+  return describe_installed(dir, sha256, hub_url, read_manifest(dir));
+}
+
+InstalledPackage describe_installed(const std::string& dir, const std::string& sha256, const std::string& hub_url,
+                                    registry::PackageManifest manifest) {
   InstalledPackage p;
-  p.manifest = read_manifest(dir);
+  p.manifest = std::move(manifest);
   p.repo = p.manifest.name;
   p.version = p.manifest.version;
   p.variant = p.manifest.variant;

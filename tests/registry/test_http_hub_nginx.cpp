@@ -298,19 +298,28 @@ TEST_CASE("Cache::ensure_packages downloads several builds at once from nginx an
   std::vector<Cache::PackageRequest> batch;
   for (const auto& v : rel.variants) batch.push_back({kRepo, &rel, &v});
   batch.push_back({kRepo, &rel, &rel.variants.front()});  // asked twice: fetched once
-  const std::vector<std::string> dirs = cache.ensure_packages(*hub, batch);
+  const auto dirs_of = [](const std::vector<InstalledTree>& trees) {
+    std::vector<std::string> dirs;
+    for (const InstalledTree& t : trees) dirs.push_back(t.dir);
+    return dirs;
+  };
+  const std::vector<InstalledTree> trees = cache.ensure_packages(*hub, batch);
+  const std::vector<std::string> dirs = dirs_of(trees);
   REQUIRE(dirs.size() == 5);
   CHECK(dirs[4] == dirs[0]);
   for (size_t i = 0; i < 4; ++i) {
     CHECK(cache.package_dir(rel.variants[i].sha256) == dirs[i]);
     CHECK(read_file(dirs[i] + "/" + kManifestName, 1 << 20).find(rel.variants[i].key) != std::string::npos);
+    // The manifest comes back as the cache checked it: the build asked for.
+    CHECK(trees[i].manifest.variant == rel.variants[i].key);
+    CHECK(trees[i].manifest.name == kRepo);
   }
   const auto log = w.log_lines(5);
   for (const auto& v : rel.variants) CHECK(blob_downloads(log, v.sha256) == 1);
 
   // All present: a second batch downloads nothing.
   const size_t lines = log.size();
-  CHECK(cache.ensure_packages(*hub, batch) == dirs);
+  CHECK(dirs_of(cache.ensure_packages(*hub, batch)) == dirs);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   CHECK(w.log_lines(0).size() == lines);
 }

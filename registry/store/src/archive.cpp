@@ -103,7 +103,8 @@ std::string entry_name(archive_entry* e) {
 
 }  // namespace
 
-void extract_package_archive(const std::string& archive_path, const std::string& dest_dir, const ExtractLimits& limits) {
+std::optional<PackageManifest> extract_package_archive(const std::string& archive_path, const std::string& dest_dir,
+                                                       const ExtractLimits& limits) {
   ReadArchive ra;
   open_for_read(ra, archive_path);
   // With check_manifest: what the manifest lists, once its entry (the first) is read.
@@ -222,6 +223,7 @@ void extract_package_archive(const std::string& archive_path, const std::string&
     KH_TEST_HOOK("mid-extract");
     previous = clean;
   }
+  return manifest;
 }
 
 std::string read_archive_member(const std::string& archive_path, const std::string& member, uint64_t max_bytes) {

@@ -186,8 +186,8 @@ struct Expected {
 // out) under tmp/, check its manifest and files, then publish blob and tree with renames,
 // marker last. A failure removes whatever this install made in tmp/, the download
 // included: a full disk or a bad archive leaves nothing behind.
-std::string install_locked(const std::string& root, const std::string& sha, const Expected& want,
-                           const std::string& archive) {
+InstalledTree install_locked(const std::string& root, const std::string& sha, const Expected& want,
+                             const std::string& archive) {
   const std::string blob = blob_file(root, sha);
   const std::string final_dir = cache_layout::package_dir(root, sha);
   const std::string tmp_root = tmp_dir(root);
@@ -201,17 +201,17 @@ std::string install_locked(const std::string& root, const std::string& sha, cons
   if (::mkdir(work.path.c_str(), 0755) != 0) detail::fail_errno("cannot create '" + work.path + "'", errno);
   ExtractLimits limits;
   limits.check_manifest = true;  // unlisted or mis-sized files refused before their bytes land in tmp/
-  extract_package_archive(source_blob, work.path, limits);
+  // The manifest, parsed once here, is the one the files were checked against while they
+  // were written; it is checked below against the index and handed to the caller.
+  std::optional<PackageManifest> parsed = extract_package_archive(source_blob, work.path, limits);
   for (const char* reserved : {kCompleteMarker, kStampsName})
     if (path_exists(work.path + "/" + reserved))
       fail(KH_ERROR_BAD_ARCHIVE, "archive sha256:" + sha + " holds a file named '" + reserved +
                                      "', which kh reserves; the package is unsafe: report it to the hub's owner");
-  std::string manifest_path = work.path + "/" + kManifestName;
-  if (!path_exists(manifest_path))
+  if (!parsed || !path_exists(work.path + "/" + kManifestName))
     fail(KH_ERROR_BAD_ARCHIVE, "archive sha256:" + sha + " has no " + kManifestName +
                                    "; it is not a kh package: report it to the hub's owner");
-  PackageManifest m = parse_package_manifest(read_file(manifest_path, kMaxPackageManifestBytes),
-                                             std::string("sha256:") + sha + "/" + kManifestName);
+  PackageManifest& m = *parsed;
   auto mismatch = [&](const char* field, const std::string& got, const std::string& expected) {
     fail(KH_ERROR_VERIFICATION, std::string("the package's manifest names ") + field + " '" + printable(got) + "' but the index says '" +
                                     expected + "'; the hub's index and blob disagree: report it to the hub's owner");
@@ -241,7 +241,18 @@ std::string install_locked(const std::string& root, const std::string& sha, cons
   work.path.clear();
   ::chmod(final_dir.c_str(), 0555);
   detail::fsync_directory(pkgs_dir(root));
-  return final_dir;
+  return InstalledTree{final_dir, std::move(m)};
+}
+
+// A tree the cache already holds (installed earlier, or by another process meanwhile): its
+// manifest, read once here, must name the build that was asked for.
+InstalledTree present_tree(const std::string& dir, const Expected& want) {
+  const std::string path = dir + "/" + kManifestName;
+  PackageManifest m = parse_package_manifest(read_regular_file(path, kMaxPackageManifestBytes), path);
+  if (m.name != want.repo || m.version != want.version || m.variant != want.variant)
+    fail(KH_ERROR_VERIFICATION, "cached package " + dir + " is " + m.name + " " + m.version + " (" + m.variant +
+                                    ") but the index says " + want.repo + " " + want.version + " (" + want.variant + ")");
+  return InstalledTree{dir, std::move(m)};
 }
 
 }  // namespace
@@ -378,10 +389,10 @@ std::string Cache::package_problem(const std::string& sha256) const {
 
 std::string Cache::ensure_package(Hub& hub, const std::string& repo, const Release& release,
                                   const VariantEntry& variant) {
-  return ensure_packages(hub, {PackageRequest{repo, &release, &variant}}).front();
+  return ensure_packages(hub, {PackageRequest{repo, &release, &variant}}).front().dir;
 }
 
-std::vector<std::string> Cache::ensure_packages(Hub& hub, const std::vector<PackageRequest>& packages) {
+std::vector<InstalledTree> Cache::ensure_packages(Hub& hub, const std::vector<PackageRequest>& packages) {
   std::vector<Expected> wants;
   for (const PackageRequest& p : packages) {
     Expected want{p.repo, to_string(p.release->version), p.variant->key};
@@ -389,13 +400,13 @@ std::vector<std::string> Cache::ensure_packages(Hub& hub, const std::vector<Pack
       fail(KH_ERROR_INVALID_ARGUMENT, want.label() + ": '" + p.variant->sha256 + "' is not a sha256 digest");
     wants.push_back(std::move(want));
   }
-  std::vector<std::string> dirs(packages.size());
+  std::vector<InstalledTree> trees(packages.size());
   std::map<std::string, std::vector<size_t>> missing;  // sha256 -> the requests for it; sorted: the lock order
   for (size_t i = 0; i < packages.size(); ++i) {
-    if (auto dir = package_dir(packages[i].variant->sha256)) dirs[i] = *dir;
+    if (auto dir = package_dir(packages[i].variant->sha256)) trees[i] = present_tree(*dir, wants[i]);
     else missing[packages[i].variant->sha256].push_back(i);
   }
-  if (missing.empty()) return dirs;
+  if (missing.empty()) return trees;
 
   // Any error names the package it is about (its digest is in the message), else the first.
   auto fail_for = [&](const StatusError& e) {
@@ -497,9 +508,9 @@ std::vector<std::string> Cache::ensure_packages(Hub& hub, const std::vector<Pack
   }
 
   for (const auto& [sha, idx] : missing) {
-    std::string dir;
+    InstalledTree tree;
     if (auto done = package_dir(sha)) {
-      dir = *done;  // another process installed it meanwhile
+      tree = present_tree(*done, wants[idx.front()]);  // another process installed it meanwhile
     } else {
       auto it = downloaded.find(sha);
       if (it != downloaded.end()) {
@@ -508,14 +519,14 @@ std::vector<std::string> Cache::ensure_packages(Hub& hub, const std::vector<Pack
       }
       try {
         if (archives.count(sha) == 0) fail(KH_ERROR_INTERNAL, "no verified archive of sha256:" + sha + " to install");
-        dir = install_locked(root_, sha, wants[idx.front()], archives[sha]);
+        tree = install_locked(root_, sha, wants[idx.front()], archives[sha]);
       } catch (const StatusError& e) {
         fail_for(e);
       }
     }
-    for (size_t i : idx) dirs[i] = dir;
+    for (size_t i : idx) trees[i] = tree;
   }
-  return dirs;
+  return trees;
 }
 
 void Cache::check_free_space(const std::vector<PackageRequest>& packages,
@@ -565,14 +576,14 @@ std::string Cache::install_archive(const std::string& archive_path, const std::s
     make_directories(tmp_root);
     remove_abandoned_work(tmp_root, sha256);
     const std::string blob = blob_file(root_, sha256);
-    if (blob_is_intact(blob, sha256, std::nullopt)) return install_locked(root_, sha256, want, blob);
+    if (blob_is_intact(blob, sha256, std::nullopt)) return install_locked(root_, sha256, want, blob).dir;
     if (path_exists(blob)) remove_tree(blob);  // corrupt or truncated
     Cleanup copy;
     copy.path = tmp_root + "/" + sha256 + ".blob-" + std::to_string(::getpid()) + "-" + detail::random_hex(6);
     copy_into(archive_path, copy.path, sha256);
     const std::string archive = copy.path;
     copy.path.clear();  // install_locked's now
-    return install_locked(root_, sha256, want, archive);
+    return install_locked(root_, sha256, want, archive).dir;
   });
 }
 

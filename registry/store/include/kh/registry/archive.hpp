@@ -2,15 +2,18 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+
+#include "kh/registry/package_manifest.hpp"
 
 namespace kh::registry {
 
 struct ExtractLimits {
   uint64_t max_entries = 4096;
   uint64_t max_total_bytes = 8ull << 30;  // sum of regular file sizes
-  // A kh package: the first entry must be kh-manifest.json (kMaxPackageManifestBytes at most, parsed before
-  // anything else is written); every later regular file must be listed in it with the
+  // A kh package: the first entry must be kh-manifest.json (kMaxPackageManifestBytes at
+  // most, parsed before anything else is written); every later regular file must be listed in it with the
   // size its header gives (an unlisted or other-sized file is refused before any of its
   // bytes is written), may bring no more than that size, and must hash to the listed
   // sha256 as it is written. A directory must be a parent of a listed file.
@@ -23,8 +26,9 @@ struct ExtractLimits {
 // duplicate names, and archives past the limits (and, with check_manifest, anything its
 // manifest does not list as it is). Throws StatusError(KH_ERROR_BAD_ARCHIVE)
 // naming the archive and the offending entry. On failure dest_dir may hold partial
-// output; the caller discards it.
-void extract_package_archive(const std::string& archive_path, const std::string& dest_dir,
+// output; the caller discards it. With check_manifest, returns the manifest it parsed and
+// checked the files against, so that the caller need not read it again; else nullopt.
+std::optional<PackageManifest> extract_package_archive(const std::string& archive_path, const std::string& dest_dir,
                              const ExtractLimits& limits = {});
 
 // Reads one regular file out of an archive without extracting the rest (e.g. the

@@ -30,6 +30,13 @@ struct CachedPackage {
   std::string problem;
 };
 
+// A package tree of the cache with its manifest, parsed once by whoever installed or found
+// the tree and checked to name the build that was asked for.
+struct InstalledTree {
+  std::string dir;
+  PackageManifest manifest;
+};
+
 class Cache {
  public:
   // root: the settings' cache folder (install::Settings: $KH_CACHE, else
@@ -68,7 +75,10 @@ class Cache {
   // ensure_package for several packages of one hub: the missing blobs are downloaded
   // together (Hub::fetch_blobs, in parallel over http), each verified, then installed one
   // by one. Blob locks are taken in digest order, so processes with overlapping batches
-  // cannot deadlock. Returns the trees' directories in the order asked.
+  // cannot deadlock. Returns the trees in the order asked, each with the manifest checked
+  // while it was installed (or read once from a tree already there, and checked to name the
+  // repo, version and variant asked for: KH_ERROR_VERIFICATION otherwise), so the caller
+  // never reads it again.
   //
   // Disk and kills: a batch that needs more than the filesystem's free space is refused
   // before anything is written (both numbers named). Each blob has one partial download,
@@ -77,7 +87,7 @@ class Cache {
   // whole one over; what installs of that blob left in tmp/ is removed first. A failure
   // leaves nothing in tmp/ but a partial of at least 1 MiB after a network failure or a
   // deadline (to be resumed); a write that fails (a full disk) removes its partial.
-  std::vector<std::string> ensure_packages(Hub& hub, const std::vector<PackageRequest>& packages);
+  std::vector<InstalledTree> ensure_packages(Hub& hub, const std::vector<PackageRequest>& packages);
 
   // Same, but installs from a local archive already verified by the caller (publish/tests).
   std::string install_archive(const std::string& archive_path, const std::string& sha256,

@@ -222,7 +222,7 @@ class Op(_Caller):
         """The bytes of workspace a call with these arguments needs, from the op itself
         (kh_op_workspace_size): the call's arguments with the workspace None. Raises kh.Error
         (KH_ERROR_UNSUPPORTED when the op does not answer: it takes no workspace, or its library
-        or this libkh predate the query). Once per shape, not per call: converted in Python."""
+        or this libkh predate the query). Converted in Python; the functional forms ask once per argument signature."""
         lib = _library()
         if not hasattr(lib, "kh_op_workspace_size"):
             raise Error(KH_ERROR_UNSUPPORTED, f"{self.name}: this libkh has no kh_op_workspace_size (upgrade kh)")

@@ -199,6 +199,7 @@ class Plan:
     def __init__(self, name, schema, manifest_op):
         self.name = name
         self.args = schema_args(schema)
+        self.asked = {}  # the op's workspace answers by argument signature (_asked_workspace)
         by_name = {a["name"]: a for a in (manifest_op or {}).get("args", [])}
         self.dims = {a.name: parse_shape(by_name.get(a.name, {}).get("shape")) for a in self.args if a.is_tensor}
         self.dtypes = {a.name: tuple(by_name.get(a.name, {}).get("dtypes") or ()) for a in self.args if a.is_tensor}
@@ -300,8 +301,18 @@ def call_functional(plan, call, arrays, args, kwargs, query=None):
 _ITEM_BYTES = {"f64": 8, "i64": 8, "f32": 4, "i32": 4, "f16": 2, "bf16": 2, "i16": 2, "u8": 1, "i8": 1, "bool": 1}
 
 
+def _signature(value):
+    """What a workspace size may depend on: a tensor's shape, dtype and device (never its data),
+    or a scalar argument's value."""
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return (tuple(value.shape), str(value.dtype), str(getattr(value, "device", "cpu")))
+    return value
+
+
 def _asked_workspace(plan, values, n, query):
-    """Workspace n's shape as the op sizes it for this call, or None where it cannot be asked."""
+    """Workspace n's shape as the op sizes it for this call, or None where it cannot be asked.
+    Asked once per signature of the arguments (shapes, dtypes, devices, scalars), not per call:
+    the answer depends on nothing else, and a query costs a conversion of every argument."""
     if query is None:
         return None
     fixed, _ = plan.dtype_rule[n]
@@ -310,13 +321,26 @@ def _asked_workspace(plan, values, n, query):
         return None
     asked = dict(values)
     asked[n] = None
+    args = [asked[a.name] for a in plan.args]
+    key = (n, tuple(_signature(a) for a in args))
     try:
-        size = query(*[asked[a.name] for a in plan.args])
+        if key in plan.asked:
+            return plan.asked[key]
+    except TypeError:  # an unhashable argument: asked every time
+        key = None
+    try:
+        size = query(*args)
     except Exception as e:  # pylint: disable=broad-except
-        if getattr(e, "status", None) == 12:  # KH_ERROR_UNSUPPORTED: the op does not answer
-            return None
-        raise
-    return (-(-size // item),)
+        if getattr(e, "status", None) != 12:  # KH_ERROR_UNSUPPORTED: the op does not answer
+            raise
+        shape = None
+    else:
+        shape = (-(-size // item),)
+    if key is not None:
+        if len(plan.asked) >= 256:  # a bound on memory for shapes that keep changing
+            plan.asked.clear()
+        plan.asked[key] = shape
+    return shape
 
 
 def run_bound(plan, call, arrays, values, query=None):

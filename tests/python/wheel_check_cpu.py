@@ -191,6 +191,20 @@ def main():
     e = error_of(lambda: attn.op("attention_fwd").workspace_size())
     check("an op without a workspace does not answer (KH_ERROR_UNSUPPORTED)",
           e is not None and e.status == kh.KH_ERROR_UNSUPPORTED, str(e))
+    # The functional form asks the op once per argument signature (shapes, dtypes, scalars), not per call.
+    asks = []
+
+    def counting_query(*args):
+        asks.append(args)
+        return op.workspace_size(*args)
+
+    arrays = kh._outputs.NumpyArrays()  # pylint: disable=protected-access
+    plan2 = kh._outputs.plan_for(op, attn.manifest)  # pylint: disable=protected-access
+    for b in (batch, batch, 1):
+        kh._outputs.call_functional(plan2, op, arrays, (qq[:b], kc, vc, table[:b], lens[:b], head_dim ** -0.5), {},  # pylint: disable=protected-access
+                                    query=counting_query)
+    check("the functional form asks the op's size once per argument signature (three calls, two shapes: two asks)",
+          len(asks) == 2, f"{len(asks)} asks")
     small = np.empty(rule - 1, np.float32)
     e = error_of(lambda: attn.op("attention_decode_paged")(np.empty_like(qq), None, qq, kc, vc, table, lens, small,
                                                            head_dim ** -0.5))

@@ -186,20 +186,9 @@ nlohmann::ordered_json ops_json(const std::vector<OpInfo>& ops) {
 
 PackageSource parse_package_source(std::string_view json_text, std::string_view source) {
   FieldReader r(source, "fix the package's kernel.json (kernels-src/README.md describes its fields)");
-  check_json_depth(json_text, source);
-  json doc;
-  try {
-    doc = json::parse(json_text.begin(), json_text.end());
-  } catch (const json::exception& e) {
-    fail(KH_ERROR_BAD_METADATA, std::string(source) + ": not valid JSON (" + printable(e.what()) + ")");
-  }
-  if (!doc.is_object()) fail(KH_ERROR_BAD_METADATA, std::string(source) + ": expected a JSON object at the top level");
+  const json doc = detail::parse_json_object(json_text, source, "");
   PackageSource p;
-  p.name = r.string_at(doc, "", "name");
-  const size_t slash = p.name.find('/');
-  if (slash == std::string::npos || !is_valid_repo_part(p.name.substr(0, slash)) ||
-      !is_valid_repo_part(p.name.substr(slash + 1)))
-    r.bad("name", "'" + p.name + "' is not a valid '<org>/<name>'");
+  p.name = detail::repo_name_at(r, doc, "name");
   p.version = r.string_at(doc, "", "version");
   if (!parse_version(p.version)) r.bad("version", "'" + p.version + "' is not a semantic version");
   p.description = detail::optional_text_at(r, doc, "", "description", kMaxPackageDescriptionBytes);

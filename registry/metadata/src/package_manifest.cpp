@@ -20,28 +20,12 @@ PackageManifest parse_package_manifest(std::string_view json_text, std::string_v
   using detail::FieldReader;
   using json = nlohmann::json;
   FieldReader r(source);
-  json doc;
-  check_json_depth(json_text, source);
-  try {
-    doc = json::parse(json_text.begin(), json_text.end());
-  } catch (const json::exception& e) {
-    fail(KH_ERROR_BAD_METADATA, std::string(source) + ": not valid JSON (" + printable(e.what()) + "); repack the package");
-  }
-  if (!doc.is_object()) fail(KH_ERROR_BAD_METADATA, std::string(source) + ": expected a JSON object at the top level");
+  const json doc = detail::parse_json_object(json_text, source, "repack the package");
 
   PackageManifest m;
-  const json& schema = r.member(doc, "", "schema");
-  if (!schema.is_number_integer()) r.bad("schema", "expected an integer");
-  if (schema.get<int64_t>() != kManifestSchema)
-    fail(KH_ERROR_BAD_METADATA, std::string(source) + ": unsupported manifest schema " + schema.dump() +
-                                    "; this kh reads schema " + std::to_string(kManifestSchema) +
-                                    " only: upgrade kh to use this package");
+  detail::check_schema(r, doc, source, kManifestSchema, "manifest", "upgrade kh to use this package");
 
-  m.name = r.string_at(doc, "", "name");
-  size_t slash = m.name.find('/');
-  if (slash == std::string::npos || !is_valid_repo_part(m.name.substr(0, slash)) ||
-      !is_valid_repo_part(m.name.substr(slash + 1)))
-    r.bad("name", "'" + m.name + "' is not a valid '<org>/<name>'");
+  m.name = detail::repo_name_at(r, doc, "name");
   m.version = r.string_at(doc, "", "version");
   if (!parse_version(m.version)) r.bad("version", "'" + m.version + "' is not a semantic version");
   m.variant = r.string_at(doc, "", "variant");

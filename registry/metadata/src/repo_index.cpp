@@ -71,6 +71,38 @@ void optional_runtime_floor_at(const FieldReader& r, const nlohmann::json& obj, 
   }
 }
 
+json parse_json_object(std::string_view text, std::string_view source, std::string_view fix) {
+  check_json_depth(text, source);
+  json doc;
+  try {
+    doc = json::parse(text.begin(), text.end());
+  } catch (const json::exception& e) {
+    fail(KH_ERROR_BAD_METADATA, std::string(source) + ": not valid JSON (" + printable(e.what()) + ")" +
+                                    (fix.empty() ? "" : "; " + std::string(fix)));
+  }
+  if (!doc.is_object()) fail(KH_ERROR_BAD_METADATA, std::string(source) + ": expected a JSON object at the top level");
+  return doc;
+}
+
+void check_schema(const FieldReader& r, const json& doc, std::string_view source, int64_t expected,
+                  std::string_view what, std::string_view upgrade) {
+  const json& schema = r.member(doc, "", "schema");
+  if (!schema.is_number_integer()) r.bad("schema", "expected an integer");
+  if (schema.get<int64_t>() != expected)
+    fail(KH_ERROR_BAD_METADATA, std::string(source) + ": unsupported " + std::string(what) + " schema " +
+                                    schema.dump() + "; this kh reads schema " + std::to_string(expected) +
+                                    " only: " + std::string(upgrade));
+}
+
+std::string repo_name_at(const FieldReader& r, const json& doc, const std::string& key) {
+  std::string name = r.string_at(doc, "", key);
+  size_t slash = name.find('/');
+  if (slash == std::string::npos || !is_valid_repo_part(name.substr(0, slash)) ||
+      !is_valid_repo_part(name.substr(slash + 1)))
+    r.bad(key, "'" + name + "' is not a valid '<org>/<name>'");
+  return name;
+}
+
 void write_runtime_floor(nlohmann::ordered_json& obj, const std::string& runtime, uint32_t code_object) {
   if (!runtime.empty()) obj["runtime"] = runtime;
   if (code_object != 0) obj["code_object"] = code_object;
@@ -145,30 +177,14 @@ std::string format_rfc3339_utc(int64_t unix_seconds) {
 
 RepoIndex parse_repo_index(std::string_view json_text, std::string_view source) {
   FieldReader r(source);
-  json doc;
-  check_json_depth(json_text, source);
-  try {
-    doc = json::parse(json_text.begin(), json_text.end());
-  } catch (const json::exception& e) {
-    fail(KH_ERROR_BAD_METADATA, std::string(source) + ": not valid JSON (" + printable(e.what()) +
-                                    "); the hub's index is corrupt: ask its publisher to republish it");
-  }
-  if (!doc.is_object()) fail(KH_ERROR_BAD_METADATA, std::string(source) + ": expected a JSON object at the top level");
+  const json doc = detail::parse_json_object(json_text, source,
+                                             "the hub's index is corrupt: ask its publisher to republish it");
 
   RepoIndex index;
-  const json& schema = r.member(doc, "", "schema");
-  if (!schema.is_number_integer()) r.bad("schema", "expected an integer");
-  if (schema.get<int64_t>() != kRepoIndexSchema)
-    fail(KH_ERROR_BAD_METADATA, std::string(source) + ": unsupported index schema " + schema.dump() +
-                                    "; this kh reads schema " + std::to_string(kRepoIndexSchema) +
-                                    " only: upgrade kh to read this hub");
+  detail::check_schema(r, doc, source, kRepoIndexSchema, "index", "upgrade kh to read this hub");
   index.schema = kRepoIndexSchema;
 
-  index.repo = r.string_at(doc, "", "repo");
-  size_t slash = index.repo.find('/');
-  if (slash == std::string::npos || !is_valid_repo_part(index.repo.substr(0, slash)) ||
-      !is_valid_repo_part(index.repo.substr(slash + 1)))
-    r.bad("repo", "'" + index.repo + "' is not a valid '<org>/<name>'");
+  index.repo = detail::repo_name_at(r, doc, "repo");
   index.version = r.unsigned_at(doc, "", "version");
   if (index.version > kMaxMetadataVersion)
     r.bad("version", std::to_string(index.version) + " is above the highest version kh accepts (" +

@@ -73,6 +73,17 @@ class FieldReader {
 };
 
 
+// The parsers' common opening: text (its depth checked first) parsed as JSON whose top level is
+// an object, else KH_ERROR_BAD_METADATA naming source. `fix`, when not empty, ends the message
+// for text that is not JSON at all (what its reader should do: repack, ask the publisher).
+json parse_json_object(std::string_view text, std::string_view source, std::string_view fix);
+// The top-level "schema" member of doc: an integer, equal to `expected`; another one fails
+// naming `what` ("manifest", "index") and `upgrade`, what the user does about it.
+void check_schema(const FieldReader& r, const json& doc, std::string_view source, int64_t expected,
+                  std::string_view what, std::string_view upgrade);
+// The top-level string member `key` of doc, a valid "<org>/<name>" (package_spec.hpp's parts), or bad().
+std::string repo_name_at(const FieldReader& r, const json& doc, const std::string& key);
+
 // Non-empty [a-z0-9._-]: a variant key.
 bool is_variant_key(std::string_view s);
 // "<major>.<minor>", both decimal: an ABI version.

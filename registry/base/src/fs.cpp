@@ -90,33 +90,14 @@ void write_all(int fd, const void* data, size_t size, const std::string& what) {
 
 // Copies `from` to `to` (a new file), with the given mode, synced.
 void copy_file(const std::string& from, const std::string& to, mode_t mode) {
-  int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
-  if (in < 0) fail_errno("cannot open '" + from + "'", errno);
-  int out = ::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-  if (out < 0) {
-    int err = errno;
-    ::close(in);
-    fail_errno("cannot create '" + to + "'", err);
-  }
-  try {
-    char buf[1 << 16];
-    for (;;) {
-      ssize_t n = ::read(in, buf, sizeof buf);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        fail_errno("cannot read '" + from + "'", errno);
-      }
-      if (n == 0) break;
-      write_all(out, buf, static_cast<size_t>(n), "'" + to + "'");
-    }
-    if (::fchmod(out, mode) != 0 || ::fsync(out) != 0) fail_errno("cannot finish '" + to + "'", errno);
-  } catch (...) {
-    ::close(in);
-    ::close(out);
-    throw;
-  }
-  ::close(in);
-  ::close(out);
+  OwnedFd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC));
+  if (in.fd < 0) fail_errno("cannot open '" + from + "'", errno);
+  OwnedFd out(::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+  if (out.fd < 0) fail_errno("cannot create '" + to + "'", errno);
+  const std::string read_failure = "cannot read '" + from + "'";
+  char buf[1 << 16];
+  while (size_t n = read_some(in.fd, buf, sizeof buf, read_failure)) write_all(out.fd, buf, n, "'" + to + "'");
+  if (::fchmod(out.fd, mode) != 0 || ::fsync(out.fd) != 0) fail_errno("cannot finish '" + to + "'", errno);
 }
 
 void fsync_directory(const std::string& dir) {
@@ -249,25 +230,24 @@ std::string read_file(const std::string& path, uint64_t max_bytes) {
   return read_descriptor(fd, "'" + path + "'", max_bytes, KH_ERROR_IO);
 }
 
+size_t read_some(int fd, char* buf, size_t cap, const std::string& failure) {
+  for (;;) {
+    ssize_t n = ::read(fd, buf, cap);
+    if (n >= 0) return static_cast<size_t>(n);
+    if (errno != EINTR) detail::fail_errno(failure, errno);
+  }
+}
+
 std::string read_descriptor(int fd, const std::string& what, uint64_t max_bytes, kh_status too_large) {
+  OwnedFd owned(fd);
+  const std::string read_failure = "cannot read " + what;
   std::string out;
   char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      detail::fail_errno("cannot read " + what, err);
-    }
-    if (n == 0) break;
-    if (out.size() + static_cast<uint64_t>(n) > max_bytes) {
-      ::close(fd);
+  while (size_t n = read_some(fd, buf, sizeof buf, read_failure)) {
+    if (out.size() + static_cast<uint64_t>(n) > max_bytes)
       fail(too_large, what + " is larger than the " + std::to_string(max_bytes) + " bytes allowed for it");
-    }
-    out.append(buf, static_cast<size_t>(n));
+    out.append(buf, n);
   }
-  ::close(fd);
   return out;
 }
 
@@ -459,6 +439,10 @@ FileLock::FileLock(const std::string& lock_path, const LockPolicy& policy) {
     ssize_t ignored = ::pwrite(fd_, me.data(), me.size(), 0);
     (void)ignored;
   }
+}
+
+OwnedFd::~OwnedFd() {
+  if (fd >= 0) ::close(fd);
 }
 
 DescriptorSet::~DescriptorSet() {

@@ -44,13 +44,6 @@ struct Entry {
   ~Entry() { archive_entry_free(e); }
 };
 
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 const char* errstr(archive* a) {
   const char* s = archive_error_string(a);
   return s != nullptr ? s : "unknown libarchive error";
@@ -181,8 +174,7 @@ std::optional<PackageManifest> extract_package_archive(const std::string& archiv
     if (total > limits.max_total_bytes)
       bad_archive(archive_path, shown, "the files add up to more than " + std::to_string(limits.max_total_bytes) + " bytes");
     mode_t mode = (archive_entry_perm(e) & 0111) ? 0755 : 0644;
-    Fd out;
-    out.fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    OwnedFd out(::open(out_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
     if (out.fd < 0)
       bad_archive(archive_path, shown, std::string("cannot create the file: ") + std::strerror(errno));
     uint64_t written = 0;
@@ -294,29 +286,22 @@ void create_package_archive(const std::string& src_dir, const std::string& archi
         check(archive_write_header(wa.a, en.e), "header of '" + te.path + "'");
         if (dir) continue;
         std::string path = src_dir + "/" + te.path;
-        Fd in;
-        in.fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        OwnedFd in(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
         if (in.fd < 0) detail::fail_errno("cannot open '" + path + "' to pack it", errno);
+        const std::string read_failure = "cannot read '" + path + "' to pack it";
         uint64_t done = 0;
         char buf[1 << 16];
-        for (;;) {
-          ssize_t n = ::read(in.fd, buf, sizeof buf);
-          if (n < 0) {
-            if (errno == EINTR) continue;
-            detail::fail_errno("cannot read '" + path + "' to pack it", errno);
-          }
-          if (n == 0) break;
+        while (const size_t n = read_some(in.fd, buf, sizeof buf, read_failure)) {
           done += static_cast<uint64_t>(n);
           if (done > te.size) fail(KH_ERROR_IO, "'" + path + "' grew while it was being packed");
-          if (archive_write_data(wa.a, buf, static_cast<size_t>(n)) != n)
+          if (archive_write_data(wa.a, buf, n) != static_cast<la_ssize_t>(n))
             fail(KH_ERROR_IO, "cannot write '" + te.path + "' into '" + archive_path + "': " + errstr(wa.a));
         }
         if (done != te.size) fail(KH_ERROR_IO, "'" + path + "' shrank while it was being packed");
       }
       check(archive_write_close(wa.a), "finish");
     }
-    Fd f;
-    f.fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
+    OwnedFd f(::open(tmp.c_str(), O_RDONLY | O_CLOEXEC));
     if (f.fd < 0 || ::fsync(f.fd) != 0) detail::fail_errno("cannot sync '" + tmp + "'", errno);
     if (::rename(tmp.c_str(), archive_path.c_str()) != 0)
       detail::fail_errno("cannot rename '" + tmp + "' to '" + archive_path + "'", errno);

@@ -142,38 +142,16 @@ bool blob_is_intact(const std::string& blob, const std::string& sha, std::option
 
 // Copies a local file into a new file in tmp/, verifying size and digest on the way.
 void copy_into(const std::string& from, const std::string& to, const std::string& sha) {
-  int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
-  if (in < 0) detail::fail_errno("cannot open archive '" + from + "'", errno);
+  OwnedFd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC));
+  if (in.fd < 0) detail::fail_errno("cannot open archive '" + from + "'", errno);
   struct stat st;
-  if (::fstat(in, &st) != 0) {
-    int err = errno;
-    ::close(in);
-    detail::fail_errno("cannot stat archive '" + from + "'", err);
-  }
-  int out = ::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (out < 0) {
-    int err = errno;
-    ::close(in);
-    detail::fail_errno("cannot create '" + to + "'", err);
-  }
-  try {
-    copy_verified(
-        [&](char* buf, size_t cap) -> size_t {
-          for (;;) {
-            ssize_t n = ::read(in, buf, cap);
-            if (n >= 0) return static_cast<size_t>(n);
-            if (errno != EINTR) detail::fail_errno("cannot read archive '" + from + "'", errno);
-          }
-        },
-        out, sha, static_cast<uint64_t>(st.st_size), "archive '" + from + "'");
-    if (::fsync(out) != 0) detail::fail_errno("cannot sync '" + to + "'", errno);
-  } catch (...) {
-    ::close(in);
-    ::close(out);
-    throw;
-  }
-  ::close(in);
-  ::close(out);
+  if (::fstat(in.fd, &st) != 0) detail::fail_errno("cannot stat archive '" + from + "'", errno);
+  OwnedFd out(::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (out.fd < 0) detail::fail_errno("cannot create '" + to + "'", errno);
+  const std::string read_failure = "cannot read archive '" + from + "'";
+  copy_verified([&](char* buf, size_t cap) { return read_some(in.fd, buf, cap, read_failure); }, out.fd, sha,
+                static_cast<uint64_t>(st.st_size), "archive '" + from + "'");
+  if (::fsync(out.fd) != 0) detail::fail_errno("cannot sync '" + to + "'", errno);
 }
 
 struct Expected {

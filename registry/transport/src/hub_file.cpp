@@ -34,23 +34,11 @@ class FileHub final : public Hub {
   void fetch_blob(const std::string& sha256, uint64_t expected_size, int out_fd) override {
     if (!is_sha256_hex(sha256)) fail(KH_ERROR_INVALID_ARGUMENT, "hub " + url_ + ": '" + sha256 + "' is not a sha256 digest");
     std::string rel = blob_path(sha256);
-    int fd = open_or_not_found(root_ + "/" + rel, rel);
+    OwnedFd fd(open_or_not_found(root_ + "/" + rel, rel));
     std::string what = "blob sha256:" + sha256 + " from " + url_;
-    try {
-      copy_verified(
-          [&](char* buf, size_t cap) -> size_t {
-            for (;;) {
-              ssize_t n = ::read(fd, buf, cap);
-              if (n >= 0) return static_cast<size_t>(n);
-              if (errno != EINTR) detail::fail_errno(what + ": cannot read", errno);
-            }
-          },
-          out_fd, sha256, expected_size, what);
-    } catch (...) {
-      ::close(fd);
-      throw;
-    }
-    ::close(fd);
+    const std::string read_failure = what + ": cannot read";
+    copy_verified([&](char* buf, size_t cap) { return read_some(fd.fd, buf, cap, read_failure); }, out_fd, sha256,
+                  expected_size, what);
   }
 
  private:

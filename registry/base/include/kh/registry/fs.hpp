@@ -36,6 +36,21 @@ void remove_tree(const std::string& path);
 // A unique name beside `path` for a temporary file or directory.
 std::string temp_sibling(const std::string& path);
 
+// One open descriptor, closed when it goes out of scope (-1: none), so that a function that
+// throws between open() and close() leaks nothing and needs no try/catch of its own.
+struct OwnedFd {
+  int fd = -1;
+  OwnedFd() = default;
+  explicit OwnedFd(int fd_to_own) : fd(fd_to_own) {}
+  ~OwnedFd();
+  OwnedFd(const OwnedFd&) = delete;
+  OwnedFd& operator=(const OwnedFd&) = delete;
+};
+
+// One read() of at most cap bytes into buf, retried when a signal interrupts it: the bytes
+// read, 0 at the end. Any other error throws StatusError(KH_ERROR_IO) "<failure>: <errno text>".
+size_t read_some(int fd, char* buf, size_t cap, const std::string& failure);
+
 // Open file descriptors closed together when the set ends (the outputs of a batch of
 // downloads, whatever the batch throws).
 struct DescriptorSet {

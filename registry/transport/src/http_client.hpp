@@ -72,4 +72,39 @@ class HttpClient {
   std::unique_ptr<Impl> impl_;
 };
 
+// A hub whose every request goes through one HttpClient (an http(s) hub, an OCI registry
+// hub): what does not depend on where the hub's files lie is written once here. A subclass
+// says where they lie: fetch_metadata_conditional, and blob_url for the blobs.
+class HttpClientHub : public Hub {
+ public:
+  HttpClientHub(std::string hub_url, UrlParts origin, HttpOptions options, std::shared_ptr<HttpAuthorizer> auth)
+      : client_(std::move(hub_url), std::move(origin), std::move(options), std::move(auth)) {}
+
+  const std::string& url() const override { return client_.hub_url(); }
+  std::string id() const override { return client_.id(); }
+
+  std::string fetch_metadata(const std::string& relative_path, uint64_t max_bytes) override {
+    return fetch_metadata_conditional(relative_path, max_bytes, "").text;
+  }
+  // Pure again: Hub's default calls fetch_metadata, which calls this.
+  MetadataFetch fetch_metadata_conditional(const std::string& relative_path, uint64_t max_bytes,
+                                           const std::string& cached_etag) override = 0;
+  void fetch_blob(const std::string& sha256, uint64_t expected_size, int out_fd) override {
+    fetch_blobs({BlobRequest{sha256, expected_size, out_fd}});
+  }
+  void fetch_blobs(const std::vector<BlobRequest>& blobs) override {
+    client_.fetch_blobs(blobs, [this](const std::string& sha256) { return blob_url(sha256); });
+  }
+  void set_deadline_limit(double seconds, const std::string& setting, const std::string& why) override {
+    client_.set_deadline_limit(seconds, setting, why);
+  }
+  void clear_deadline_limit() override { client_.clear_deadline_limit(); }
+
+  // Where blob <sha256> is fetched from.
+  virtual std::string blob_url(const std::string& sha256) const = 0;
+
+ protected:
+  HttpClient client_;
+};
+
 }  // namespace kh::registry::detail

@@ -33,36 +33,18 @@ class BearerToOrigin final : public detail::HttpAuthorizer {
   std::string token_, origin_;
 };
 
-class HttpHub final : public Hub {
+class HttpHub final : public detail::HttpClientHub {
  public:
   HttpHub(std::string url, detail::UrlParts parts, HttpOptions options)
-      : client_(url, parts, options, std::make_unique<BearerToOrigin>(options.token, parts.origin())) {}
+      : HttpClientHub(url, parts, options, std::make_unique<BearerToOrigin>(options.token, parts.origin())) {}
 
-  const std::string& url() const override { return client_.hub_url(); }
-  std::string id() const override { return client_.id(); }
-
-  std::string fetch_metadata(const std::string& relative_path, uint64_t max_bytes) override {
-    return fetch_metadata_conditional(relative_path, max_bytes, "").text;
-  }
   MetadataFetch fetch_metadata_conditional(const std::string& relative_path, uint64_t max_bytes,
                                            const std::string& cached_etag) override {
     if (!detail::is_safe_relative_path(relative_path))
       fail(KH_ERROR_INVALID_ARGUMENT, "hub " + sanitize_url(url()) + ": '" + relative_path + "' is not a safe relative path");
     return client_.get(url() + "/" + detail::encode_path(relative_path), relative_path, max_bytes, cached_etag).fetch;
   }
-  void fetch_blob(const std::string& sha256, uint64_t expected_size, int out_fd) override {
-    fetch_blobs({BlobRequest{sha256, expected_size, out_fd}});
-  }
-  void fetch_blobs(const std::vector<BlobRequest>& blobs) override {
-    client_.fetch_blobs(blobs, [this](const std::string& sha256) { return url() + "/" + blob_path(sha256); });
-  }
-  void set_deadline_limit(double seconds, const std::string& setting, const std::string& why) override {
-    client_.set_deadline_limit(seconds, setting, why);
-  }
-  void clear_deadline_limit() override { client_.clear_deadline_limit(); }
-
- private:
-  detail::HttpClient client_;
+  std::string blob_url(const std::string& sha256) const override { return url() + "/" + blob_path(sha256); }
 };
 
 }  // namespace

@@ -197,17 +197,10 @@ OciUrl parse_oci_url(const std::string& given) {
   return u;
 }
 
-class OciHub final : public Hub {
+class OciHub final : public detail::HttpClientHub {
  public:
   OciHub(const OciUrl& u, const HttpOptions& options, std::shared_ptr<detail::HttpAuthorizer> auth)
-      : u_(u), client_(u.url, u.parts, options, std::move(auth)) {}
-
-  const std::string& url() const override { return client_.hub_url(); }
-  std::string id() const override { return client_.id(); }
-
-  std::string fetch_metadata(const std::string& relative_path, uint64_t max_bytes) override {
-    return fetch_metadata_conditional(relative_path, max_bytes, "").text;
-  }
+      : HttpClientHub(u.url, u.parts, options, std::move(auth)), u_(u) {}
 
   // The file's manifest (the one just read for an index's signatures, so that an index and
   // its signatures always come from one manifest), then its layer, checked against its digest.
@@ -245,17 +238,6 @@ class OciHub final : public Hub {
     return out;
   }
 
-  void fetch_blob(const std::string& sha256, uint64_t expected_size, int out_fd) override {
-    fetch_blobs({BlobRequest{sha256, expected_size, out_fd}});
-  }
-  void fetch_blobs(const std::vector<BlobRequest>& blobs) override {
-    client_.fetch_blobs(blobs, [this](const std::string& sha) { return blob_url(sha); });
-  }
-  void set_deadline_limit(double seconds, const std::string& setting, const std::string& why) override {
-    client_.set_deadline_limit(seconds, setting, why);
-  }
-  void clear_deadline_limit() override { client_.clear_deadline_limit(); }
-
   // The tag's manifest now, nullopt when there is none (for the writer).
   std::optional<Manifest> current_manifest(const std::string& tag) {
     try {
@@ -268,7 +250,7 @@ class OciHub final : public Hub {
   }
   void forget_manifests() { last_.reset(); }
 
-  std::string blob_url(const std::string& sha256) const {
+  std::string blob_url(const std::string& sha256) const override {
     return u_.origin + "/v2/" + u_.repository + "/blobs/sha256:" + sha256;
   }
   std::string manifest_url(const std::string& reference) const {
@@ -283,7 +265,6 @@ class OciHub final : public Hub {
   }
 
   OciUrl u_;
-  detail::HttpClient client_;
   std::optional<Manifest> last_;
   std::string last_tag_;
 };

@@ -18,6 +18,8 @@ Kernel.functional() with NumPy arrays.
 """
 import re
 
+from ._schema import argument_texts
+
 _NO_DEFAULT = object()
 
 
@@ -56,18 +58,7 @@ def _parse_default(text):
 
 def schema_args(schema):
     """[Arg] of "name(Tensor(a!) out, Tensor x, float eps=1e-6) -> ()"."""
-    inner = schema[schema.index("(") + 1:schema.rindex(")", 0, schema.index("->"))]
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(inner + ","):
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            if inner[start:i].strip():
-                parts.append(Arg(inner[start:i]))
-            start = i + 1
-    return parts
+    return [Arg(text) for text in argument_texts(schema)]
 
 
 def schema_returns_nothing(schema):

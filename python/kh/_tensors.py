@@ -14,6 +14,7 @@ import numbers
 import sys
 
 from . import _abi
+from ._schema import argument_texts
 
 # dtype name (the last part of str(dtype), e.g. "torch.bfloat16" -> "bfloat16") -> (code, bits)
 _DTYPES = {
@@ -170,19 +171,10 @@ def current_stream_of(obj):
 def schema_arguments(schema):
     """[(name, written)] of an op schema "name(Tensor(a!) out, Tensor x, ...) -> ()":
     written is True for the arguments the op writes (an alias annotation with '!')."""
-    inner = schema[schema.index("(") + 1:schema.rindex(")", 0, schema.index("->"))]
-    out, depth, start = [], 0, 0
-    for i, ch in enumerate(inner + ","):
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            part = inner[start:i].strip()
-            start = i + 1
-            if part:
-                type_text, _, name = part.rpartition(" ")
-                out.append((name.split("=")[0], "!" in type_text))
+    out = []
+    for part in argument_texts(schema):
+        type_text, _, name = part.rpartition(" ")
+        out.append((name.split("=")[0], "!" in type_text))
     return out
 
 

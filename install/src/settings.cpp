@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -18,7 +19,7 @@
 namespace kh::install {
 namespace {
 
-using Apply = void (*)(Settings&, const std::string& name, const std::string& value);
+using Apply = std::function<void(Settings&, const std::string& name, const std::string& value)>;
 
 struct Row {
   SettingDoc doc;
@@ -50,22 +51,44 @@ long long whole(const std::string& name, const std::string& value, long long min
   return n;
 }
 
+// The apply of a row whose value is a number (fractions allowed), at least `min`, stored in
+// `member`: one function for the many such rows, `takes` saying what a bad value must be.
+Apply number_into(double Settings::*member, double min, const char* takes) {
+  return [member, min, takes](Settings& s, const std::string& n, const std::string& v) {
+    s.*member = number(n, v, min, takes);
+  };
+}
+
+// The apply of a row whose value is kept as it is, in `member`.
+Apply text_into(std::string Settings::*member) {
+  return [member](Settings& s, const std::string&, const std::string& v) { s.*member = v; };
+}
+
+// The apply of a row whose value must be one line (a header or URL is made of it), stored in
+// `member`. The error shows "..." for the value: a token, or a URL that may carry credentials.
+Apply one_line_into(std::string Settings::*member, const char* takes) {
+  return [member, takes](Settings& s, const std::string& n, const std::string& v) {
+    if (v.find_first_of("\r\n") != std::string::npos) bad(n, "...", takes);
+    s.*member = v;
+  };
+}
+
 const std::vector<Row>& rows() {
   static const std::vector<Row> table = {
       {{"KH_HUB", "URL", "none", "The hub `kernels get`, `info`, `lock`, `doctor` and `kh_load_kernel` use when none "
         "is given (`--hub`, `kh_load_options.hub`): `file:///path`, `https://host/path`.", "Where packages come from"},
-       [](Settings& s, const std::string&, const std::string& v) { s.hub = v; }},
+       text_into(&Settings::hub)},
       {{"KH_CACHE", "folder", "`$XDG_CACHE_HOME/kh`, else `~/.cache/kh`",
         "The cache: verified archives, unpacked packages, each hub's verified metadata and trust state.",
         "Where packages come from"},
-       [](Settings& s, const std::string&, const std::string& v) { s.cache = v; }},
+       text_into(&Settings::cache)},
       {{"KH_TARGET", "variant key", "none: select for this machine",
         "Fetch and load this build (e.g. `cuda13.0-sm90a-abi1-x86_64-linux`) whatever this machine is.",
         "Where packages come from"},
-       [](Settings& s, const std::string&, const std::string& v) { s.target = v; }},
+       text_into(&Settings::target)},
       {{"KH_LOCKFILE", "file", "none", "Resolve only what this `kernels.lock` pins, and accept only its bytes.",
         "Where packages come from"},
-       [](Settings& s, const std::string&, const std::string& v) { s.lockfile = v; }},
+       text_into(&Settings::lockfile)},
       {{"KH_OFFLINE", "`1` (any value but `0`)", "off",
         "Use the cache and its verified metadata only; open no connection.", "Where packages come from"},
        [](Settings& s, const std::string&, const std::string& v) { s.offline = flag(v); }},
@@ -102,17 +125,14 @@ const std::vector<Row>& rows() {
         "exactly this one on first use (no `kernels trust` needed); a cache pinned to another root for that hub "
         "is an error naming both, never re-pinned. `kh_load_options.trusted_root` wins over it (docs/trust.md).",
         "Trust"},
-       [](Settings& s, const std::string&, const std::string& v) { s.trusted_root_file = v; }},
+       text_into(&Settings::trusted_root_file)},
 
       {{"KH_TOKEN", "token", "the config file's token for the hub",
         "Bearer token for reading a hub; sent only to the hub's own scheme, host and port.", "Talking to hubs"},
-       [](Settings& s, const std::string& n, const std::string& v) {
-         if (v.find_first_of("\r\n") != std::string::npos) bad(n, "...", "a token without line breaks");
-         s.token = v;
-       }},
+       one_line_into(&Settings::token, "a token without line breaks")},
       {{"KH_CA_BUNDLE", "PEM file", "the system's CAs", "CAs to trust instead of the system's (a private hub's CA).",
         "Talking to hubs"},
-       [](Settings& s, const std::string&, const std::string& v) { s.ca_bundle = v; }},
+       text_into(&Settings::ca_bundle)},
       {{"KH_PROGRESS", "`0` or `1`", "on when stderr is a terminal",
         "`0`: never show progress and wait lines on stderr; `1`: always.", "Talking to hubs"},
        [](Settings& s, const std::string& n, const std::string& v) {
@@ -128,48 +148,34 @@ const std::vector<Row>& rows() {
       {{"KH_TRANSFER_MIN_TIMEOUT", "seconds", "30",
         "Every transfer may take at least this long (its deadline is the larger of this and size / rate).",
         "Talking to hubs"},
-       [](Settings& s, const std::string& n, const std::string& v) {
-         s.transfer_min_timeout_s = number(n, v, 1, "a number, at least 1");
-       }},
+       number_into(&Settings::transfer_min_timeout_s, 1, "a number, at least 1")},
       {{"KH_TRANSFER_MIN_RATE", "bytes/s", "65536", "The rate a transfer's deadline assumes: a slow link lowers it.",
         "Talking to hubs"},
-       [](Settings& s, const std::string& n, const std::string& v) {
-         s.transfer_min_rate = number(n, v, 1, "a number, at least 1");
-       }},
+       number_into(&Settings::transfer_min_rate, 1, "a number, at least 1")},
       {{"KH_TRANSFER_FLOOR_RATE", "bytes/s", "8192",
         "The rate floor: once a transfer (metadata or blob) is past `KH_TRANSFER_FLOOR_GRACE`, an average below "
         "this over the last `KH_TRANSFER_FLOOR_WINDOW` seconds ends it, so a hub that drips, stalls or sends a byte "
         "now and then costs seconds; the error names the hub, the bytes received and the rate seen. A transfer "
         "that had brought 1 MiB since its last failure resumes instead. `0`: no floor.",
         "Talking to hubs"},
-       [](Settings& s, const std::string& n, const std::string& v) {
-         s.floor_rate = number(n, v, 0, "a number of bytes/s, 0 or more (0: no floor)");
-       }},
+       number_into(&Settings::floor_rate, 0, "a number of bytes/s, 0 or more (0: no floor)")},
       {{"KH_TRANSFER_FLOOR_WINDOW", "seconds", "10", "The window the rate floor averages over.", "Talking to hubs"},
-       [](Settings& s, const std::string& n, const std::string& v) {
-         s.floor_window_s = number(n, v, 0.1, "a number of seconds, at least 0.1");
-       }},
+       number_into(&Settings::floor_window_s, 0.1, "a number of seconds, at least 0.1")},
       {{"KH_TRANSFER_FLOOR_GRACE", "seconds", "10",
         "How long a transfer runs before the rate floor applies (connecting, a hub slow to start answering).",
         "Talking to hubs"},
-       [](Settings& s, const std::string& n, const std::string& v) {
-         s.floor_grace_s = number(n, v, 0, "a number of seconds, 0 or more");
-       }},
+       number_into(&Settings::floor_grace_s, 0, "a number of seconds, 0 or more")},
       {{"KH_OPERATION_TIMEOUT", "seconds", "1800",
         "One get or load may spend at most this long waiting on hubs and cache locks, retries included "
         "(`kh_load_options.timeout_ms` and `--timeout` set it for one call); past it the call fails with "
         "`KH_ERROR_TIMEOUT` naming the hub and what it waited for, and the cache is as before the call (but for a "
         "partial download of 1 MiB or more, kept to be resumed). `0`: no limit.",
         "Talking to hubs"},
-       [](Settings& s, const std::string& n, const std::string& v) {
-         s.operation_timeout_s = number(n, v, 0, "a number, at least 0");
-       }},
+       number_into(&Settings::operation_timeout_s, 0, "a number, at least 0")},
       {{"KH_LOCK_TIMEOUT", "seconds", "30",
         "How long to wait for another process's cache lock (10 times as long while that process runs).",
         "Talking to hubs"},
-       [](Settings& s, const std::string& n, const std::string& v) {
-         s.lock_timeout_s = number(n, v, 0, "a number of seconds (0 or more; e.g. 30, the default)");
-       }},
+       number_into(&Settings::lock_timeout_s, 0, "a number of seconds (0 or more; e.g. 30, the default)")},
 
       {{"KH_PUBLISH_USER", "user name", "none", "With `KH_PUBLISH_PASSWORD`: HTTP basic auth for uploads.",
         "Publishing"},
@@ -178,25 +184,19 @@ const std::vector<Row>& rows() {
          s.publish_user = v;
        }},
       {{"KH_PUBLISH_PASSWORD", "password", "none", "The password of `KH_PUBLISH_USER`.", "Publishing"},
-       [](Settings& s, const std::string&, const std::string& v) { s.publish_password = v; }},
+       text_into(&Settings::publish_password)},
       {{"KH_PUBLISH_TOKEN", "token", "the hub's read token", "Bearer token for uploads.", "Publishing"},
-       [](Settings& s, const std::string& n, const std::string& v) {
-         if (v.find_first_of("\r\n") != std::string::npos) bad(n, "...", "a token without line breaks");
-         s.publish_token = v;
-       }},
+       one_line_into(&Settings::publish_token, "a token without line breaks")},
       {{"KH_SIGNING_KEY", "secret key file", "none", "The key `kernels publish` signs indexes with when no `--key` is given.",
         "Publishing"},
-       [](Settings& s, const std::string&, const std::string& v) { s.signing_key = v; }},
+       text_into(&Settings::signing_key)},
 
       {{"KH_AUTHOR_KIT", "folder", "`<prefix>/share/kh/author` beside `kernels`",
         "The author kit `kernels build` and `kernels init` use (docs/authoring.md).", "Building packages"},
-       [](Settings& s, const std::string&, const std::string& v) { s.author_kit = v; }},
+       text_into(&Settings::author_kit)},
       {{"KH_SOURCE_REPOSITORY", "URL", "the checkout's `origin` remote",
         "The source repository a build's provenance names (credentials in a URL are removed).", "Building packages"},
-       [](Settings& s, const std::string& n, const std::string& v) {
-         if (v.find_first_of("\r\n") != std::string::npos) bad(n, "...", "a URL on one line");
-         s.source_repository = v;
-       }},
+       one_line_into(&Settings::source_repository, "a URL on one line")},
       {{"KH_BUILD_CMAKE_ARGS", "arguments", "none",
         "More arguments for each target's configure in `kernels build`, separated by spaces (after any "
         "`--cmake-arg`), e.g. `-DCMAKE_C_FLAGS=-g`.",

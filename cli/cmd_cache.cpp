@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "common_options.hpp"
 #include "human_size.hpp"
 #include "kh/registry/cache_maintenance.hpp"
 #include "kh/registry/status_error.hpp"
@@ -30,10 +31,8 @@ void add_cache_command(CLI::App& app) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("cache", "Check and tidy the local cache");
   cmd->require_subcommand(1);
-  cmd->add_option("--cache", args->cache_root, "Cache directory (default: $KH_CACHE, else $XDG_CACHE_HOME/kh)");
-  auto cache = [args]() {
-    return registry::Cache(args->cache_root.empty() ? settings().cache_root() : args->cache_root, settings().lock_policy());
-  };
+  add_cache_option(cmd, args->cache_root);
+  auto cache = [args]() { return open_cache(args->cache_root); };
 
   CLI::App* verify = cmd->add_subcommand("verify", "Re-hash every cached package against its manifest");
   verify->add_flag("--remove-damaged", args->remove_damaged, "Delete damaged packages (they are fetched again on next use)");

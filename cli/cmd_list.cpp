@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "common_options.hpp"
 #include "kh/registry/cache.hpp"
 #include "session.hpp"
 
@@ -17,10 +18,10 @@ void add_list_command(CLI::App& app) {
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("list", "List the kernel packages in the cache");
-  cmd->add_option("--cache", args->cache_root, "Cache directory (default: $KH_CACHE, else $XDG_CACHE_HOME/kh)");
+  add_cache_option(cmd, args->cache_root);
   cmd->add_flag("--json", args->json, "Print {\"cache\": DIR, \"packages\": [...]}");
   cmd->callback([args]() {
-    registry::Cache cache(args->cache_root.empty() ? settings().cache_root() : args->cache_root, settings().lock_policy());
+    registry::Cache cache = open_cache(args->cache_root);
     const auto packages = cache.list_packages(/*include_damaged=*/true);
     if (args->json) {
       nlohmann::json out = nlohmann::json::array();

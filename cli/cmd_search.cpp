@@ -31,7 +31,7 @@ void add_search_command(CLI::App& app) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("search", "List the packages a hub offers, or those whose name contains TEXT");
   cmd->add_option("text", args->text, "Part of a package name (case-insensitive); none lists every package");
-  cmd->add_option("--hub", args->options.hub_url, "Hub URL, e.g. file:///srv/kh-hub (default: $KH_HUB)");
+  add_hub_option(cmd, args->options.hub_url);
   cmd->add_flag("--json", args->json, "Print {\"hub\": URL, \"packages\": [{\"repo\", \"latest\"}...]}");
   cmd->footer(
       "The names come from the hub's catalog.json, which is not signed: `kernels info <org/name>` shows a "

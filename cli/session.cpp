@@ -38,6 +38,10 @@ std::unique_ptr<install::Session> open_session_choosing_any(const install::Optio
   return std::make_unique<install::Session>(settings(), options, any);
 }
 
+registry::Cache open_cache(const std::string& cache_root) {
+  return registry::Cache(cache_root.empty() ? settings().cache_root() : cache_root, settings().lock_policy());
+}
+
 std::string publisher_name() {
   char host[256] = {0};
   if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';

@@ -6,6 +6,7 @@
 
 #include "kh/install/session.hpp"
 #include "kh/install/settings.hpp"
+#include "kh/registry/cache.hpp"
 #include "kh/registry/publish.hpp"
 #include "kh/loader/variant_select.hpp"
 
@@ -21,6 +22,10 @@ std::unique_ptr<install::Session> open_session(const install::Options& options, 
 // A session whose chooser takes any build (the forced one, else the first): for verbs that
 // take a release as a whole (--all-targets) or choose and explain themselves (--explain).
 std::unique_ptr<install::Session> open_session_choosing_any(const install::Options& options);
+
+// The cache at cache_root (--cache), else the settings' (KH_CACHE), locking as they say: for
+// the verbs that look after the cache without a session (list, cache).
+registry::Cache open_cache(const std::string& cache_root);
 
 // "user@host (pid N)": names a publisher to another one waiting for a hub's publish lock.
 std::string publisher_name();

@@ -295,9 +295,12 @@ _ITEM_BYTES = {"f64": 8, "i64": 8, "f32": 4, "i32": 4, "f16": 2, "bf16": 2, "i16
 def _signature(value):
     """What a workspace size may depend on: a tensor's shape, dtype and device (never its data),
     or a scalar argument's value."""
-    if hasattr(value, "shape") and hasattr(value, "dtype"):
-        return (tuple(value.shape), str(value.dtype), str(getattr(value, "device", "cpu")))
-    return value
+    shape = getattr(value, "shape", None)
+    if not shape:  # a scalar, or a NumPy scalar (shape ()): its value counts
+        return value
+    # torch.Size, torch.dtype, torch.device and NumPy's shapes and dtypes hash as they are: no
+    # conversion to text, which cost a microsecond or two a tensor on every functional call.
+    return (shape, value.dtype, getattr(value, "device", None))
 
 
 def _asked_workspace(plan, values, n, query):

@@ -18,62 +18,17 @@
 #include <nlohmann/json.hpp>
 
 #include "kh/kh.h"
-#include "kh/registry/cache.hpp"
-#include "kh/registry/hub.hpp"
-#include "kh/registry/hub_schemes.hpp"
-#include "kh/registry/package_manifest.hpp"
-#include "kh/registry/publish.hpp"
-#include "kh/registry/signed_metadata.hpp"
-#include "../registry/test_util.hpp"
+#include "multi_gpu_hub.hpp"
 
 namespace {
 
-const char* kSpec = "kh-fixtures/multi-gpu@1";
-const char* kSm90a = "cuda13.0-sm90a-abi1-x86_64-linux";
-const char* kSm80 = "cuda13.0-sm80-abi1-x86_64-linux";
+const char* kSpec = kh_test::kMultiGpuSpec;
+const char* kSm90a = kh_test::kMultiGpuSm90a;
+const char* kSm80 = kh_test::kMultiGpuSm80;
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using Hub = kh_test::MultiGpuHub;
+using kh_test::DescribedMachine;
 
-struct Hub {
-  kh_test::TempDir tmp;
-  std::string dir = tmp.path(), hub = dir + "/hub", cache = dir + "/cache", url = "file://" + hub;
-  Hub() {
-    namespace reg = kh::registry;
-    const auto key = reg::minisign::generate_key();
-    reg::RootSpec root;
-    root.root_keys = {key.public_key()};
-    root.index_keys = {key.public_key()};
-    root.expires_unix = static_cast<int64_t>(std::time(nullptr)) + 86400;
-    reg::write_next_root_to_file_hub(hub, root, {key});
-    for (const auto& [library, variant] : {std::pair<const char*, const char*>{KH_FIXTURE_GPU_SM90A, kSm90a},
-                                           {KH_FIXTURE_GPU_SM80, kSm80}}) {
-      reg::PackageManifest m;
-      m.name = "kh-fixtures/multi-gpu";
-      m.version = "1.0.0";
-      m.variant = variant;
-      m.abi = "1.0";
-      m.ops = {{"noop", "noop(Tensor(a!) out) -> ()"}};
-      reg::pack_package(library, m, dir + "/dist");
-    }
-    reg::publish_to_file_hub(dir + "/dist", hub, 365, {key});
-    reg::Cache c(cache);
-    reg::TrustStore(c, reg::open_hub(url)->id()).pin_root(read_all(hub + "/root/1.root.json"), "root/1.root.json");
-  }
-};
-
-// The machine `kernels` and libkh see, for as long as it lives.
-struct DescribedMachine {
-  kh_test::TempDir tmp;
-  std::string path = tmp.path() + "/machine.json";
-  explicit DescribedMachine(const std::string& json) {
-    std::ofstream(path) << json;
-    ::setenv("KH_TEST_HOST_FACTS", path.c_str(), 1);
-  }
-  ~DescribedMachine() { ::unsetenv("KH_TEST_HOST_FACTS"); }
-};
 
 struct Output {
   int status = 0;
@@ -134,6 +89,13 @@ struct Readers {
     kh_kernel_release(k);
     return chosen;
   }
+  // get --explain's verdicts, checked to be doctor's: the same choice and the same lines.
+  Verdicts explained_as_doctored() const {
+    const Verdicts explained = explain(), doctored = doctor();
+    CHECK(doctored.chosen == explained.chosen);
+    CHECK(doctored.lines == explained.lines);
+    return explained;
+  }
 };
 
 }  // namespace
@@ -146,19 +108,15 @@ TEST_CASE("get --explain, doctor and kh_load_kernel read one selection") {
   SUBCASE("exact: an H100 gets the sm90a build") {
     DescribedMachine machine(R"({"cuda_driver": "13.0", "glibc": "2.39", "x86_isa_level": 3,
       "gpus": [{"backend": "cuda", "name": "NVIDIA H100 80GB HBM3", "arch": "sm90"}]})");
-    const Verdicts explained = readers.explain(), doctored = readers.doctor();
+    const Verdicts explained = readers.explained_as_doctored();
     CHECK(explained.chosen == kSm90a);
-    CHECK(doctored.chosen == explained.chosen);
-    CHECK(doctored.lines == explained.lines);
     CHECK(readers.load(&error) == explained.chosen);
   }
   SUBCASE("through PTX: a B200 gets the sm80 build, sm90a's SASS refused") {
     DescribedMachine machine(R"({"cuda_driver": "13.0", "glibc": "2.39", "x86_isa_level": 3,
       "gpus": [{"backend": "cuda", "name": "NVIDIA B200", "arch": "sm100"}]})");
-    const Verdicts explained = readers.explain(), doctored = readers.doctor();
+    const Verdicts explained = readers.explained_as_doctored();
     CHECK(explained.chosen == kSm80);
-    CHECK(doctored.chosen == explained.chosen);
-    CHECK(doctored.lines == explained.lines);
     REQUIRE(explained.lines.size() == 2);
     CHECK(explained.lines[0].find("PTX") != std::string::npos);
     CHECK(readers.load(&error) == explained.chosen);

@@ -16,69 +16,15 @@
 #include <nlohmann/json.hpp>
 
 #include "kh/kh.h"
-#include "kh/registry/cache.hpp"
-#include "kh/registry/hub.hpp"
-#include "kh/registry/hub_schemes.hpp"
-#include "kh/registry/package_manifest.hpp"
-#include "kh/registry/publish.hpp"
-#include "kh/registry/signed_metadata.hpp"
-#include "../registry/test_util.hpp"
+#include "multi_gpu_hub.hpp"
 
 namespace {
 
-const char* kSpec = "kh-fixtures/multi-gpu@1";
+const char* kSpec = kh_test::kMultiGpuSpec;
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using Hub = kh_test::MultiGpuHub;
+using kh_test::DescribedMachine;
 
-struct Hub {
-  kh_test::TempDir tmp;
-  std::string dir = tmp.path(), hub = dir + "/hub", cache = dir + "/cache", url = "file://" + hub;
-  Hub() {
-    namespace reg = kh::registry;
-    const auto key = reg::minisign::generate_key();
-    reg::RootSpec root;
-    root.root_keys = {key.public_key()};
-    root.index_keys = {key.public_key()};
-    root.expires_unix = static_cast<int64_t>(std::time(nullptr)) + 86400;
-    reg::write_next_root_to_file_hub(hub, root, {key});
-    for (const auto& [library, variant] : {std::pair<const char*, const char*>{KH_FIXTURE_GPU_SM90A, "cuda13.0-sm90a-abi1-x86_64-linux"},
-                                           {KH_FIXTURE_GPU_SM80, "cuda13.0-sm80-abi1-x86_64-linux"}}) {
-      reg::PackageManifest m;
-      m.name = "kh-fixtures/multi-gpu";
-      m.version = "1.0.0";
-      m.variant = variant;
-      m.abi = "1.0";
-      m.ops = {{"noop", "noop(Tensor(a!) out) -> ()"}};
-      reg::pack_package(library, m, dir + "/dist");
-    }
-    reg::publish_to_file_hub(dir + "/dist", hub, 365, {key});
-    reg::Cache c(cache);
-    reg::TrustStore(c, reg::open_hub(url)->id()).pin_root(read_all(hub + "/root/1.root.json"), "root/1.root.json");
-  }
-  kh_load_options options(int32_t device_type, int32_t device_id) const {
-    kh_load_options o{};
-    o.struct_size = sizeof o;
-    o.hub = url.c_str();
-    o.cache_dir = cache.c_str();
-    o.device_type = device_type;
-    o.device_id = device_id;
-    return o;
-  }
-};
-
-// The machine: an H100 beside an A100 (host facts as `kernels doctor --json` prints them).
-struct DescribedMachine {
-  kh_test::TempDir tmp;
-  std::string path = tmp.path() + "/machine.json";
-  explicit DescribedMachine(const std::string& json) {
-    std::ofstream(path) << json;
-    ::setenv("KH_TEST_HOST_FACTS", path.c_str(), 1);
-  }
-  ~DescribedMachine() { ::unsetenv("KH_TEST_HOST_FACTS"); }
-};
 const char* kH100A100 = R"({"cpu": "x86_64", "os": "linux", "x86_isa_level": 3, "glibc": "2.39", "cuda_driver": "13.0",
   "gpus": [{"backend": "cuda", "index": 0, "name": "NVIDIA H100 80GB HBM3", "arch": "sm90"},
            {"backend": "cuda", "index": 1, "name": "NVIDIA A100-SXM4-80GB", "arch": "sm80"}]})";

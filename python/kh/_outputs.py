@@ -18,47 +18,7 @@ Kernel.functional() with NumPy arrays.
 """
 import re
 
-from ._schema import argument_texts
-
-_NO_DEFAULT = object()
-
-
-class Arg:
-    """One schema argument: name, is_tensor, optional (a '?' type), written ('!'), default."""
-
-    def __init__(self, text):
-        declaration, eq, default = text.partition("=")
-        type_text, _, self.name = declaration.strip().rpartition(" ")
-        self.type_text = type_text.strip()
-        self.is_tensor = self.type_text.startswith("Tensor")
-        self.optional = self.type_text.endswith("?")
-        self.written = "!" in self.type_text
-        self.default = _parse_default(default.strip()) if eq else _NO_DEFAULT
-
-    def __repr__(self):
-        return f"Arg({self.type_text} {self.name})"
-
-
-def _parse_default(text):
-    if text in ("None",):
-        return None
-    if text in ("True", "true"):
-        return True
-    if text in ("False", "false"):
-        return False
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        return float(text)
-    except ValueError:
-        return text.strip("'\"")
-
-
-def schema_args(schema):
-    """[Arg] of "name(Tensor(a!) out, Tensor x, float eps=1e-6) -> ()"."""
-    return [Arg(text) for text in argument_texts(schema)]
+from ._schema import NO_DEFAULT, schema_args
 
 
 def schema_returns_nothing(schema):
@@ -242,7 +202,7 @@ class Plan:
             values[k] = v
         for a in self.inputs:
             if a.name not in values:
-                if a.default is _NO_DEFAULT:
+                if a.default is NO_DEFAULT:
                     raise TypeError(f"{self.name}: missing argument '{a.name}'")
                 values[a.name] = a.default
         return values

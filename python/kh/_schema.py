@@ -1,8 +1,11 @@
 """kh._schema: the argument list of an op schema, "name(Tensor(a!) out, Tensor x, float eps=1e-6) -> ()".
 
-One reading of it for the call path (kh._tensors: which arguments the op writes) and the functional
-forms (kh._outputs: names, types, defaults), so the two cannot split a schema differently.
+One reading of it, Arg (name, type, written, default), for the call path (kh._tensors: names and
+which arguments the op writes) and the functional forms (kh._outputs), so the two cannot split or
+name a schema's arguments differently.
 """
+
+NO_DEFAULT = object()  # Arg.default of an argument the schema gives no default
 
 
 def argument_texts(schema):
@@ -21,3 +24,41 @@ def argument_texts(schema):
             if part:
                 parts.append(part)
     return parts
+
+
+class Arg:
+    """One schema argument: name, is_tensor, optional (a '?' type), written ('!'), default."""
+
+    def __init__(self, text):
+        declaration, eq, default = text.partition("=")
+        type_text, _, self.name = declaration.strip().rpartition(" ")
+        self.type_text = type_text.strip()
+        self.is_tensor = self.type_text.startswith("Tensor")
+        self.optional = self.type_text.endswith("?")
+        self.written = "!" in self.type_text
+        self.default = _parse_default(default.strip()) if eq else NO_DEFAULT
+
+    def __repr__(self):
+        return f"Arg({self.type_text} {self.name})"
+
+
+def _parse_default(text):
+    if text in ("None",):
+        return None
+    if text in ("True", "true"):
+        return True
+    if text in ("False", "false"):
+        return False
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text.strip("'\"")
+
+
+def schema_args(schema):
+    """[Arg] of "name(Tensor(a!) out, Tensor x, float eps=1e-6) -> ()"."""
+    return [Arg(text) for text in argument_texts(schema)]

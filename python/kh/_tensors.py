@@ -14,7 +14,7 @@ import numbers
 import sys
 
 from . import _abi
-from ._schema import argument_texts
+from ._schema import schema_args
 
 # dtype name (the last part of str(dtype), e.g. "torch.bfloat16" -> "bfloat16") -> (code, bits)
 _DTYPES = {
@@ -171,11 +171,7 @@ def current_stream_of(obj):
 def schema_arguments(schema):
     """[(name, written)] of an op schema "name(Tensor(a!) out, Tensor x, ...) -> ()":
     written is True for the arguments the op writes (an alias annotation with '!')."""
-    out = []
-    for part in argument_texts(schema):
-        type_text, _, name = part.rpartition(" ")
-        out.append((name.split("=")[0], "!" in type_text))
-    return out
+    return [(a.name, a.written) for a in schema_args(schema)]
 
 
 def stream_handle(stream):

@@ -31,7 +31,7 @@ import threading
 
 import torch
 
-from . import Error, KH_ERROR_INVALID_ARGUMENT, _outputs, load_kernel
+from . import Error, KH_ERROR_INVALID_ARGUMENT, _outputs, _schema, load_kernel
 
 __all__ = ["load", "register", "namespace_for", "Package"]
 
@@ -194,7 +194,7 @@ def _functional_schema(plan):
         if a.name in plan.inplace:
             type_text = re.sub(r"\([a-z]+!?\)", "", type_text).rstrip("?")
         text = f"{type_text} {a.name}"
-        if a.default is not _outputs._NO_DEFAULT and a.name not in plan.inplace:  # pylint: disable=protected-access
+        if a.default is not _schema.NO_DEFAULT and a.name not in plan.inplace:
             text += "=" + _default_text(a.default)
         params.append(text)
     returns = ["Tensor"] * len(plan.returns)

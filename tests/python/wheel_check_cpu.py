@@ -205,6 +205,12 @@ def main():
                                     query=counting_query)
     check("the functional form asks the op's size once per argument signature (three calls, two shapes: two asks)",
           len(asks) == 2, f"{len(asks)} asks")
+    # The call path's argument names come from the same reading as the functional forms' (kh._schema.Arg):
+    # a default holding a comma and a space is part of its argument, not a name.
+    schema = "f(Tensor(a!) out, int[] dims=[1, 2], Tensor? bias=None, float eps=1e-6) -> ()"
+    names = kh._tensors.schema_arguments(schema)  # pylint: disable=protected-access
+    check("schema_arguments names each argument, a default with a space too",
+          names == [("out", True), ("dims", False), ("bias", False), ("eps", False)], str(names))
     small = np.empty(rule - 1, np.float32)
     e = error_of(lambda: attn.op("attention_decode_paged")(np.empty_like(qq), None, qq, kc, vc, table, lens, small,
                                                            head_dim ** -0.5))

@@ -3,7 +3,6 @@
 // `kernels build --verify <org>/<name>@<version>`: rebuild a published release from the
 // commit it records and compare it with the hub's bytes (verify_release.cpp).
 #include <cstdio>
-#include <memory>
 
 #include "commands.hpp"
 #include "common_options.hpp"
@@ -12,6 +11,7 @@
 #include "kh/registry/status_error.hpp"
 #include "session.hpp"
 #include "verify_release.hpp"
+#include "verb.hpp"
 
 namespace kh::cli {
 namespace {
@@ -48,48 +48,51 @@ void add_build_command(CLI::App& app) {
     std::string verify_spec;
     install::Options hub;
   };
-  auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("build", "Build, test, ABI-check and pack a kernel package for kh targets");
-  cmd->add_option("dir", args->request.package_dir, "The package folder, holding kernel.json (default: .)");
-  cmd->add_option("--target", args->request.targets,
-                  "A target to build (repeat for several; `kernels targets` lists them; default: this machine's "
-                  "CPU target)");
-  cmd->add_flag("--all-targets", args->request.all_targets,
-                "Every target the package has a backend for; one whose toolchain is missing is skipped, naming "
-                "what to install");
-  cmd->add_option("--out", args->request.out_dir, "Where the package archives go (default: <dir>/dist)");
-  cmd->add_option("--build-dir", args->request.build_root, "Build trees, one per target (default: <dir>/build/kh)");
-  cmd->add_option("-j,--jobs", args->request.jobs, "Parallel compile jobs (default: the CPUs here)");
-  cmd->add_flag("--no-test", [args](int64_t) { args->request.run_tests = false; },
-                "Do not run the package's tests (ctest) after the CPU builds");
-  cmd->add_flag("--require-all", args->request.require_all, "A target whose toolchain is missing is an error");
-  cmd->add_option("--max-glibc", args->request.max_glibc,
-                  "ABI check: the newest GLIBC_x.y a library may need (default: the target table's)");
-  cmd->add_flag("-v,--verbose", args->request.verbose, "Show the tools' output (else it goes to <build-dir>/<target>.log)");
-  cmd->add_option("--cmake-arg", args->request.cmake_args, "An extra argument for each target's cmake configure");
-  cmd->add_option("--verify", args->verify_spec,
-                  "Rebuild the release <org>/<name>@<version> from the commit its provenance records (DIR is a "
-                  "git checkout holding that commit) and say whether every byte matches what the hub serves");
-  add_hub_options(cmd, args->hub);
-  cmd->footer(
-      "Each build archive's name ends in its variant key. Exit status: 0 when every requested target the\n"
-      "toolchains here allow was built and packed, 1 when one failed or none could be built.\n"
-      "Examples:\n"
-      "  kernels build                                   # this machine's CPU target, into ./dist\n"
-      "  kernels build --target cuda-sm90a --target rocm-gfx942\n"
-      "  kernels build --all-targets --out dist          # what CI runs before `kernels publish dist`\n"
-      "  kernels build --verify acme/scale@0.1.0 --hub https://hub.example.org/kh");
-  cmd->callback([args]() {
+  const auto verb = add_verb<Args>(
+      app, {"build", "Build, test, ABI-check and pack a kernel package for kh targets",
+            "Each build archive's name ends in its variant key. Exit status: 0 when every requested target the\n"
+            "toolchains here allow was built and packed, 1 when one failed or none could be built.\n"
+            "Examples:\n"
+            "  kernels build                                   # this machine's CPU target, into ./dist\n"
+            "  kernels build --target cuda-sm90a --target rocm-gfx942\n"
+            "  kernels build --all-targets --out dist          # what CI runs before `kernels publish dist`\n"
+            "  kernels build --verify acme/scale@0.1.0 --hub https://hub.example.org/kh"});
+  verb.cmd->add_option("dir", verb.args->request.package_dir, "The package folder, holding kernel.json (default: .)");
+  verb.cmd->add_option("--target", verb.args->request.targets,
+                       "A target to build (repeat for several; `kernels targets` lists them; default: this machine's "
+                       "CPU target)");
+  verb.cmd->add_flag("--all-targets", verb.args->request.all_targets,
+                     "Every target the package has a backend for; one whose toolchain is missing is skipped, naming "
+                     "what to install");
+  verb.cmd->add_option("--out", verb.args->request.out_dir, "Where the package archives go (default: <dir>/dist)");
+  verb.cmd->add_option("--build-dir", verb.args->request.build_root,
+                       "Build trees, one per target (default: <dir>/build/kh)");
+  verb.cmd->add_option("-j,--jobs", verb.args->request.jobs, "Parallel compile jobs (default: the CPUs here)");
+  verb.cmd->add_flag("--no-test", [verb](int64_t) { verb.args->request.run_tests = false; },
+                     "Do not run the package's tests (ctest) after the CPU builds");
+  verb.cmd->add_flag("--require-all", verb.args->request.require_all,
+                     "A target whose toolchain is missing is an error");
+  verb.cmd->add_option("--max-glibc", verb.args->request.max_glibc,
+                       "ABI check: the newest GLIBC_x.y a library may need (default: the target table's)");
+  verb.cmd->add_flag("-v,--verbose", verb.args->request.verbose,
+                     "Show the tools' output (else it goes to <build-dir>/<target>.log)");
+  verb.cmd->add_option("--cmake-arg", verb.args->request.cmake_args,
+                       "An extra argument for each target's cmake configure");
+  verb.cmd->add_option("--verify", verb.args->verify_spec,
+                       "Rebuild the release <org>/<name>@<version> from the commit its provenance records (DIR is a "
+                       "git checkout holding that commit) and say whether every byte matches what the hub serves");
+  add_hub_options(verb.cmd, verb.args->hub);
+  verb.run([](Args& args) {
     const install::Settings& s = settings();
     const author::Kit kit = author::find_kit(KH_VERSION_STRING, s.author_kit);
-    args->request.cmake_args.insert(args->request.cmake_args.end(), s.build_cmake_args.begin(), s.build_cmake_args.end());
-    args->request.source_repository = s.source_repository;
+    args.request.cmake_args.insert(args.request.cmake_args.end(), s.build_cmake_args.begin(), s.build_cmake_args.end());
+    args.request.source_repository = s.source_repository;
     auto progress = [](const std::string& line) { std::fprintf(stderr, "kernels build: %s\n", line.c_str()); };
-    if (!args->verify_spec.empty()) {
-      if (verify_release(args->verify_spec, args->request, args->hub, kit, progress) != 0) throw CLI::RuntimeError(1);
+    if (!args.verify_spec.empty()) {
+      if (verify_release(args.verify_spec, args.request, args.hub, kit, progress) != 0) throw CLI::RuntimeError(1);
       return;
     }
-    const author::BuildReport report = author::build_package(args->request, kit, progress);
+    const author::BuildReport report = author::build_package(args.request, kit, progress);
     print_report(report);
     if (report.failed() > 0 || report.built() == 0) {
       if (report.built() == 0 && report.failed() == 0)

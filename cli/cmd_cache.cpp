@@ -8,6 +8,7 @@
 #include "kh/registry/cache_maintenance.hpp"
 #include "kh/registry/status_error.hpp"
 #include "session.hpp"
+#include "verb.hpp"
 
 namespace kh::cli {
 namespace {
@@ -28,13 +29,14 @@ void add_cache_command(CLI::App& app) {
     bool include_trust = false;
     int64_t min_tmp_age_s = 3600;
   };
-  auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("cache", "Check and tidy the local cache");
-  cmd->require_subcommand(1);
-  add_cache_option(cmd, args->cache_root);
+  const auto verb = add_verb<Args>(app, {"cache", "Check and tidy the local cache"});
+  verb.cmd->require_subcommand(1);
+  add_cache_option(verb.cmd, verb.args->cache_root);
+  // verify, gc and clean share the cache option, so they share the verb's arguments.
+  const std::shared_ptr<Args>& args = verb.args;
   auto cache = [args]() { return open_cache(args->cache_root); };
 
-  CLI::App* verify = cmd->add_subcommand("verify", "Re-hash every cached package against its manifest");
+  CLI::App* verify = verb.cmd->add_subcommand("verify", "Re-hash every cached package against its manifest");
   verify->add_flag("--remove-damaged", args->remove_damaged, "Delete damaged packages (they are fetched again on next use)");
   verify->callback([args, cache]() {
     const auto checks = registry::verify_cache(cache(), args->remove_damaged);
@@ -53,13 +55,13 @@ void add_cache_command(CLI::App& app) {
       fail(KH_ERROR_VERIFICATION, "the cache holds damaged packages; run `kernels cache verify --remove-damaged`");
   });
 
-  CLI::App* gc = cmd->add_subcommand("gc", "Remove stale work files, incomplete packages and (optionally) unpacked archives");
+  CLI::App* gc = verb.cmd->add_subcommand("gc", "Remove stale work files, incomplete packages and (optionally) unpacked archives");
   gc->add_option("--min-tmp-age", args->min_tmp_age_s, "Only remove work files older than this many seconds")
       ->check(CLI::NonNegativeNumber);
   gc->add_flag("--drop-archives", args->drop_archives, "Also remove the archives of packages already unpacked");
   gc->callback([args, cache]() { print_report("gc", registry::collect_garbage(cache(), args->min_tmp_age_s, args->drop_archives)); });
 
-  CLI::App* clean = cmd->add_subcommand("clean", "Remove every package, archive and cached metadata");
+  CLI::App* clean = verb.cmd->add_subcommand("clean", "Remove every package, archive and cached metadata");
   clean->add_flag("--include-trust", args->include_trust,
                   "Also forget pinned roots and the highest metadata versions seen (weakens rollback protection)");
   clean->callback([args, cache]() { print_report("clean", registry::clean_cache(cache(), args->include_trust)); });

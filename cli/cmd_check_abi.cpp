@@ -2,10 +2,10 @@
 // the rules for its variant (exports, needed libraries, glibc, device code; see
 // build-matrix/abi_check). `kernels pack` runs the same check before it packs.
 #include <cstdio>
-#include <memory>
 
 #include "commands.hpp"
 #include "kh/abi_check/abi_check.hpp"
+#include "verb.hpp"
 
 namespace kh::cli {
 
@@ -15,18 +15,21 @@ void add_check_abi_command(CLI::App& app) {
     abi_check::Policy policy;
     bool json = false;
   };
-  auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("check-abi", "Check a built kernel library's ABI against its variant's rules");
-  cmd->add_option("library", args->library, "The built kernel library (.so)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--target", args->policy.variant, "The variant key it is built for, e.g. cuda13.0-sm80-abi1-x86_64-linux")
+  const auto verb = add_verb<Args>(
+      app, {"check-abi", "Check a built kernel library's ABI against its variant's rules",
+            "Exit status: 0 when the library passes, 1 when it breaks a rule (each printed as 'rule: message')."});
+  verb.cmd->add_option("library", verb.args->library,
+                       "The built kernel library (.so)")->required()->check(CLI::ExistingFile);
+  verb.cmd->add_option("--target", verb.args->policy.variant,
+                       "The variant key it is built for, e.g. cuda13.0-sm80-abi1-x86_64-linux")
       ->required();
-  cmd->add_flag("--allow-libstdcxx", args->policy.allow_libstdcxx, "Accept a dynamic libstdc++ dependency");
-  cmd->add_option("--max-glibc", args->policy.max_glibc, "Newest GLIBC_x.y the library may require (default: no limit)");
-  cmd->add_flag("--json", args->json, "Print the report as JSON (what pack stores as kh-abi-check.json)");
-  cmd->footer("Exit status: 0 when the library passes, 1 when it breaks a rule (each printed as 'rule: message').");
-  cmd->callback([args]() {
-    const abi_check::Report report = abi_check::check_library(args->library, args->policy);
-    if (args->json)
+  verb.cmd->add_flag("--allow-libstdcxx", verb.args->policy.allow_libstdcxx, "Accept a dynamic libstdc++ dependency");
+  verb.cmd->add_option("--max-glibc", verb.args->policy.max_glibc,
+                       "Newest GLIBC_x.y the library may require (default: no limit)");
+  verb.cmd->add_flag("--json", verb.args->json, "Print the report as JSON (what pack stores as kh-abi-check.json)");
+  verb.run([](Args& args) {
+    const abi_check::Report report = abi_check::check_library(args.library, args.policy);
+    if (args.json)
       std::fputs(abi_check::report_json(report).c_str(), stdout);
     else
       std::fputs(abi_check::report_text(report).c_str(), report.ok() ? stdout : stderr);

@@ -2,7 +2,6 @@
 // reference as Markdown (docs/ops/<pkg>.md), rendered from its manifest or from what a hub
 // publishes; --check holds a checked-in page to what the manifest renders now.
 #include <cstdio>
-#include <memory>
 
 #include "commands.hpp"
 #include "kh/install/resolve.hpp"
@@ -14,6 +13,7 @@
 #include "kh/loader/op_doc_check.hpp"
 #include "op_reference.hpp"
 #include "session.hpp"
+#include "verb.hpp"
 
 namespace kh::cli {
 namespace {
@@ -66,47 +66,46 @@ void add_docs_command(CLI::App& app) {
     std::string source, output, check;
     install::Options options;
   };
-  auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("docs", "Render a package's op reference as Markdown (docs/ops/<pkg>.md)");
-  cmd->add_option("source", args->source,
-                  "A package manifest (a path ending in .json: kernels-src/<pkg>/kernel.json), or org/name[@version] "
-                  "on a hub")
+  const auto verb = add_verb<Args>(
+      app, {"docs", "Render a package's op reference as Markdown (docs/ops/<pkg>.md)",
+            "From a manifest, what the docs lack (a summary, a description, every schema argument with its doc, and\n"
+            "for tensors a shape and dtypes) is listed on stderr. From a hub: the docs the release's builds carry."});
+  verb.cmd->add_option("source", verb.args->source,
+                       "A package manifest (a path ending in .json: kernels-src/<pkg>/kernel.json), or org/name[@version] "
+                       "on a hub")
       ->required();
-  cmd->add_option("-o,--output", args->output, "Write the page to FILE (default: standard output)");
-  cmd->add_option("--check", args->check,
-                  "Compare the page with FILE instead of printing it: fail if FILE differs or the manifest's docs "
-                  "are incomplete (what CI runs for docs/ops/*.md)");
-  add_hub_options(cmd, args->options);
-  cmd->footer(
-      "From a manifest, what the docs lack (a summary, a description, every schema argument with its doc, and\n"
-      "for tensors a shape and dtypes) is listed on stderr. From a hub: the docs the release's builds carry.");
-  cmd->callback([args]() {
-    const std::string& src = args->source;
+  verb.cmd->add_option("-o,--output", verb.args->output, "Write the page to FILE (default: standard output)");
+  verb.cmd->add_option("--check", verb.args->check,
+                       "Compare the page with FILE instead of printing it: fail if FILE differs or the manifest's docs "
+                       "are incomplete (what CI runs for docs/ops/*.md)");
+  add_hub_options(verb.cmd, verb.args->options);
+  verb.run([](Args& args) {
+    const std::string& src = args.source;
     const bool is_manifest = src.size() >= 5 && src.compare(src.size() - 5, 5, ".json") == 0;
     std::vector<std::string> problems;
-    const Page page = is_manifest ? page_from_manifest(args->source, &problems)
-                                  : page_from_hub(args->source, args->options);
+    const Page page = is_manifest ? page_from_manifest(args.source, &problems)
+                                  : page_from_hub(args.source, args.options);
     const std::string md = render_ops_markdown(page.package, page.version, page.description, page.ops);
     for (const std::string& p : problems)
-      std::fprintf(stderr, "kernels docs: %s: %s\n", args->source.c_str(), p.c_str());
-    const std::string render_cmd = "kernels docs " + args->source + " -o " + (args->check.empty() ? "FILE" : args->check);
-    if (!args->check.empty()) {
-      if (!registry::path_exists(args->check))
-        fail(KH_ERROR_NOT_FOUND, args->check + " does not exist; write it: " + render_cmd);
-      const std::string have = registry::read_file(args->check, kMaxPageBytes);
+      std::fprintf(stderr, "kernels docs: %s: %s\n", args.source.c_str(), p.c_str());
+    const std::string render_cmd = "kernels docs " + args.source + " -o " + (args.check.empty() ? "FILE" : args.check);
+    if (!args.check.empty()) {
+      if (!registry::path_exists(args.check))
+        fail(KH_ERROR_NOT_FOUND, args.check + " does not exist; write it: " + render_cmd);
+      const std::string have = registry::read_file(args.check, kMaxPageBytes);
       if (have != md)
-        fail(KH_ERROR_VERIFICATION, args->check + " is not what " + args->source + " renders now (first difference "
+        fail(KH_ERROR_VERIFICATION, args.check + " is not what " + args.source + " renders now (first difference "
                                         "at line " + std::to_string(first_different_line(have, md)) +
                                         "); render it again: " + render_cmd);
       if (!problems.empty())
-        fail(KH_ERROR_BAD_METADATA, args->source + ": " + std::to_string(problems.size()) +
+        fail(KH_ERROR_BAD_METADATA, args.source + ": " + std::to_string(problems.size()) +
                                         " gap(s) in the op docs (listed above); complete them in the manifest");
-      std::printf("%s is current and complete\n", args->check.c_str());
+      std::printf("%s is current and complete\n", args.check.c_str());
       return;
     }
-    if (!args->output.empty()) {
-      registry::write_file_atomic(args->output, md);
-      std::fprintf(stderr, "kernels docs: wrote %s (%zu ops of %s %s)\n", args->output.c_str(), page.ops.size(),
+    if (!args.output.empty()) {
+      registry::write_file_atomic(args.output, md);
+      std::fprintf(stderr, "kernels docs: wrote %s (%zu ops of %s %s)\n", args.output.c_str(), page.ops.size(),
                    page.package.c_str(), page.version.c_str());
       return;
     }

@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <memory>
 #include <optional>
 
 #include "commands.hpp"
@@ -18,6 +17,7 @@
 #include "kh/registry/signed_metadata.hpp"
 #include "kh/registry/status_error.hpp"
 #include "session.hpp"
+#include "verb.hpp"
 
 namespace kh::cli {
 namespace {
@@ -77,24 +77,24 @@ void init_hub(const HubInitArgs& args) {
 }  // namespace
 
 void add_hub_command(CLI::App& app) {
-  CLI::App* hub = app.add_subcommand("hub", "Set up a hub you operate");
-  hub->require_subcommand(1);
-  auto args = std::make_shared<HubInitArgs>();
-  CLI::App* init = hub->add_subcommand(
-      "init", "Make a signed hub: signing keys (unless present), its first root, and with --pin trust in it here");
-  init->add_option("hub", args->hub, "A folder (becomes file://<absolute path>) or a hub URL kh can write")->required();
-  init->add_option("--keys", args->keys, "Folder of the key pair kh.pub/kh.key: used when present, else made")
+  CLI::App* hub = add_verb_group(app, {"hub", "Set up a hub you operate"});
+  const auto init = add_verb<HubInitArgs>(
+      *hub, {"init", "Make a signed hub: signing keys (unless present), its first root, and with --pin trust in it here",
+             "The one key is the hub's root and index key (threshold 1); `kernels trust rotate` adds keys later.\n"
+             "Example (a local signed hub, trusted here):\n"
+             "  kernels hub init build/hub --keys build/keys --pin\n"
+             "  kernels publish dist --hub file://$PWD/build/hub --key build/keys/kh.key"});
+  init.cmd->add_option("hub", init.args->hub, "A folder (becomes file://<absolute path>) or a hub URL kh can write")
       ->required();
-  init->add_flag("--pin", args->pin,
-                 "Also pin the new root in the cache, as `kernels trust <root.json> --hub URL` does for a client");
-  init->add_option("--cache", args->options.cache_root, "Cache to pin in (default: $KH_CACHE, else $XDG_CACHE_HOME/kh)");
-  init->add_option("--expires-days", args->expires_days, "Days until the root expires")->check(CLI::Range(1, 3650));
-  init->footer(
-      "The one key is the hub's root and index key (threshold 1); `kernels trust rotate` adds keys later.\n"
-      "Example (a local signed hub, trusted here):\n"
-      "  kernels hub init build/hub --keys build/keys --pin\n"
-      "  kernels publish dist --hub file://$PWD/build/hub --key build/keys/kh.key");
-  init->callback([args]() { init_hub(*args); });
+  init.cmd->add_option("--keys", init.args->keys, "Folder of the key pair kh.pub/kh.key: used when present, else made")
+      ->required();
+  init.cmd->add_flag("--pin", init.args->pin,
+                     "Also pin the new root in the cache, as `kernels trust <root.json> --hub URL` does for a client");
+  init.cmd->add_option("--cache", init.args->options.cache_root,
+                       "Cache to pin in (default: $KH_CACHE, else $XDG_CACHE_HOME/kh)");
+  init.cmd->add_option("--expires-days", init.args->expires_days, "Days until the root expires")
+      ->check(CLI::Range(1, 3650));
+  init.run([](HubInitArgs& args) { init_hub(args); });
 }
 
 }  // namespace kh::cli

@@ -2,7 +2,6 @@
 // each op with its summary; with --op, the whole reference of one op (op_reference.hpp); with
 // --provenance, where each build came from.
 #include <cstdio>
-#include <memory>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -15,6 +14,7 @@
 #include "kh/registry/status_error.hpp"
 #include "op_reference.hpp"
 #include "session.hpp"
+#include "verb.hpp"
 
 namespace kh::cli {
 namespace {
@@ -67,31 +67,30 @@ void add_info_command(CLI::App& app) {
     bool coverage = false;
     bool provenance = false;
   };
-  auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("info", "Show the versions, builds and ops of a kernel package on a hub");
-  cmd->add_option("spec", args->spec, "Package: org/name, or org/name@version for one version")->required();
-  add_hub_options(cmd, args->options);
-  cmd->add_flag("--json", args->json, "Print the result as JSON");
-  cmd->add_flag("--coverage", args->coverage,
-                "For each GPU arch (sm75 .. sm121, gfx90a, gfx942, gfx950, gfx1100): whether the release runs "
-                "there natively, through PTX, or not at all");
-  cmd->add_flag("--provenance", args->provenance,
-                "Show where each build came from: source repository and commit, builder (kh, target, compilers) "
-                "and inputs digest, as the signed index records them (`kernels build --verify` rebuilds from it)");
-  cmd->add_option("--op", args->op,
-                  "Show the reference of this op (schema, arguments with shapes and dtypes, semantics, notes, "
-                  "errors) from the newest release, or the one @version names");
-  cmd->callback([args]() {
-    auto session = open_session(args->options);
+  const auto verb = add_verb<Args>(app, {"info", "Show the versions, builds and ops of a kernel package on a hub"});
+  verb.cmd->add_option("spec", verb.args->spec, "Package: org/name, or org/name@version for one version")->required();
+  add_hub_options(verb.cmd, verb.args->options);
+  verb.cmd->add_flag("--json", verb.args->json, "Print the result as JSON");
+  verb.cmd->add_flag("--coverage", verb.args->coverage,
+                     "For each GPU arch (sm75 .. sm121, gfx90a, gfx942, gfx950, gfx1100): whether the release runs "
+                     "there natively, through PTX, or not at all");
+  verb.cmd->add_flag("--provenance", verb.args->provenance,
+                     "Show where each build came from: source repository and commit, builder (kh, target, compilers) "
+                     "and inputs digest, as the signed index records them (`kernels build --verify` rebuilds from it)");
+  verb.cmd->add_option("--op", verb.args->op,
+                       "Show the reference of this op (schema, arguments with shapes and dtypes, semantics, notes, "
+                       "errors) from the newest release, or the one @version names");
+  verb.run([](Args& args) {
+    auto session = open_session(args.options);
     // org/name shows every release (yanked ones too); org/name@v (and --op) the one the
     // request picks.
-    const bool one = args->spec.find('@') != std::string::npos || !args->op.empty();
+    const bool one = args.spec.find('@') != std::string::npos || !args.op.empty();
     std::optional<install::FoundRelease> found;
-    if (one) found = install::find_release(*session, args->spec);
-    const registry::PackageSpec spec = registry::parse_package_spec(args->spec);
+    if (one) found = install::find_release(*session, args.spec);
+    const registry::PackageSpec spec = registry::parse_package_spec(args.spec);
     const registry::RepoIndex& index = found ? *found->index : session->index(spec.repo(), session->require_hub(spec.repo()));
-    if (!args->op.empty()) {
-      print_op_info(index, *found->release, args->op, args->json);
+    if (!args.op.empty()) {
+      print_op_info(index, *found->release, args.op, args.json);
       return;
     }
     std::vector<const registry::Release*> shown;
@@ -100,7 +99,7 @@ void add_info_command(CLI::App& app) {
     } else {
       shown.push_back(found->release);
     }
-    if (args->json) {
+    if (args.json) {
       nlohmann::json releases = nlohmann::json::array();
       for (const auto* r : shown) {
         nlohmann::json variants = nlohmann::json::array();
@@ -114,7 +113,7 @@ void add_info_command(CLI::App& app) {
           variants.push_back(std::move(entry));
         }
         nlohmann::json release = {{"version", registry::to_string(r->version)}, {"yanked", r->yanked}, {"variants", variants}};
-        if (args->coverage) release["coverage"] = coverage_json(*r);
+        if (args.coverage) release["coverage"] = coverage_json(*r);
         releases.push_back(std::move(release));
       }
       nlohmann::json out = {{"repo", index.repo}, {"metadata_version", index.version}, {"expires", index.expires},
@@ -129,14 +128,14 @@ void add_info_command(CLI::App& app) {
       for (const auto& v : r->variants) {
         std::printf("  build %s  %llu bytes  sha256:%s%s\n", v.key.c_str(), static_cast<unsigned long long>(v.size),
                     v.sha256.c_str(), v.glibc.empty() ? "" : ("  needs glibc " + v.glibc).c_str());
-        if (args->provenance) print_provenance(v);
+        if (args.provenance) print_provenance(v);
       }
       // Every build of a release exports the same ops; show them once, from the first.
       if (!r->variants.empty()) {
         std::printf("  ops:\n");
         print_op_list(r->variants.front().ops, "    ");
       }
-      if (args->coverage) print_coverage(index.repo, *r);
+      if (args.coverage) print_coverage(index.repo, *r);
     }
   });
 }

@@ -1,6 +1,5 @@
 // `kernels list`: the packages complete in the cache.
 #include <cstdio>
-#include <memory>
 
 #include <nlohmann/json.hpp>
 
@@ -8,6 +7,7 @@
 #include "common_options.hpp"
 #include "kh/registry/cache.hpp"
 #include "session.hpp"
+#include "verb.hpp"
 
 namespace kh::cli {
 
@@ -16,14 +16,13 @@ void add_list_command(CLI::App& app) {
     std::string cache_root;
     bool json = false;
   };
-  auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("list", "List the kernel packages in the cache");
-  add_cache_option(cmd, args->cache_root);
-  cmd->add_flag("--json", args->json, "Print {\"cache\": DIR, \"packages\": [...]}");
-  cmd->callback([args]() {
-    registry::Cache cache = open_cache(args->cache_root);
+  const auto verb = add_verb<Args>(app, {"list", "List the kernel packages in the cache"});
+  add_cache_option(verb.cmd, verb.args->cache_root);
+  verb.cmd->add_flag("--json", verb.args->json, "Print {\"cache\": DIR, \"packages\": [...]}");
+  verb.run([](Args& args) {
+    registry::Cache cache = open_cache(args.cache_root);
     const auto packages = cache.list_packages(/*include_damaged=*/true);
-    if (args->json) {
+    if (args.json) {
       nlohmann::json out = nlohmann::json::array();
       for (const auto& p : packages)
         out.push_back({{"repo", p.manifest.name}, {"version", p.manifest.version}, {"variant", p.manifest.variant},

@@ -1,7 +1,6 @@
 // `kernels lock <spec>...`: resolve each package on the hub and pin its version and the
 // sha256 of every build of it in kernels.lock (so one lockfile serves every machine).
 #include <cstdio>
-#include <memory>
 
 #include "commands.hpp"
 #include "kh/install/resolve.hpp"
@@ -11,6 +10,7 @@
 #include "kh/registry/lockfile.hpp"
 #include "kh/registry/package_spec.hpp"
 #include "session.hpp"
+#include "verb.hpp"
 
 namespace kh::cli {
 
@@ -20,17 +20,17 @@ void add_lock_command(CLI::App& app) {
     install::Options options;
     std::string out = registry::kDefaultLockfileName;
   };
-  auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("lock", "Pin packages' versions and the sha256 of their builds in kernels.lock");
-  cmd->add_option("specs", args->specs, "Packages: org/name[@version]")->required();
-  add_hub_options(cmd, args->options);
-  cmd->add_option("--lockfile", args->out, "Lockfile to write (entries for other packages are kept)");
-  cmd->footer("Then: kernels get <spec> --locked, or kh_load_options.lockfile / KH_LOCKFILE in a host.");
-  cmd->callback([args]() {
-    auto session = open_session(args->options);  // the hub's indexes alone: locking resolves afresh
+  const auto verb = add_verb<Args>(
+      app, {"lock", "Pin packages' versions and the sha256 of their builds in kernels.lock",
+            "Then: kernels get <spec> --locked, or kh_load_options.lockfile / KH_LOCKFILE in a host."});
+  verb.cmd->add_option("specs", verb.args->specs, "Packages: org/name[@version]")->required();
+  add_hub_options(verb.cmd, verb.args->options);
+  verb.cmd->add_option("--lockfile", verb.args->out, "Lockfile to write (entries for other packages are kept)");
+  verb.run([](Args& args) {
+    auto session = open_session(args.options);  // the hub's indexes alone: locking resolves afresh
     registry::Lockfile lock;
-    if (registry::path_exists(args->out)) lock = registry::load_lockfile(args->out);
-    for (const auto& text : args->specs) {
+    if (registry::path_exists(args.out)) lock = registry::load_lockfile(args.out);
+    for (const auto& text : args.specs) {
       const install::FoundRelease found = install::find_release(*session, text);
       const registry::PackageSpec& spec = found.spec;
       const registry::Release& release = *found.release;
@@ -43,8 +43,8 @@ void add_lock_command(CLI::App& app) {
                   count_of(locked.variants.size(), "build").c_str());
       lock.packages[spec.repo()] = std::move(locked);
     }
-    registry::write_file_atomic(args->out, registry::serialize_lockfile(lock));
-    std::printf("wrote %s\n", args->out.c_str());
+    registry::write_file_atomic(args.out, registry::serialize_lockfile(lock));
+    std::printf("wrote %s\n", args.out.c_str());
   });
 }
 

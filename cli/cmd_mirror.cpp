@@ -10,6 +10,7 @@
 #include "kh/install/mirror.hpp"
 #include "kh/registry/status_error.hpp"
 #include "session.hpp"
+#include "verb.hpp"
 
 namespace kh::cli {
 
@@ -18,33 +19,32 @@ void add_mirror_command(CLI::App& app) {
     std::vector<std::string> positional;
     install::MirrorRequest request;
   };
-  auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand(
-      "mirror", "Copy a hub's signed metadata and builds to another hub or into one bundle file, verifying every byte");
-  cmd->add_option("hubs-and-specs", args->positional,
-                  "SRC (a hub URL, or a bundle file), then DST (a hub URL; not with --bundle), then the packages "
-                  "(org/name[@version]; default: what --lock pins, else everything SRC lists)")
+  const auto verb = add_verb<Args>(
+      app, {"mirror", "Copy a hub's signed metadata and builds to another hub or into one bundle file, verifying every byte",
+            "Examples:\n"
+            "  kernels mirror https://hub.example/kh oci://registry.internal/kernels --lock kernels.lock --all-targets\n"
+            "  kernels mirror https://hub.example/kh --bundle kernels.bundle --lock kernels.lock --all-targets\n"
+            "  kernels mirror kernels.bundle file:///srv/kh-hub     # inside the closed network\n"
+            "Clients of the mirror pin the same root as clients of SRC: nothing is signed again."});
+  verb.cmd->add_option("hubs-and-specs", verb.args->positional,
+                       "SRC (a hub URL, or a bundle file), then DST (a hub URL; not with --bundle), then the packages "
+                       "(org/name[@version]; default: what --lock pins, else everything SRC lists)")
       ->required();
-  cmd->add_option("--bundle", args->request.bundle, "Write one air-gapped bundle file instead of a hub");
-  cmd->add_option("--lock", args->request.lockfile, "Copy what this kernels.lock pins");
-  auto* target = cmd->add_option("--target", args->request.target,
-                                 "Copy this build (variant key) of each release instead of this machine's");
-  cmd->add_flag("--all-targets", args->request.all_targets, "Copy every build of each release (every pinned one, with --lock)")
+  verb.cmd->add_option("--bundle", verb.args->request.bundle, "Write one air-gapped bundle file instead of a hub");
+  verb.cmd->add_option("--lock", verb.args->request.lockfile, "Copy what this kernels.lock pins");
+  auto* target = verb.cmd->add_option("--target", verb.args->request.target,
+                                      "Copy this build (variant key) of each release instead of this machine's");
+  verb.cmd->add_flag("--all-targets", verb.args->request.all_targets,
+                     "Copy every build of each release (every pinned one, with --lock)")
       ->excludes(target);
-  cmd->add_option("--trust", args->request.trust_root,
-                  "Verify SRC against this root.json (default: the root pinned for SRC; for a bundle, the one pinned "
-                  "for DST)");
-  cmd->add_flag("--allow-expired", args->request.allow_expired,
-                "Copy metadata past its expiry (it may be frozen: the mirror's clients would miss fixes)");
-  cmd->footer(
-      "Examples:\n"
-      "  kernels mirror https://hub.example/kh oci://registry.internal/kernels --lock kernels.lock --all-targets\n"
-      "  kernels mirror https://hub.example/kh --bundle kernels.bundle --lock kernels.lock --all-targets\n"
-      "  kernels mirror kernels.bundle file:///srv/kh-hub     # inside the closed network\n"
-      "Clients of the mirror pin the same root as clients of SRC: nothing is signed again.");
-  cmd->callback([args]() {
-    install::MirrorRequest r = args->request;
-    const std::vector<std::string>& p = args->positional;
+  verb.cmd->add_option("--trust", verb.args->request.trust_root,
+                       "Verify SRC against this root.json (default: the root pinned for SRC; for a bundle, the one pinned "
+                       "for DST)");
+  verb.cmd->add_flag("--allow-expired", verb.args->request.allow_expired,
+                     "Copy metadata past its expiry (it may be frozen: the mirror's clients would miss fixes)");
+  verb.run([](Args& args) {
+    install::MirrorRequest r = args.request;
+    const std::vector<std::string>& p = args.positional;
     r.source = p[0];
     size_t specs_from = 1;
     if (r.bundle.empty()) {

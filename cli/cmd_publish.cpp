@@ -2,7 +2,6 @@
 // index, signed with the given keys, on any hub kh can write (the scheme table).
 #include <cstdio>
 #include <cstdlib>
-#include <memory>
 #include <vector>
 
 #include "commands.hpp"
@@ -11,6 +10,7 @@
 #include "kh/registry/signed_metadata.hpp"
 #include "kh/registry/status_error.hpp"
 #include "session.hpp"
+#include "verb.hpp"
 
 namespace kh::cli {
 
@@ -20,30 +20,29 @@ void add_publish_command(CLI::App& app) {
     std::vector<std::string> keys;
     int expires_days = 365;
   };
-  auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("publish", "Publish the package archives in a directory to a hub");
-  cmd->add_option("dist", args->dist_dir, "Directory of .tar.zst archives made by `kernels pack`")
+  const auto verb = add_verb<Args>(
+      app, {"publish", "Publish the package archives in a directory to a hub",
+            "Uploads to http(s) hubs authenticate with KH_PUBLISH_USER + KH_PUBLISH_PASSWORD (basic auth) or\n"
+            "KH_PUBLISH_TOKEN (bearer; default: the hub's read token, KH_TOKEN); to oci:// registries with\n"
+            "KH_REGISTRY_AUTH=user:password or the Docker config's auths. Publishers of one hub take turns\n"
+            "(its publish lock): one waits for the other, and no release is lost."});
+  verb.cmd->add_option("dist", verb.args->dist_dir, "Directory of .tar.zst archives made by `kernels pack`")
       ->required()
       ->check(CLI::ExistingDirectory);
-  cmd->add_option("--hub", args->hub,
-                  "Hub to publish to: file:///path (created if missing), http(s)://host/path on a server that "
-                  "accepts WebDAV PUT and DELETE, or oci://registry/namespace")
+  verb.cmd->add_option("--hub", verb.args->hub,
+                       "Hub to publish to: file:///path (created if missing), http(s)://host/path on a server that "
+                       "accepts WebDAV PUT and DELETE, or oci://registry/namespace")
       ->required();
-  cmd->add_option("--expires-days", args->expires_days, "Days until the published metadata expires")
+  verb.cmd->add_option("--expires-days", verb.args->expires_days, "Days until the published metadata expires")
       ->check(CLI::Range(1, 3650));
-  cmd->add_option("--key", args->keys,
-                  "Secret key file to sign each index with (repeat when the hub's index role needs several; "
-                  "default: $KH_SIGNING_KEY)");
-  cmd->footer(
-      "Uploads to http(s) hubs authenticate with KH_PUBLISH_USER + KH_PUBLISH_PASSWORD (basic auth) or\n"
-      "KH_PUBLISH_TOKEN (bearer; default: the hub's read token, KH_TOKEN); to oci:// registries with\n"
-      "KH_REGISTRY_AUTH=user:password or the Docker config's auths. Publishers of one hub take turns\n"
-      "(its publish lock): one waits for the other, and no release is lost.");
-  cmd->callback([args]() {
-    const registry::PublishOptions options = publish_options(args->keys, args->expires_days);
-    const auto hub = registry::open_hub_writer(args->hub, settings().hub_access(args->hub));
-    const auto published = registry::publish(args->dist_dir, *hub, options);
-    if (published.empty()) fail(KH_ERROR_NOT_FOUND, "kernels publish: no .tar.zst archives in " + args->dist_dir);
+  verb.cmd->add_option("--key", verb.args->keys,
+                       "Secret key file to sign each index with (repeat when the hub's index role needs several; "
+                       "default: $KH_SIGNING_KEY)");
+  verb.run([](Args& args) {
+    const registry::PublishOptions options = publish_options(args.keys, args.expires_days);
+    const auto hub = registry::open_hub_writer(args.hub, settings().hub_access(args.hub));
+    const auto published = registry::publish(args.dist_dir, *hub, options);
+    if (published.empty()) fail(KH_ERROR_NOT_FOUND, "kernels publish: no .tar.zst archives in " + args.dist_dir);
     for (const auto& p : published)
       std::printf("%s %s %s  sha256:%s%s\n", p.repo.c_str(), p.version.c_str(), p.variant.c_str(), p.sha256.c_str(),
                   p.already_present ? "  (already published)" : "");

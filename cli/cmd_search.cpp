@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <memory>
 
 #include <nlohmann/json.hpp>
 
@@ -11,6 +10,7 @@
 #include "kh/registry/hub_directory.hpp"
 #include "kh/registry/status_error.hpp"
 #include "session.hpp"
+#include "verb.hpp"
 
 namespace kh::cli {
 namespace {
@@ -28,37 +28,36 @@ void add_search_command(CLI::App& app) {
     install::Options options;
     bool json = false;
   };
-  auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("search", "List the packages a hub offers, or those whose name contains TEXT");
-  cmd->add_option("text", args->text, "Part of a package name (case-insensitive); none lists every package");
-  add_hub_option(cmd, args->options.hub_url);
-  cmd->add_flag("--json", args->json, "Print {\"hub\": URL, \"packages\": [{\"repo\", \"latest\"}...]}");
-  cmd->footer(
-      "The names come from the hub's catalog.json, which is not signed: `kernels info <org/name>` shows a "
-      "package's verified versions and builds.");
-  cmd->callback([args]() {
-    auto session = open_session(args->options);
+  const auto verb = add_verb<Args>(
+      app, {"search", "List the packages a hub offers, or those whose name contains TEXT",
+            "The names come from the hub's catalog.json, which is not signed: `kernels info <org/name>` shows a "
+            "package's verified versions and builds."});
+  verb.cmd->add_option("text", verb.args->text, "Part of a package name (case-insensitive); none lists every package");
+  add_hub_option(verb.cmd, verb.args->options.hub_url);
+  verb.cmd->add_flag("--json", verb.args->json, "Print {\"hub\": URL, \"packages\": [{\"repo\", \"latest\"}...]}");
+  verb.run([](Args& args) {
+    auto session = open_session(args.options);
     if (session->options().hub_url.empty())
       fail(KH_ERROR_INVALID_ARGUMENT, "kernels search: which hub? pass --hub URL or set KH_HUB");
     registry::Hub* hub = &session->hub(session->options().hub_url);
     registry::require_kh_hub(*hub);
     const std::vector<registry::CatalogEntry> all = registry::read_catalog(*hub);
-    const std::string needle = lowercase(args->text);
+    const std::string needle = lowercase(args.text);
     std::vector<registry::CatalogEntry> found;
     for (const auto& e : all)
       if (lowercase(e.repo).find(needle) != std::string::npos) found.push_back(e);
-    if (args->json) {
+    if (args.json) {
       nlohmann::json packages = nlohmann::json::array();
       for (const auto& e : found) packages.push_back({{"repo", e.repo}, {"latest", e.latest}});
       std::printf("%s\n", nlohmann::json{{"hub", hub->url()}, {"packages", packages}}.dump(2).c_str());
       return;
     }
     if (found.empty()) {
-      std::printf("%s lists no package%s%s\n", hub->url().c_str(), args->text.empty() ? "" : " matching ",
-                  args->text.c_str());
+      std::printf("%s lists no package%s%s\n", hub->url().c_str(), args.text.empty() ? "" : " matching ",
+                  args.text.c_str());
       std::vector<std::string> names;
       for (const auto& e : all) names.push_back(e.repo);
-      const std::string wanted = args->text.find('/') == std::string::npos ? "/" + needle : needle;
+      const std::string wanted = args.text.find('/') == std::string::npos ? "/" + needle : needle;
       for (const std::string& n : registry::similar_repo_names(wanted, names)) std::printf("  did you mean %s?\n", n.c_str());
       return;
     }

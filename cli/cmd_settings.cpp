@@ -2,13 +2,13 @@
 // here, or their documentation as docs/settings.md holds it (generated from the same table).
 #include <cstdio>
 #include <cstdlib>
-#include <memory>
 
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "kh/install/settings.hpp"
 #include "session.hpp"
+#include "verb.hpp"
 
 namespace kh::cli {
 
@@ -17,12 +17,11 @@ void add_settings_command(CLI::App& app) {
     bool markdown = false;
     bool json = false;
   };
-  auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("settings", "Show the environment variables kh reads and their values here");
-  cmd->add_flag("--markdown", args->markdown, "Print their documentation (docs/settings.md) instead");
-  cmd->add_flag("--json", args->json, "Print {\"settings\": [{\"name\", \"value\", \"default\"}...]}");
-  cmd->callback([args]() {
-    if (args->markdown) {
+  const auto verb = add_verb<Args>(app, {"settings", "Show the environment variables kh reads and their values here"});
+  verb.cmd->add_flag("--markdown", verb.args->markdown, "Print their documentation (docs/settings.md) instead");
+  verb.cmd->add_flag("--json", verb.args->json, "Print {\"settings\": [{\"name\", \"value\", \"default\"}...]}");
+  verb.run([](Args& args) {
+    if (args.markdown) {
       std::fputs(install::settings_markdown().c_str(), stdout);
       return;
     }
@@ -33,13 +32,13 @@ void add_settings_command(CLI::App& app) {
       const bool secret = std::string(d.name).find("TOKEN") != std::string::npos ||
                           std::string(d.name).find("PASSWORD") != std::string::npos;
       const std::string shown = v == nullptr || *v == '\0' ? "" : secret ? "(set)" : v;
-      if (args->json) {
+      if (args.json) {
         rows.push_back({{"name", d.name}, {"value", shown}, {"default", d.fallback}});
       } else {
         std::printf("%-24s %s\n", d.name, shown.empty() ? ("(default: " + std::string(d.fallback) + ")").c_str() : shown.c_str());
       }
     }
-    if (args->json) std::printf("%s\n", nlohmann::json{{"settings", rows}}.dump(2).c_str());
+    if (args.json) std::printf("%s\n", nlohmann::json{{"settings", rows}}.dump(2).c_str());
   });
 }
 

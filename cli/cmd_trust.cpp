@@ -4,7 +4,6 @@
 // `kernels trust show`, `kernels trust canonical <root.json>`. See docs/trust.md.
 #include <cstdio>
 #include <ctime>
-#include <memory>
 #include <optional>
 #include <vector>
 
@@ -20,6 +19,7 @@
 #include "kh/registry/status_error.hpp"
 #include "kh/registry/trust.hpp"
 #include "session.hpp"
+#include "verb.hpp"
 
 namespace kh::cli {
 namespace {
@@ -35,37 +35,37 @@ struct RootArgs {
 };
 
 void add_root_writer(CLI::App& trust, const char* name, const char* help, bool first) {
-  auto args = std::make_shared<RootArgs>();
-  CLI::App* cmd = trust.add_subcommand(name, help);
-  cmd->add_option("--hub", args->hub,
-                  "The hub to write root/<N>.root.json into: file:///path, http(s)://... with WebDAV PUT, or "
-                  "oci://registry/namespace (credentials as for `kernels publish`)")
+  const auto verb = add_verb<RootArgs>(trust, {name, help});
+  verb.cmd->add_option("--hub", verb.args->hub,
+                       "The hub to write root/<N>.root.json into: file:///path, http(s)://... with WebDAV PUT, or "
+                       "oci://registry/namespace (credentials as for `kernels publish`)")
       ->required();
-  cmd->add_option("--key", args->root_keys, "A root key's public key file (repeat for several)")->required();
-  cmd->add_option("--threshold", args->threshold, "How many root keys must sign the next root (default 1)");
-  cmd->add_option("--index-key", args->index_keys,
-                  "An index key's public key file (repeat; default: the root keys)");
-  cmd->add_option("--index-threshold", args->index_threshold,
-                  "How many index keys must sign an index (default: 1)");
-  cmd->add_option("--sign", args->signers,
-                  first ? "Secret key file of a root key, to sign with (repeat: a threshold is needed)"
-                        : "Secret key file to sign with: a threshold of the current root's root keys AND of the "
-                          "new root's (repeat)")
+  verb.cmd->add_option("--key", verb.args->root_keys, "A root key's public key file (repeat for several)")->required();
+  verb.cmd->add_option("--threshold", verb.args->threshold, "How many root keys must sign the next root (default 1)");
+  verb.cmd->add_option("--index-key", verb.args->index_keys,
+                       "An index key's public key file (repeat; default: the root keys)");
+  verb.cmd->add_option("--index-threshold", verb.args->index_threshold,
+                       "How many index keys must sign an index (default: 1)");
+  verb.cmd->add_option("--sign", verb.args->signers,
+                       first ? "Secret key file of a root key, to sign with (repeat: a threshold is needed)"
+                             : "Secret key file to sign with: a threshold of the current root's root keys AND of the "
+                               "new root's (repeat)")
       ->required();
-  cmd->add_option("--expires-days", args->expires_days, "Days until this root expires")->check(CLI::Range(1, 3650));
-  cmd->add_option("--out", args->out,
-                  "Also write the root, as the hub now serves it, to this file: what clients pin with `kernels trust`");
-  cmd->callback([args, first]() {
-    const auto hub = registry::open_hub_writer(args->hub, settings().hub_access(args->hub));
+  verb.cmd->add_option("--expires-days", verb.args->expires_days,
+                       "Days until this root expires")->check(CLI::Range(1, 3650));
+  verb.cmd->add_option("--out", verb.args->out,
+                       "Also write the root, as the hub now serves it, to this file: what clients pin with `kernels trust`");
+  verb.run([first](RootArgs& args) {
+    const auto hub = registry::open_hub_writer(args.hub, settings().hub_access(args.hub));
     registry::RootSpec spec;
-    for (const auto& p : args->root_keys) spec.root_keys.push_back(registry::read_public_key_file(p));
-    for (const auto& p : args->index_keys) spec.index_keys.push_back(registry::read_public_key_file(p));
+    for (const auto& p : args.root_keys) spec.root_keys.push_back(registry::read_public_key_file(p));
+    for (const auto& p : args.index_keys) spec.index_keys.push_back(registry::read_public_key_file(p));
     if (spec.index_keys.empty()) spec.index_keys = spec.root_keys;
-    spec.root_threshold = args->threshold;
-    spec.index_threshold = args->index_threshold == 0 ? 1 : args->index_threshold;
-    spec.expires_unix = static_cast<int64_t>(std::time(nullptr)) + int64_t{args->expires_days} * 86400;
+    spec.root_threshold = args.threshold;
+    spec.index_threshold = args.index_threshold == 0 ? 1 : args.index_threshold;
+    spec.expires_unix = static_cast<int64_t>(std::time(nullptr)) + int64_t{args.expires_days} * 86400;
     std::vector<registry::minisign::SecretKey> signers;
-    for (const auto& p : args->signers) signers.push_back(registry::read_secret_key_file(p));
+    for (const auto& p : args.signers) signers.push_back(registry::read_secret_key_file(p));
     const registry::RootMetadata root =
         registry::write_next_root(*hub, spec, signers, first ? registry::RootStep::First : registry::RootStep::Rotate);
     const std::string where = hub->is_local() ? hub->url().substr(std::string("file://").size()) : hub->url();
@@ -74,22 +74,22 @@ void add_root_writer(CLI::App& trust, const char* name, const char* help, bool f
                 root.root_role.threshold, root.index_role.keyids.size(), root.index_role.threshold,
                 root.expires.c_str());
     const std::string rel = "root/" + std::to_string(root.version) + ".root.json";
-    if (!args->out.empty()) {
+    if (!args.out.empty()) {
       const std::optional<std::string> bytes = registry::fetch_metadata_if_present(hub->reader(), rel, kMaxRootFile);
-      if (!bytes) fail(KH_ERROR_NETWORK, "the hub " + args->hub + " does not serve the " + rel + " just written");
-      registry::write_file_atomic(args->out, *bytes);
-      std::printf("wrote its copy %s\n", args->out.c_str());
+      if (!bytes) fail(KH_ERROR_NETWORK, "the hub " + args.hub + " does not serve the " + rel + " just written");
+      registry::write_file_atomic(args.out, *bytes);
+      std::printf("wrote its copy %s\n", args.out.c_str());
     }
-    if (first && !args->out.empty())
-      std::printf("clients trust it with: kernels trust %s --hub %s\n", args->out.c_str(), args->hub.c_str());
+    if (first && !args.out.empty())
+      std::printf("clients trust it with: kernels trust %s --hub %s\n", args.out.c_str(), args.hub.c_str());
     else if (first && hub->is_local())
       std::printf("clients trust it with: kernels trust %s/root/1.root.json --hub %s\n", where.c_str(),
-                  args->hub.c_str());
+                  args.hub.c_str());
     else if (first && !hub->is_local())
       std::printf("clients trust it with: kernels trust 1.root.json --hub %s\n"
                   "(hand them 1.root.json over a channel they trust, not only through the hub itself; --out FILE\n"
                   "keeps a copy)\n",
-                  args->hub.c_str());
+                  args.hub.c_str());
   });
 }
 
@@ -101,24 +101,24 @@ void add_trust_command(CLI::App& app) {
     install::Options options;
     bool replace = false;
   };
-  auto pin = std::make_shared<PinArgs>();
-  CLI::App* trust = app.add_subcommand("trust", "Pin a hub's root of trust, or write a root for a hub you operate");
-  trust->add_option("root", pin->root_file, "A root.json obtained from the hub's operator over a channel you trust")
+  const auto pin = add_verb<PinArgs>(
+      app, {"trust", "Pin a hub's root of trust, or write a root for a hub you operate",
+            "Examples:\n"
+            "  kernels trust hub-root.json --hub https://hub.example.org   # pin; `kernels get` then verifies everything\n"
+            "  kernels trust init --hub file:///srv/hub --key keys/kh.pub --sign keys/kh.key\n"
+            "  kernels trust rotate --hub file:///srv/hub --key a.pub --key b.pub --key c.pub --threshold 2 \\\n"
+            "      --sign old.key --sign a.key --sign b.key"});
+  CLI::App* trust = pin.cmd;
+  trust->add_option("root", pin.args->root_file, "A root.json obtained from the hub's operator over a channel you trust")
       ->check(CLI::ExistingFile);
-  add_hub_options(trust, pin->options);
-  trust->add_flag("--replace", pin->replace, "Replace an existing pin (forgets the roots and rollback state seen)");
-  trust->footer(
-      "Examples:\n"
-      "  kernels trust hub-root.json --hub https://hub.example.org   # pin; `kernels get` then verifies everything\n"
-      "  kernels trust init --hub file:///srv/hub --key keys/kh.pub --sign keys/kh.key\n"
-      "  kernels trust rotate --hub file:///srv/hub --key a.pub --key b.pub --key c.pub --threshold 2 \\\n"
-      "      --sign old.key --sign a.key --sign b.key");
-  trust->callback([pin, trust]() {
+  add_hub_options(trust, pin.args->options);
+  trust->add_flag("--replace", pin.args->replace, "Replace an existing pin (forgets the roots and rollback state seen)");
+  pin.run([trust](PinArgs& args) {
     if (trust->get_subcommands().size() > 0) return;
-    if (pin->root_file.empty())
+    if (args.root_file.empty())
       fail(KH_ERROR_INVALID_ARGUMENT, "kernels trust: give a root.json to pin, or a subcommand (init, rotate, show, "
                                       "canonical); see `kernels trust --help`");
-    auto session = open_session(pin->options);
+    auto session = open_session(args.options);
     const install::Options& o = session->options();
     if (o.hub_url.empty())
       fail(KH_ERROR_INVALID_ARGUMENT, "kernels trust: which hub is this root for? pass --hub URL or set KH_HUB");
@@ -127,7 +127,7 @@ void add_trust_command(CLI::App& app) {
     if (!o.offline) registry::require_kh_hub(*hub);
     registry::TrustStore store(session->cache(), hub->id());
     const registry::RootMetadata root =
-        store.pin_root(registry::read_file(pin->root_file, kMaxRootFile), pin->root_file, pin->replace);
+        store.pin_root(registry::read_file(args.root_file, kMaxRootFile), args.root_file, args.replace);
     std::printf("trusting root version %llu of hub %s (root keys %zu, threshold %u; index keys %zu, threshold %u; "
                 "expires %s)\n",
                 static_cast<unsigned long long>(root.version), hub->url().c_str(), root.root_role.keyids.size(),
@@ -138,11 +138,11 @@ void add_trust_command(CLI::App& app) {
   add_root_writer(*trust, "init", "Write root/1.root.json for a hub you operate", true);
   add_root_writer(*trust, "rotate", "Write the next root of a hub you operate, signed by old and new root keys", false);
 
-  auto show = std::make_shared<install::Options>();
-  CLI::App* s = trust->add_subcommand("show", "Print the root of trust pinned for a hub (verified again)");
-  add_hub_options(s, *show);
-  s->callback([show]() {
-    auto session = open_session(*show);
+  const auto show = add_verb<install::Options>(
+      *trust, {"show", "Print the root of trust pinned for a hub (verified again)"});
+  add_hub_options(show.cmd, *show.args);
+  show.run([](const install::Options& options) {
+    auto session = open_session(options);
     const install::Options& o = session->options();
     if (o.hub_url.empty()) fail(KH_ERROR_INVALID_ARGUMENT, "kernels trust show: pass --hub URL or set KH_HUB");
     registry::Hub* hub = &session->hub(o.hub_url);
@@ -161,12 +161,12 @@ void add_trust_command(CLI::App& app) {
     }
   });
 
-  auto canon = std::make_shared<std::string>();
-  CLI::App* c = trust->add_subcommand("canonical", "Print the canonical bytes a root's signatures cover");
-  c->add_option("root", *canon, "A root.json")->required()->check(CLI::ExistingFile);
-  c->footer("To sign a root with the stock minisign tool: kernels trust canonical r.json > r.bin && minisign -S -m r.bin");
-  c->callback([canon]() {
-    const std::string bytes = registry::root_signed_bytes(registry::read_file(*canon, kMaxRootFile), *canon);
+  const auto canonical = add_verb<std::string>(
+      *trust, {"canonical", "Print the canonical bytes a root's signatures cover",
+               "To sign a root with the stock minisign tool: kernels trust canonical r.json > r.bin && minisign -S -m r.bin"});
+  canonical.cmd->add_option("root", *canonical.args, "A root.json")->required()->check(CLI::ExistingFile);
+  canonical.run([](const std::string& root_file) {
+    const std::string bytes = registry::root_signed_bytes(registry::read_file(root_file, kMaxRootFile), root_file);
     std::fwrite(bytes.data(), 1, bytes.size(), stdout);
   });
 }

@@ -3,7 +3,6 @@
 // skips a yanked release unless a request pins it exactly (a lockfile, @=1.2.0), so hosts
 // that pinned it keep loading it; `kernels info` shows it "(yanked)".
 #include <cstdio>
-#include <memory>
 #include <vector>
 
 #include "commands.hpp"
@@ -13,6 +12,7 @@
 #include "kh/registry/signed_metadata.hpp"
 #include "kh/registry/status_error.hpp"
 #include "session.hpp"
+#include "verb.hpp"
 
 namespace kh::cli {
 
@@ -23,27 +23,30 @@ void add_yank_command(CLI::App& app) {
     bool undo = false;
     int expires_days = 365;
   };
-  auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("yank", "Mark a published release yanked (skipped unless pinned), or --undo it");
-  cmd->add_option("release", args->spec, "<org>/<name>@<version>, one exact version (e.g. acme/scale@0.1.0)")->required();
-  cmd->add_option("--hub", args->hub, "The hub (default: $KH_HUB)");
-  cmd->add_option("--key", args->keys, "Secret key file to sign the index with (repeatable; default: $KH_SIGNING_KEY)");
-  cmd->add_flag("--undo", args->undo, "Make the release resolvable again");
-  cmd->add_option("--expires-days", args->expires_days, "Days until the rewritten index expires")->check(CLI::Range(1, 3650));
-  cmd->callback([args]() {
+  const auto verb = add_verb<Args>(
+      app, {"yank", "Mark a published release yanked (skipped unless pinned), or --undo it"});
+  verb.cmd->add_option("release", verb.args->spec,
+                       "<org>/<name>@<version>, one exact version (e.g. acme/scale@0.1.0)")->required();
+  verb.cmd->add_option("--hub", verb.args->hub, "The hub (default: $KH_HUB)");
+  verb.cmd->add_option("--key", verb.args->keys,
+                       "Secret key file to sign the index with (repeatable; default: $KH_SIGNING_KEY)");
+  verb.cmd->add_flag("--undo", verb.args->undo, "Make the release resolvable again");
+  verb.cmd->add_option("--expires-days", verb.args->expires_days,
+                       "Days until the rewritten index expires")->check(CLI::Range(1, 3650));
+  verb.run([](Args& args) {
     const install::Settings& s = settings();
-    const registry::PackageSpec spec = registry::parse_package_spec(args->spec);
-    const size_t at = args->spec.find('@');
+    const registry::PackageSpec spec = registry::parse_package_spec(args.spec);
+    const size_t at = args.spec.find('@');
     if (at == std::string::npos)
       fail(KH_ERROR_INVALID_ARGUMENT, "yank: name the release, e.g. " + spec.repo() + "@1.2.0");
-    std::string version = args->spec.substr(at + 1);
+    std::string version = args.spec.substr(at + 1);
     if (!version.empty() && version[0] == '=') version.erase(0, 1);
-    const std::string hub_url = args->hub.empty() ? s.hub : args->hub;
+    const std::string hub_url = args.hub.empty() ? s.hub : args.hub;
     if (hub_url.empty()) fail(KH_ERROR_INVALID_ARGUMENT, "yank: which hub? pass --hub URL or set KH_HUB");
-    const registry::PublishOptions options = publish_options(args->keys, args->expires_days);
+    const registry::PublishOptions options = publish_options(args.keys, args.expires_days);
     const auto hub = registry::open_hub_writer(hub_url, s.hub_access(hub_url));
-    const registry::YankOutcome out = registry::set_release_yanked(*hub, spec.repo(), version, !args->undo, options);
-    const char* state = args->undo ? "not yanked" : "yanked";
+    const registry::YankOutcome out = registry::set_release_yanked(*hub, spec.repo(), version, !args.undo, options);
+    const char* state = args.undo ? "not yanked" : "yanked";
     if (out.changed)
       std::printf("%s %s is now %s on %s (index version %llu)\n", spec.repo().c_str(), out.version.c_str(), state,
                   hub_url.c_str(), static_cast<unsigned long long>(out.index_version));

@@ -26,6 +26,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "bench"))
+from gpu_bench import time_calls  # noqa: E402  pylint: disable=wrong-import-position
 from attention_dev_check import (KH_VALUE_DOUBLE, KH_VALUE_INT, KH_VALUE_NONE, KH_VALUE_TENSOR,  # noqa: E402
                                  DLDataType, DLDevice, DLTensor, KhCallCtx, KhValue, negotiate)
 
@@ -132,18 +134,8 @@ def correctness(op):
 
 
 def time_us(calls, reps=40):
-    for i in range(3):
-        calls[i % len(calls)]()
-    torch.cuda.synchronize()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    torch.cuda._sleep(20_000_000)
-    for i in range(reps):
-        starts[i].record()
-        calls[i % len(calls)]()
-        ends[i].record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends)) * 1e3
+    """Median microseconds a call, timed as gpu_bench.py times kh's ops (its time_calls)."""
+    return statistics.median(time_calls(calls, reps)) * 1e3
 
 
 def copy_tbs():

@@ -87,12 +87,15 @@ def negotiate(path):
     return lib, neg
 
 
+DL_TYPES = {torch.bfloat16: (4, 16), torch.float16: (2, 16), torch.float32: (2, 32), torch.int32: (0, 32)}
+
+
 def dl_tensor(t):
-    """A DLTensor borrowing torch tensor t (kept alive by the returned tuple)."""
+    """A DLTensor borrowing torch tensor t (kept alive by the returned tuple: the DLTensor and
+    the shape and stride arrays it points to)."""
     shape = (ctypes.c_int64 * t.dim())(*t.shape)
     strides = (ctypes.c_int64 * t.dim())(*t.stride())
-    code = {torch.float16: 2, torch.bfloat16: 4, torch.float32: 2}[t.dtype]
-    bits = 32 if t.dtype == torch.float32 else 16
+    code, bits = DL_TYPES[t.dtype]
     dl = DLTensor(ctypes.c_void_p(t.data_ptr()), DLDevice(2, t.device.index or 0), t.dim(),
                   DLDataType(code, bits, 1), shape, strides, 0)
     return dl, shape, strides

@@ -29,20 +29,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "bench"))
 from gpu_bench import time_calls  # noqa: E402  pylint: disable=wrong-import-position
 from attention_dev_check import (KH_VALUE_DOUBLE, KH_VALUE_INT, KH_VALUE_NONE, KH_VALUE_TENSOR,  # noqa: E402
-                                 DLDataType, DLDevice, DLTensor, KhCallCtx, KhValue, negotiate)
+                                 KhCallCtx, KhValue, dl_tensor, negotiate)
 
 L2_BYTES = 50 * 1024 * 1024
-DL_TYPES = {torch.bfloat16: (4, 16), torch.float16: (2, 16), torch.float32: (2, 32), torch.int32: (0, 32)}
 
-
-def dl_tensor(t):
-    """A DLTensor borrowing torch tensor t (with the shape/stride arrays that keep it valid)."""
-    shape = (ctypes.c_int64 * t.dim())(*t.shape)
-    strides = (ctypes.c_int64 * t.dim())(*t.stride())
-    code, bits = DL_TYPES[t.dtype]
-    dl = DLTensor(ctypes.c_void_p(t.data_ptr()), DLDevice(2, t.device.index or 0), t.dim(),
-                  DLDataType(code, bits, 1), shape, strides, 0)
-    return dl, shape, strides
 
 
 class DecodeOp:

@@ -4,6 +4,8 @@ for dev/attention/run_fp8_probe.sh; check_fp8.py is the acceptance check).
 
   python3 fp8_probe.py LIB decode INDEX {bf16,f16}   # check_fp8.DECODE_CASES[INDEX]
   python3 fp8_probe.py LIB write | varlen | graph
+  python3 fp8_probe.py LIB prefill [INDEX]   # check_fp8.PREFILL_CASES (all, or one), sm90a builds
+  python3 fp8_probe.py LIB prefill-bench     # fp8_prefill_bench.py's table (no hub needed)
 Prints one line per result; exit status 1 when one failed.
 """
 import os
@@ -12,6 +14,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "gpu", "attention"))  # check_fp8, the GPU check
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "bench"))  # gpu_bench's timer, fp8_prefill_bench
 
 import torch  # noqa: E402
 
@@ -48,6 +51,18 @@ def main():
         c8.check_cache_write(res, k.op("paged_kv_cache_write"), target, gen, k.op("attention_decode_paged_fp8"))
     elif what == "varlen":
         c8.check_varlen_fp8(res, k.op("attention_varlen_fwd_fp8"), target, gen, c8.expect_error)
+    elif what == "prefill":
+        cases = [c8.PREFILL_CASES[int(sys.argv[3])]] if len(sys.argv) > 3 else None
+        c8.check_fp8_prefill(res, k.op("attention_varlen_fwd_fp8"), target, gen, cases)
+    elif what == "prefill-bench":
+        import gpu_bench  # noqa: E402 - its Timing and rel_error
+        import fp8_prefill_bench as fb  # noqa: E402
+        failures = []
+        rows = fb.bench_fp8_prefill(k.op("attention_varlen_fwd_fp8"), k.op("attention_fwd"), 10, failures,
+                                    gpu_bench.Timing, gpu_bench.rel_error)
+        fb.print_fp8_prefill(rows)
+        for f in failures:
+            res.add("fp8 prefill bench", target, "-", "bench", f, False)
     elif what == "graph":
         c8.check_decode_fp8_graph(res, k.op("attention_decode_paged_fp8"), target, gen)
     torch.cuda.synchronize()

@@ -3,12 +3,16 @@
 # libraries): builds the attention library for cuda-sm90a (and cuda-sm80 with --sm80), then runs
 # every case of check_fp8.py's decode grid, the head dims, the cache write, varlen and graph checks
 # in a process of its own (fp8_probe.py), and compute-sanitizer on the first case that failed.
-#   dev/attention/run_fp8_probe.sh [--sm80] [STAGE, default .gpu-stage]
+# --prefill: the FP8 prefill instead (sm90a): its grid (check_fp8.PREFILL_CASES) in one process,
+# each case in its own under compute-sanitizer if that one died, then fp8_prefill_bench.py's table.
+#   dev/attention/run_fp8_probe.sh [--sm80 | --prefill] [STAGE, default .gpu-stage]
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 targets=(cuda-sm90a)
+prefill=0
 [[ "${1:-}" == --sm80 ]] && { targets+=(cuda-sm80); shift; }
+[[ "${1:-}" == --prefill ]] && { prefill=1; shift; }
 stage="$(cd "${1:-$root/.gpu-stage}" && pwd)"
 work="${TMPDIR:-/tmp}/kh-fp8-probe"
 mkdir -p "$work/syslib"
@@ -23,11 +27,27 @@ for t in "${targets[@]}"; do
   b="$work/build-$t"
   cmake -S "$root/kernels-src" -B "$b" -DKH_BUILD_TARGET="$t" -DCMAKE_BUILD_TYPE=Release \
     -DKH_DLPACK_INCLUDE_DIR="$stage/include" >/dev/null || exit 1
-  cmake --build "$b" --target kh_attention_cuda -j "$(nproc)" 2>&1 | grep -E "error|warning" ; mkdir -p "$work/$t"
+  cmake --build "$b" --target kh_attention_cuda -j "$(nproc)" 2>&1 | grep -E "error|warning" | cut -c1-400
+  mkdir -p "$work/$t"
   cp "$(find "$b" -name libkh_attention_cuda.so | head -1)" "$work/$t/" || exit 1
   libs+=("$work/$t/libkh_attention_cuda.so")
 done
 sanitizer="$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)"
+if [[ $prefill == 1 ]]; then
+  lib="${libs[0]}"
+  python3 "$here/fp8_probe.py" "$lib" prefill 2>&1 | cut -c1-400 | tee "$work/prefill.log"
+  if ! grep -q "fp8 prefill graph" "$work/prefill.log"; then  # the process died: find the case
+    n="$(PYTHONPATH="$root/python:$root/tests/gpu/attention" python3 -c 'import check_fp8; print(len(check_fp8.PREFILL_CASES))')"
+    for i in $(seq 0 $((n - 1))); do
+      python3 "$here/fp8_probe.py" "$lib" prefill "$i" >/dev/null 2>&1 && continue
+      echo "== case $i failed; compute-sanitizer:"
+      "$sanitizer" --print-limit 5 python3 "$here/fp8_probe.py" "$lib" prefill "$i" 2>&1 | grep -v "Host Frame" | head -40
+      break
+    done
+  fi
+  python3 "$here/fp8_probe.py" "$lib" prefill-bench 2>&1 | cut -c1-400
+  exit 0
+fi
 first_fail=""
 probe() {  # one fp8_probe.py run; remembers the first that failed
   local out st

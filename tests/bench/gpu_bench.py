@@ -43,7 +43,9 @@ between rounds is printed, as the noise floor of the comparison).
              attention_decode_paged on the same values (targets: >= 0.85 of the FP8 floor and <=
              0.55x the SDPA time); paged_kv_cache_write (bf16 keys/values of 65536, 16384 and 256
              tokens, 8 heads, d128, into e4m3 and bf16 caches at shuffled slots) against the copy
-             bandwidth for its bytes (target >= 0.85 at >= 16384 tokens).
+             bandwidth for its bytes (target >= 0.85 at >= 16384 tokens); the FP8 prefill
+             (attention_varlen_fwd_fp8 with e4m3 q, k, v) against kh's bf16 attention_fwd at d 128
+             and 256, s 8k and 16k (fp8_prefill_bench.py, which says the shapes and targets).
   ceilings   a 1 GiB device copy and a bf16 8192^3 matmul (the floors in the NOTES files).
 
 Prints one table with each row's target and whether it was met, and writes the figures to
@@ -654,6 +656,10 @@ def main():
     if args.only is None or "fp8" in args.only:
         kernels = {t: load("attention", t, args, variants) for t in ("sm90a", "sm80")}
         fp8_rows = bench_fp8(kernels, max(20, args.reps), result["ceilings"]["copy_tbs"], failures)
+        import fp8_prefill_bench  # FP8 prefill (e4m3 q/k/v, FP8 wgmma) against kh's bf16 attention_fwd
+        fp8_rows += fp8_prefill_bench.bench_fp8_prefill(kernels["sm90a"].op("attention_varlen_fwd_fp8"),
+                                                        kernels["sm90a"].op("attention_fwd"), max(10, args.reps // 2),
+                                                        failures, Timing, rel_error)
     if args.only is None or "prefill" in args.only:
         import attention_prefill_bench as prefill  # 1.1's head dims and varlen rows
         kernels = {t: load("attention", t, args, variants) for t in ("sm90a", "sm80")}
@@ -691,6 +697,8 @@ def main():
         bench_pointwise.print_pointwise(pointwise_rows)
     if fp8_rows:
         print_fp8(fp8_rows, result["ceilings"]["copy_tbs"])
+        import fp8_prefill_bench
+        fp8_prefill_bench.print_fp8_prefill([r for r in fp8_rows if r["kind"] == "fp8 prefill"])
     print(f"\ntargets met: {result['targets_met']} of {result['targets_judged']}; "
           f"validation failures: {len(failures)}; {time.time() - t0:.0f} s")
     for f in failures:

@@ -8,7 +8,9 @@
 //    KH_ATTENTION_FORCE_SM80=1 picks it always, for comparisons: attention_experiments.hpp).
 // attention_decode_paged has its own kernels (attention_decode_launch.hpp). 1.2.0:
 // attention_decode_paged_fp8 and attention_varlen_fwd_fp8 (bf16/fp16 q) run the FP8-cache kernel
-// (attention_decode_fp8_launch.hpp), paged_kv_cache_write its own (attention_cache_launch.hpp).
+// (attention_decode_fp8_launch.hpp), paged_kv_cache_write its own (attention_cache_launch.hpp);
+// attention_varlen_fwd_fp8 with an e4m3 q (FP8 prefill) runs the sm90a kernel on FP8 wgmma
+// (sm90a variant) or is refused before launch (sm80 variant).
 #include <cuda_runtime_api.h>
 
 #include <climits>
@@ -184,6 +186,43 @@ kh_status device_error(const OpContext& c, int device_id, cudaError_t err) {
                   cudaGetErrorString(err));
 }
 
+// attention_varlen_fwd_fp8 with an e4m3 q: the sm90a kernel on FP8 wgmma (attention_fwd_sm90.cuh);
+// the sm80 variant has no FP8 tensor cores and refuses the call before anything is launched.
+kh_status fp8_prefill(const OpContext& c, const AttentionParams& a) {
+#if defined(KH_ATTENTION_SM90A)
+  if (a.empty()) return KH_OK;
+  if (a.heads_q > 65535 || a.batch > 65535 || a.seqlen_q > INT_MAX / 4 || a.seqlen_k > INT_MAX / 4 ||
+      a.total_q > INT_MAX || a.total_k > INT_MAX)
+    return op_error(c, KH_ERROR_UNSUPPORTED,
+                    "shape too large for the CUDA kernel: heads_q %lld and the batch %lld must be <= 65535, lengths "
+                    "<= 2^29, packed rows < 2^31",
+                    (long long)a.heads_q, (long long)a.batch);
+  const FwdLaunchParams p = launch_params(a);
+  if (!(aligned16(p.q) && aligned16(p.k) && aligned16(p.v) && aligned16(p.out) &&
+        multiples_of(16, p.q_row_stride, p.q_head_stride, p.k_row_stride) && p.k_head_stride % 16 == 0 &&
+        multiples_of(16, p.v_row_stride, p.v_head_stride, 16) && multiples_of(8, p.o_row_stride, p.o_head_stride, 8)))
+    return op_error(c, KH_ERROR_UNSUPPORTED,
+                    "q, k, v and out need 16-byte aligned data pointers, q, k and v strides that are multiples of 16 "
+                    "bytes and out strides that are multiples of 8 elements (the kernel copies 16-byte chunks)");
+  const ScopedDevice device(a.device.device_id);
+  if (device.status() != cudaSuccess)
+    return op_error(c, KH_ERROR_DEVICE, "cannot make CUDA device %d current: %s", a.device.device_id,
+                    cudaGetErrorString(device.status()));
+  const cudaStream_t stream = static_cast<cudaStream_t>(c.ctx ? c.ctx->stream : nullptr);
+  const cudaError_t err = sm90::run_attention_fwd_sm90_fp8(p, stream);
+  if (err == cudaErrorNotSupported || err == cudaErrorInvalidValue)
+    return op_error(c, KH_ERROR_UNSUPPORTED,
+                    "the driver cannot describe q, k or v as TMA tensors (cuTensorMapEncodeTiled refused them); copy "
+                    "them to contiguous memory first");
+  return err == cudaSuccess ? KH_OK : device_error(c, a.device.device_id, err);
+#else
+  return op_error(c, KH_ERROR_UNSUPPORTED,
+                  "argument 'q': an e4m3 q (FP8 prefill) needs FP8 tensor cores, which this build (sm80, no FP8 "
+                  "wgmma) has no kernel for: it runs on the sm90a build (Hopper) and the CPU build; here pass q in "
+                  "bf16/fp16 (FP8 KV)");
+#endif
+}
+
 }  // namespace
 
 kh_status attention_decode_paged_fp8_invoke(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx) {
@@ -218,12 +257,7 @@ kh_status attention_varlen_fwd_fp8_invoke(const kh_value* args, uint32_t nargs, 
   return kh_kernels::guarded(c, [&]() -> kh_status {
     AttentionParams a;
     KH_KERNEL_TRY(parse_attention_varlen_fwd_fp8_args(args, nargs, ctx, &a));
-    // FP8 prefill (an e4m3 q, wgmma FP8 on sm90a) is not built in 1.2.0: refused before any launch,
-    // as the docs say, whatever the shapes.
-    if (a.q_fp8)
-      return op_error(c, KH_ERROR_UNSUPPORTED,
-                      "argument 'q': an e4m3 q (FP8 prefill) has no CUDA kernel in attention 1.2.0; pass q in "
-                      "bf16/fp16 (FP8 KV), or use the CPU build");
+    if (a.q_fp8) return fp8_prefill(c, a);
     if (a.empty()) return KH_OK;
     const int64_t group = a.heads_q / a.heads_kv;
     const int64_t row_tiles = (a.seqlen_q * group + 7) / 8;

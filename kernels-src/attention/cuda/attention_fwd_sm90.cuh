@@ -56,6 +56,23 @@ template <ElementType kType> struct ElementOf;
 template <> struct ElementOf<ElementType::kF16> { using type = __half; };
 template <> struct ElementOf<ElementType::kBF16> { using type = __nv_bfloat16; };
 
+// The operand type T of an instantiation: __half / __nv_bfloat16 (q, k, v and out of that type),
+// or Fp8Operands<Out> for the FP8 prefill (attention_varlen_fwd_fp8 with an e4m3 q): q, k and v
+// e4m3 bytes with float32 descale factors, out of type Out.
+template <typename Out> struct Fp8Operands {};
+template <typename T> struct Operands {
+  using Mma = T;  // wgmma's operand type
+  using Out = T;
+  static constexpr int kBytes = 2;
+  static constexpr bool kFp8 = false;
+};
+template <typename O> struct Operands<Fp8Operands<O>> {
+  using Mma = __nv_fp8_e4m3;
+  using Out = O;
+  static constexpr int kBytes = 1;
+  static constexpr bool kFp8 = true;
+};
+
 namespace detail {
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
@@ -86,12 +103,13 @@ __device__ __forceinline__ void tma_load_box(uint32_t dst, const CUtensorMap* ma
       : "memory");
 }
 
-// A tile of `kRows` x kWidth is kWidth / (kSwizzle / 2) boxes of [kRows][kSwizzle / 2], each
-// box a run of swizzle atoms (8 rows x kSwizzle bytes).
-template <int kRows, int kWidth, int kSwizzle>
+// A tile of `kRows` x kWidth elements of kElemBytes is kWidth / kBoxCols boxes of
+// [kRows][kBoxCols = kSwizzle / kElemBytes], each box a run of swizzle atoms (8 rows x kSwizzle
+// bytes).
+template <int kRows, int kWidth, int kSwizzle, int kElemBytes = 2>
 __device__ __forceinline__ void tma_load_tile(uint32_t dst, const CUtensorMap* map, TmaDimOrder o, uint32_t bar,
                                               int row0, int head, int batch) {
-  constexpr int kBoxCols = kSwizzle / 2;
+  constexpr int kBoxCols = kSwizzle / kElemBytes;
 #pragma unroll
   for (int b = 0; b < kWidth / kBoxCols; ++b)
     tma_load_box(dst + b * kRows * kSwizzle, map, o, bar, b * kBoxCols, row0, head, batch);
@@ -125,6 +143,14 @@ __device__ __forceinline__ void named_bar_sync(int id, int threads) {
 }
 __device__ __forceinline__ void named_bar_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// Four e4m3 bytes (round to nearest even, saturating to +-448) in one register, `a` in the
+// lowest byte: the A fragment of an FP8 wgmma holds four consecutive k columns a register.
+__device__ __forceinline__ uint32_t pack4_e4m3(float a, float b, float c, float d) {
+  const uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE, __NV_E4M3);
+  const uint32_t hi = __nv_cvt_float2_to_fp8x2(make_float2(c, d), __NV_SATFINITE, __NV_E4M3);
+  return lo | (hi << 16);
 }
 
 // 16 zero bytes to shared memory, and the fence that orders such generic-proxy writes before
@@ -174,18 +200,22 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
                                              uint32_t sK, uint32_t sV, uint32_t bars, const Sm90Tile& tl, int warp,
                                              int lane, int kv_base, int q_phase) {
   using namespace detail;
-  using Cfg = Sm90TileConfig<kQKDim, kVDim>;
+  using Ops = Operands<T>;
+  using Out = typename Ops::Out;
+  constexpr bool kFp8 = Ops::kFp8;
+  using Cfg = Sm90TileConfig<kQKDim, kVDim, Ops::kBytes>;
   constexpr int kBlockM = Cfg::kBlockM;
   constexpr int kBlockN = Cfg::kBlockN;
   constexpr int kStages = Cfg::kStages;
-  constexpr int kSwzQK = Cfg::kSwizzleQK, kSwzV = Cfg::kSwizzleV;
-  constexpr int kBoxQK = kSwzQK / 2, kBoxV = kSwzV / 2;  // columns per box
+  constexpr int kSwzQK = Cfg::kSwizzleQK, kSwzV = Cfg::kSwizzleV, kSwzVt = Cfg::kSwizzleVt, kSwzO = Cfg::kSwizzleO;
+  constexpr int kBoxQK = kSwzQK / Ops::kBytes, kBoxO = kSwzO / 2;  // columns per box
+  constexpr int kKStep = 32 / Ops::kBytes;  // k columns of one wgmma (32 bytes)
   constexpr int kNTiles = kBlockN / 8;  // 8-key column tiles of S
   constexpr int kDTiles = kVDim / 8;    // 8-column tiles of O
   constexpr float kLog2e = 1.4426950408889634f;
   constexpr float kLn2 = 0.6931471805599453f;
-  using MmaS = Wgmma<kBlockN, T>;
-  using MmaO = Wgmma<kVDim, T>;
+  using MmaS = Wgmma<kBlockN, typename Ops::Mma>;
+  using MmaO = Wgmma<kVDim, typename Ops::Mma>;
   constexpr int kWgs = Cfg::kConsumerWarpgroups;
   // Ping-pong of the consumer warpgroups (below) everywhere but two warpgroups non-causal,
   // where it measured 1-3% slower at d = 128 on the H200 (and causal +10%, d = 64 with three
@@ -198,6 +228,9 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
   auto empty_k = [&](int s) { return bars + 8 * (1 + 2 * kStages + s); };
   auto empty_v = [&](int s) { return bars + 8 * (1 + 3 * kStages + s); };
   const uint32_t q_empty = bars + 8 * (1 + 4 * kStages);
+  // P V's operand: V as loaded, or (FP8) the transposers' Vt stage: ready / consumed.
+  auto v_ready = [&](int s) { return kFp8 ? bars + 8 * (2 + 4 * kStages + s) : full_v(s); };
+  auto v_done = [&](int s) { return kFp8 ? bars + 8 * (2 + 5 * kStages + s) : empty_v(s); };
   // Ring position of this tile's block it: stage and phase parity.
   auto stage = [&](int it) { return (kv_base + it) % kStages; };
   auto phase = [&](int it) { return ((kv_base + it) / kStages) & 1; };
@@ -217,22 +250,30 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
   float row_sum[2] = {0.f, 0.f};              // this thread's partial sums
 
   if (n_blocks > 0) {
-    const float scale_log2 = p.scale * kLog2e;
+    // FP8: the scores are of the e4m3 values, q k^T times q_scale k_scale (per tensor or per KV
+    // head), folded into the score scale; v_scale multiplies O in the epilogue.
+    float descale_qk = 1.f;
+    if constexpr (kFp8) {
+      const int kv_head = tl.head / (p.heads_q / p.heads_kv);
+      descale_qk = p.q_scale[kv_head * p.q_scale_stride] * p.k_scale[kv_head * p.k_scale_stride];
+    }
+    const float scale_log2 = p.scale * kLog2e * descale_qk;
     // The scores reach the exp2 domain in the exponent's FFMA (a factor `fold` on the raw
     // max and scores) unless the max does not commute with that factor: a soft-cap
     // (cap * tanh) or a scale <= 0. Then they are transformed first and fold is 1.
     const bool prescale = kGeneral && (p.softcap > 0.f || !(p.scale > 0.f));
     const float fold = prescale ? 1.f : scale_log2;
-    float acc_s[MmaS::kRegs];     // S of the block in flight, then its probabilities P
-    uint32_t pa[kBlockN / 16][4];  // P of the block whose P V runs, as wgmma A fragments
+    float acc_s[MmaS::kRegs];         // S of the block in flight, then its probabilities P
+    uint32_t pa[kBlockN / kKStep][4];  // P of the block whose P V runs, as wgmma A fragments
 
     // S = Q K^T of the block in ring stage s (issued, not waited for). k-step kk covers
-    // columns 16 kk..16 kk + 15: box (16 kk) / kBoxQK, at (16 kk) % kBoxQK columns into its rows.
+    // columns kKStep kk.. (32 bytes): box (kKStep kk) / kBoxQK, at (kKStep kk) % kBoxQK columns
+    // into its rows.
     auto issue_qk = [&](int s) {
       wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < kQKDim / 16; ++kk) {
-        const uint32_t box = (kk * 16) / kBoxQK, koff = ((kk * 16) % kBoxQK) * 2;
+      for (int kk = 0; kk < kQKDim / kKStep; ++kk) {
+        const uint32_t box = (kk * kKStep) / kBoxQK, koff = ((kk * kKStep) % kBoxQK) * Ops::kBytes;
         const uint64_t da =
             smem_desc<kSwzQK>(sQ + box * kBlockM * kSwzQK + wg_row0 * kSwzQK + koff, 16, 8 * kSwzQK);
         const uint64_t db =
@@ -246,8 +287,9 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     auto softmax = [&](int n_block, float (&correction)[2]) {
       if (prescale) {
         if (p.softcap > 0.f) {
+          const float over_softcap = kFp8 ? p.scale_over_softcap * descale_qk : p.scale_over_softcap;
 #pragma unroll
-          for (int i = 0; i < MmaS::kRegs; ++i) acc_s[i] = p.softcap_log2 * fast_tanh(acc_s[i] * p.scale_over_softcap);
+          for (int i = 0; i < MmaS::kRegs; ++i) acc_s[i] = p.softcap_log2 * fast_tanh(acc_s[i] * over_softcap);
         } else {
 #pragma unroll
           for (int i = 0; i < MmaS::kRegs; ++i) acc_s[i] *= scale_log2;
@@ -294,13 +336,30 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
         row_sum[h] = row_sum[h] * correction[h] + sum;
       }
     };
+    // P as A fragments. 16-bit: register r of k-step kk holds row g + 8 (r % 2), columns
+    // 8 (r / 2) + 2t, +1: exactly this thread's S registers. FP8: register r holds row g + 8 (r % 2)
+    // and four columns 16 (r / 2) + 4t..+3 of the step's 32 keys, while this thread's S has keys
+    // 8j + 2t, +1 of the step's four 8-key tiles j; so each register takes the thread's keys
+    // 2t, 2t + 1, 8 + 2t, 9 + 2t (+16) of the row, and the transposers put V's keys in the same
+    // order (key 8 (i / 2) + 2t + i % 2 at position 4t + i of each 16: transpose_v_block).
     auto pack_p = [&] {
+      if constexpr (kFp8) {
 #pragma unroll
-      for (int kk = 0; kk < kBlockN / 16; ++kk) {
-        pa[kk][0] = pack2<T>(acc_s[8 * kk + 0], acc_s[8 * kk + 1]);
-        pa[kk][1] = pack2<T>(acc_s[8 * kk + 2], acc_s[8 * kk + 3]);
-        pa[kk][2] = pack2<T>(acc_s[8 * kk + 4], acc_s[8 * kk + 5]);
-        pa[kk][3] = pack2<T>(acc_s[8 * kk + 6], acc_s[8 * kk + 7]);
+        for (int kk = 0; kk < kBlockN / 32; ++kk) {
+          const float* a = acc_s + 16 * kk;
+          pa[kk][0] = pack4_e4m3(a[0], a[1], a[4], a[5]);
+          pa[kk][1] = pack4_e4m3(a[2], a[3], a[6], a[7]);
+          pa[kk][2] = pack4_e4m3(a[8], a[9], a[12], a[13]);
+          pa[kk][3] = pack4_e4m3(a[10], a[11], a[14], a[15]);
+        }
+      } else {
+#pragma unroll
+        for (int kk = 0; kk < kBlockN / 16; ++kk) {
+          pa[kk][0] = pack2<T>(acc_s[8 * kk + 0], acc_s[8 * kk + 1]);
+          pa[kk][1] = pack2<T>(acc_s[8 * kk + 2], acc_s[8 * kk + 3]);
+          pa[kk][2] = pack2<T>(acc_s[8 * kk + 4], acc_s[8 * kk + 5]);
+          pa[kk][3] = pack2<T>(acc_s[8 * kk + 6], acc_s[8 * kk + 7]);
+        }
       }
     };
     auto release = [&](uint32_t bar) {
@@ -308,15 +367,27 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
       if (lane == 0) mbar_arrive(bar);
     };
 
-    // O += P V of the block in ring stage s (issued, not waited for). k-step kk covers keys
-    // 16 kk..16 kk + 15: 16 rows of every box.
+    // O += P V of the block in ring stage s (issued, not waited for). 16-bit: k-step kk covers
+    // keys 16 kk..16 kk + 15, 16 rows of every box of V (N-major). FP8: sV is the Vt ring
+    // (K-major, [key boxes][kVDim rows][kSwzVt bytes]); k-step kk covers keys 32 kk.. of box
+    // (32 kk) / kSwzVt.
     auto issue_pv = [&](int s) {
       wgmma_fence();
+      if constexpr (kFp8) {
 #pragma unroll
-      for (int kk = 0; kk < kBlockN / 16; ++kk) {
-        const uint64_t db =
-            smem_desc<kSwzV>(sV + s * Cfg::kVStage + kk * 16 * kSwzV, kBlockN * kSwzV, 8 * kSwzV);
-        MmaO::template rs<1>(acc_o, pa[kk], db, 1);
+        for (int kk = 0; kk < kBlockN / 32; ++kk) {
+          const uint32_t box = (kk * 32) / kSwzVt, koff = (kk * 32) % kSwzVt;
+          const uint64_t db =
+              smem_desc<kSwzVt>(sV + s * Cfg::kVtStage + box * kVDim * kSwzVt + koff, 16, 8 * kSwzVt);
+          MmaO::rs(acc_o, pa[kk], db, 1);
+        }
+      } else {
+#pragma unroll
+        for (int kk = 0; kk < kBlockN / 16; ++kk) {
+          const uint64_t db =
+              smem_desc<kSwzV>(sV + s * Cfg::kVStage + kk * 16 * kSwzV, kBlockN * kSwzV, 8 * kSwzV);
+          MmaO::template rs<1>(acc_o, pa[kk], db, 1);
+        }
       }
       wgmma_commit();
     };
@@ -324,10 +395,12 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     // its V rows from len_k on belong to another sequence or to no one, and P V would turn a
     // NaN there into NaN rows (0 x NaN). Each consumer warpgroup zeroes those rows of every V
     // box before its own P V (both write the same zeros: the bytes are 0 whichever lands
-    // last), fences them for the async proxy and syncs its 128 threads.
+    // last), fences them for the async proxy and syncs its 128 threads. (FP8: the transposers
+    // write those keys of Vt as zeros.)
     const int v_tail = tl.n_blocks() > 0 ? tl.len_k - (tl.vis.n_hi - 1) * kBlockN : kBlockN;
-    const bool zero_tail = kMode != Sm90Mode::kFixed && p.cu_seqlens_k != nullptr && v_tail < kBlockN;
+    const bool zero_tail = !kFp8 && kMode != Sm90Mode::kFixed && p.cu_seqlens_k != nullptr && v_tail < kBlockN;
     auto zero_v_tail = [&](int s) {
+      constexpr int kBoxV = kFp8 ? 1 : kSwzV / 2;
       constexpr int kBoxes = kVDim / kBoxV, kRowChunks = kSwzV / 16;
       const int per_box = (kBlockN - v_tail) * kRowChunks;
       const int wg_tid = wg_warp * 32 + lane;
@@ -381,7 +454,7 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     // loop's place: here it spilled 20-24 more bytes a thread at d = 80 and 96 (causal).
     constexpr bool kZeroFirst = kMode == Sm90Mode::kVarlen;
     if (kZeroFirst && zero_tail) {
-      mbar_wait(full_v(stage(0)), phase(0));
+      mbar_wait(v_ready(stage(0)), phase(0));
       zero_v_tail(stage(0));
     }
 
@@ -398,7 +471,7 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
       fence_operands(acc_s);
       issue_qk(s_next);
       fence_operands(acc_o);
-      mbar_wait(full_v(s), phase(it));
+      mbar_wait(v_ready(s), phase(it));
       if (!kZeroFirst && it == 0 && zero_tail) zero_v_tail(s);
       issue_pv(s);
       turn_pass();
@@ -408,7 +481,7 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
       softmax(tl.vis.n_hi - 2 - it, correction);
       wgmma_wait<0>();
       fence_operands(acc_o);
-      release(empty_v(s));
+      release(v_done(s));
       rescale_o(correction);
       pack_p();
     }
@@ -416,7 +489,7 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     release(q_empty);
     // The last block's P V.
     const int s = stage(it);
-    mbar_wait(full_v(s), phase(it));
+    mbar_wait(v_ready(s), phase(it));
     if (!kZeroFirst && it == 0 && zero_tail) zero_v_tail(s);
     turn_sync();
     fence_operands(acc_o);
@@ -424,21 +497,23 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     if (wg != kWgs - 1) turn_pass();
     wgmma_wait<0>();
     fence_operands(acc_o);
-    release(empty_v(s));
+    release(v_done(s));
   }
 
   // Epilogue: normalize, write lse, store the call's columns of O: staged in this warp's 16
   // rows of the staging tile (V's layout; its own tile, as the next Q may be landing) and
   // stored as 16-byte chunks, or (kStageO false) from registers, 4 bytes a lane.
-  T* const out = static_cast<T*>(p.out) + tl.batch * p.o_batch_stride + tl.head * p.o_head_stride;
+  Out* const out = static_cast<Out*>(p.out) + tl.batch * p.o_batch_stride + tl.head * p.o_head_stride;
   const int out_chunks = p.head_dim_v / 8;
+  float descale_v = 1.f;
+  if constexpr (kFp8) descale_v = p.v_scale[(tl.head / (p.heads_q / p.heads_kv)) * p.v_scale_stride];
   __syncwarp();
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     float sum = row_sum[h];
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    const float inv = sum > 0.f ? descale_v / sum : 0.f;
     const int r = warp_row0 + g + 8 * h;
     const bool row_valid = tl.m0 + r >= 0 && tl.m0 + r < tl.len_q;  // causal tile 0 may start above row 0
     const int64_t row = static_cast<int64_t>(tl.q_row0) + tl.m0 + r;
@@ -447,10 +522,10 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
           sum > 0.f ? (row_max[h] + log2f(sum)) * kLn2 : -INFINITY;
 #pragma unroll
     for (int j = 0; j < kDTiles; ++j) {
-      const uint32_t packed = pack2<T>(acc_o[4 * j + 2 * h] * inv, acc_o[4 * j + 2 * h + 1] * inv);
+      const uint32_t packed = pack2<Out>(acc_o[4 * j + 2 * h] * inv, acc_o[4 * j + 2 * h + 1] * inv);
       if constexpr (Cfg::kStageO) {
-        const int box = j / (kBoxV / 8), chunk = j % (kBoxV / 8);
-        *reinterpret_cast<uint32_t*>(o_stage + box * kBlockM * kSwzV + swizzled_chunk<kSwzV>(r, chunk) + 4 * t) =
+        const int box = j / (kBoxO / 8), chunk = j % (kBoxO / 8);
+        *reinterpret_cast<uint32_t*>(o_stage + box * kBlockM * kSwzO + swizzled_chunk<kSwzO>(r, chunk) + 4 * t) =
             packed;
       } else if (row_valid && j < out_chunks) {
         *reinterpret_cast<uint32_t*>(out + row * p.o_row_stride + j * 8 + 2 * t) = packed;
@@ -464,10 +539,10 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
       const int idx = lane + i * 32;
       const int r = warp_row0 + idx / kDTiles;
       const int cc = idx % kDTiles;
-      const int box = cc / (kBoxV / 8), chunk = cc % (kBoxV / 8);
+      const int box = cc / (kBoxO / 8), chunk = cc % (kBoxO / 8);
       if (tl.m0 + r >= 0 && tl.m0 + r < tl.len_q && cc < out_chunks)
         *reinterpret_cast<uint4*>(out + (static_cast<int64_t>(tl.q_row0) + tl.m0 + r) * p.o_row_stride + cc * 8) =
-            *reinterpret_cast<const uint4*>(o_stage + box * kBlockM * kSwzV + swizzled_chunk<kSwzV>(r, chunk));
+            *reinterpret_cast<const uint4*>(o_stage + box * kBlockM * kSwzO + swizzled_chunk<kSwzO>(r, chunk));
     }
   }
 }
@@ -475,8 +550,8 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
 // Whether an instance may deal causal varlen calls by pair items (attention_varlen_schedule.hpp,
 // "Causal pair lists"): the two-warpgroup buckets (d > 96) in varlen mode; the launch decides per
 // call (launch_attention_fwd_sm90).
-template <int kQKDim, bool kCausal, Sm90Mode kMode>
-constexpr bool kSm90PairListCapable = kMode == Sm90Mode::kVarlen && kCausal && kQKDim > 96;
+template <int kQKDim, bool kCausal, Sm90Mode kMode, bool kFp8 = false>
+constexpr bool kSm90PairListCapable = kMode == Sm90Mode::kVarlen && kCausal && kQKDim > 96 && !kFp8;
 
 // Every thread of the CTA places its sequences b = tid, tid + threads, ... in a list of the
 // sequences by key (attention_varlen_schedule.hpp, step 2): keys[b] and entries[b] as step 1 left
@@ -620,12 +695,64 @@ __device__ __forceinline__ void simulate_pair_rounds(const FwdLaunchParams& p, c
   }
 }
 
+// FP8: one key block of V, as TMA left it in a V stage (src: [kBlockN keys][kVDim bytes], no
+// swizzle), written transposed into a Vt stage (dst: [key boxes][kVDim rows][kSwizzleVt bytes],
+// swizzled as wgmma reads a K-major operand) by the transposer threads (tt: 0 ..
+// 32 kTransposeWarps - 1). Within every 16 keys, key 8 (i / 2) + 2t + i % 2 goes to position
+// 4t + i (the order the P fragments hold them: consume_tile's pack_p). Keys from `valid` on
+// (another sequence's rows, or past the tensor) are written as zeros, so that P V never meets
+// their bytes (0 x NaN).
+// A work item is 4 keys (positions p0..p0 + 3 of a 16-key group) x 4 columns: four 4-byte loads,
+// one a key, are byte-transposed (prmt) into four 4-byte stores, one a column. A warp's 32 lanes
+// take 32 consecutive 4-column groups of one key quad (the loads: one 128-byte run of a row, no
+// bank conflict); each lane rotates which key quad (by lane / 8) and which column (by lane / 2)
+// it stores when, so that a store instruction's 32 words fall in 32 banks of the swizzled rows.
+template <typename Cfg>
+__device__ __forceinline__ void transpose_v_block(uint32_t src, uint32_t dst, int valid, int tt) {
+  constexpr int kVDim = Cfg::kVDimBytes, kKeys = Cfg::kBlockN, kSwz = Cfg::kSwizzleVt;
+  constexpr int kGroups = kVDim / 4;                   // 4-column groups
+  constexpr int kItems = (kKeys / 16) * 4 * kGroups;  // (16-key group, quad step, column group)
+  constexpr int kThreads = 32 * Cfg::kTransposeWarps;
+#pragma unroll 2
+  for (int item = tt; item < kItems; item += kThreads) {
+    const int cg = item % kGroups;
+    const int step = (item / kGroups) % 4;
+    const int kg = item / (kGroups * 4);
+    const int lane = cg & 31;
+    const int w = (step + (lane >> 3)) & 3;  // the key quad: positions 16 kg + 4w .. + 3
+    const int key0 = kg * 16 + 2 * w;        // its keys: key0, key0 + 1, key0 + 8, key0 + 9
+    uint32_t x[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int key = key0 + (j & 1) + 8 * (j >> 1);
+      uint32_t word;
+      asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(word) : "r"(src + key * kVDim + 4 * cg));
+      x[j] = key < valid ? word : 0u;
+    }
+    const int pos = kg * 16 + 4 * w;  // key position within the block
+    const uint32_t box = dst + (pos / kSwz) * (kVDim * kSwz);
+    const int chunk = (pos % kSwz) / 16, in_chunk = pos % 16;
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int i = (r + (lane >> 1)) & 3;  // the column 4 cg + i
+      const uint32_t sel = static_cast<uint32_t>(i) | (static_cast<uint32_t>(i + 4) << 4);
+      const uint32_t lo = __byte_perm(x[0], x[1], sel), hi = __byte_perm(x[2], x[3], sel);
+      const uint32_t col = __byte_perm(lo, hi, 0x5410);
+      const int row = 4 * cg + i;
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(box + detail::swizzled_chunk<kSwz>(row, chunk) + in_chunk),
+                   "r"(col)
+                   : "memory");
+    }
+  }
+}
+
 template <int kQKDim, int kVDim, typename T, bool kCausal, Sm90Mode kMode>
-__global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
+__global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBytes>::kThreads, 1)
     attention_fwd_sm90_kernel(const __grid_constant__ FwdLaunchParams p, const __grid_constant__ FwdTensorMaps maps,
                               const bool varlen_listed, const bool varlen_pairs, const int varlen_pair_tail) {
   using namespace detail;
-  using Cfg = Sm90TileConfig<kQKDim, kVDim>;
+  constexpr bool kFp8 = Operands<T>::kFp8;
+  using Cfg = Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBytes>;
   constexpr int kBlockM = Cfg::kBlockM;
   constexpr int kBlockN = Cfg::kBlockN;
   constexpr int kStages = Cfg::kStages;
@@ -636,7 +763,8 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
   unsigned char* const smem = smem_raw + (base - raw);
   const uint32_t sQ = base;
   const uint32_t sK = base + Cfg::kKOffset;  // [kStages][boxes][kBlockN][box columns]
-  const uint32_t sV = base + Cfg::kVOffset;  // [kStages][boxes][kBlockN][box columns]
+  const uint32_t sV = base + Cfg::kVOffset;  // [kStages][boxes][kBlockN][box columns] (FP8: [kBlockN][kVDim])
+  const uint32_t sVt = base + Cfg::kVtOffset;  // FP8: [kStages][key boxes][kVDim][kSwizzleVt bytes]
   const uint32_t bars = base + Cfg::kBarOffset;  // q_full, full_k[], full_v[], empty_k[], empty_v[], q_empty
   unsigned char* const o_stage = smem + Cfg::kOOffset;
   const uint32_t q_full = bars;
@@ -648,6 +776,9 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
   // Pair lists: the ring of this CTA's slots, a full and an empty barrier an entry.
   auto ring_full = [&](int e) { return bars + 8 * (2 + 4 * kStages + e); };
   auto ring_empty = [&](int e) { return bars + 8 * (2 + 4 * kStages + Cfg::kPairRing + e); };
+  // FP8: the Vt ring's barriers (written by the transposers, read by the consumers' P V).
+  auto vt_full = [&](int s) { return bars + 8 * (2 + 4 * kStages + s); };
+  auto vt_empty = [&](int s) { return bars + 8 * (2 + 5 * kStages + s); };
 
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -661,8 +792,8 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
   // the items. The host sets varlen_listed only for such calls, and varlen_pairs for the causal
   // calls of the two-warpgroup buckets that get a pair list (sm90_varlen_pair_list).
   constexpr bool kListable = kMode == Sm90Mode::kVarlen;
-  constexpr bool kPairCapable = kSm90PairListCapable<kQKDim, kCausal, kMode>;
-  static_assert(!kPairCapable || 2 + 4 * kStages + 2 * Cfg::kPairRing <= 16, "no room for the ring's barriers");
+  constexpr bool kPairCapable = kSm90PairListCapable<kQKDim, kCausal, kMode, kFp8>;
+  static_assert(!kPairCapable || 2 + 4 * kStages + 2 * Cfg::kPairRing <= Cfg::kBarriers, "no room for the ring's barriers");
   const bool listed = kListable && varlen_listed;
   const bool pair_listed = kPairCapable && listed && varlen_pairs;
   const bool tile_major_tail = varlen_pair_tail == static_cast<int>(VarlenPairTail::kTileMajor);
@@ -836,7 +967,12 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
       mbar_init(full_k(s), 1);
       mbar_init(full_v(s), 1);
       mbar_init(empty_k(s), Cfg::kConsumerWarps);
-      mbar_init(empty_v(s), Cfg::kConsumerWarps);
+      // FP8: the transposers read V; the consumers read their Vt.
+      mbar_init(empty_v(s), kFp8 ? Cfg::kTransposeWarps : Cfg::kConsumerWarps);
+      if (kFp8) {
+        mbar_init(vt_full(s), Cfg::kTransposeWarps);
+        mbar_init(vt_empty(s), Cfg::kConsumerWarps);
+      }
     }
     mbar_init(q_empty, Cfg::kConsumerWarps);
     if (pair_listed)
@@ -860,6 +996,32 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
         simulate_pair_rounds<Cfg>(p, sched_first, sched_seq, *pair_cut, num_tiles >> 1, lpt_work, lpt_cost, lpt_item,
                                   lpt_ring, bars + 8 * (2 + 4 * kStages), tid - (Cfg::kConsumerWarps + 1) * 32,
                                   tile_major_tail);
+    } else if (kFp8 && warp > Cfg::kConsumerWarps) {
+      // FP8: the other three warps transpose each V block the TMA thread loads into the Vt ring,
+      // walking the same tiles and blocks.
+      if constexpr (kFp8) {
+        const int tt = tid - (Cfg::kConsumerWarps + 1) * 32;
+        int kv = 0;
+        PairWalk walk;
+        for (int k = 0, t; (t = next_tile(k, walk)) < num_tiles; ++k) {
+          const Sm90Tile tl = tile_of(t);
+          const int n_blocks = tl.n_blocks();
+          for (int it = 0; it < n_blocks; ++it, ++kv) {
+            const int n_block = tl.vis.n_hi - 1 - it;
+            const int s = kv % kStages;
+            const uint32_t parity = (kv / kStages) & 1;
+            mbar_wait(full_v(s), parity);
+            mbar_wait(vt_empty(s), parity ^ 1);
+            transpose_v_block<Cfg>(sV + s * Cfg::kVStage, sVt + s * Cfg::kVtStage, tl.len_k - n_block * kBlockN, tt);
+            fence_proxy_async_shared();  // the generic-proxy writes before the consumers' wgmma reads
+            __syncwarp();
+            if (lane == 0) {
+              mbar_arrive(vt_full(s));
+              mbar_arrive(empty_v(s));
+            }
+          }
+        }
+      }
     } else if (warp == Cfg::kConsumerWarps && lane == 0) {
       int kv = 0;       // K/V blocks loaded so far (ring position)
       int q_tiles = 0;  // Q tiles loaded so far
@@ -871,8 +1033,8 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
         const int kv_head = tl.head / group;
         mbar_wait(q_empty, (q_tiles & 1) ^ 1);  // a fresh barrier passes parity 1
         mbar_expect_tx(q_full, Cfg::kQBytes);
-        tma_load_tile<kBlockM, kQKDim, Cfg::kSwizzleQK>(sQ, &maps.q, maps.q_order, q_full, tl.q_row0 + tl.m0, tl.head,
-                                                        tl.tma_batch);
+        tma_load_tile<kBlockM, kQKDim, Cfg::kSwizzleQK, Operands<T>::kBytes>(sQ, &maps.q, maps.q_order, q_full,
+                                                                             tl.q_row0 + tl.m0, tl.head, tl.tma_batch);
         ++q_tiles;
         for (int it = 0; it < n_blocks; ++it, ++kv) {
           const int n_block = tl.vis.n_hi - 1 - it;
@@ -880,12 +1042,17 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
           const uint32_t parity = ((kv / kStages) & 1) ^ 1;
           mbar_wait(empty_k(s), parity);
           mbar_expect_tx(full_k(s), Cfg::kKBytes);
-          tma_load_tile<kBlockN, kQKDim, Cfg::kSwizzleQK>(sK + s * Cfg::kKStage, &maps.k, maps.k_order, full_k(s),
-                                                          tl.k_row0 + n_block * kBlockN, kv_head, tl.tma_batch);
+          tma_load_tile<kBlockN, kQKDim, Cfg::kSwizzleQK, Operands<T>::kBytes>(
+              sK + s * Cfg::kKStage, &maps.k, maps.k_order, full_k(s), tl.k_row0 + n_block * kBlockN, kv_head,
+              tl.tma_batch);
           mbar_wait(empty_v(s), parity);
           mbar_expect_tx(full_v(s), Cfg::kVBytes);
-          tma_load_tile<kBlockN, kVDim, Cfg::kSwizzleV>(sV + s * Cfg::kVStage, &maps.v, maps.v_order, full_v(s),
-                                                        tl.k_row0 + n_block * kBlockN, kv_head, tl.tma_batch);
+          if constexpr (kFp8)  // one unswizzled box of kBlockN rows x kVDim bytes
+            tma_load_box(sV + s * Cfg::kVStage, &maps.v, maps.v_order, full_v(s), 0, tl.k_row0 + n_block * kBlockN,
+                         kv_head, tl.tma_batch);
+          else
+            tma_load_tile<kBlockN, kVDim, Cfg::kSwizzleV>(sV + s * Cfg::kVStage, &maps.v, maps.v_order, full_v(s),
+                                                          tl.k_row0 + n_block * kBlockN, kv_head, tl.tma_batch);
         }
       }
     }
@@ -895,7 +1062,8 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
     PairWalk walk;
     for (int k = 0, t; (t = next_tile(k, walk)) < num_tiles; ++k) {
       const Sm90Tile tl = tile_of(t);
-      consume_tile<kQKDim, kVDim, T, kCausal, kMode>(p, o_stage, sQ, sK, sV, bars, tl, warp, lane, kv, q_tiles & 1);
+      consume_tile<kQKDim, kVDim, T, kCausal, kMode>(p, o_stage, sQ, sK, kFp8 ? sVt : sV, bars, tl, warp, lane, kv,
+                                                     q_tiles & 1);
       if (tl.n_blocks() > 0) {
         kv += tl.n_blocks();
         ++q_tiles;
@@ -928,9 +1096,9 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim>::kThreads, 1)
 // rounds of pairs.
 template <int kQKDim, int kVDim, typename T, bool kCausal, Sm90Mode kMode>
 cudaError_t launch_attention_fwd_sm90(const FwdLaunchParams& p, const FwdTensorMaps& maps, cudaStream_t stream) {
-  using Cfg = Sm90TileConfig<kQKDim, kVDim>;
+  using Cfg = Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBytes>;
   constexpr bool kListable = kMode == Sm90Mode::kVarlen;
-  constexpr bool kPairCapable = kSm90PairListCapable<kQKDim, kCausal, kMode>;
+  constexpr bool kPairCapable = kSm90PairListCapable<kQKDim, kCausal, kMode, Operands<T>::kFp8>;
   // The room of the largest list the instance may build (pair lists: all the room there is).
   constexpr int kItemBytes = Cfg::causal_sched_bytes(Cfg::kSchedItems), kSeqBytes = Cfg::sched_bytes(Cfg::kSchedSeqs);
   constexpr int kSchedMax = !kCausal ? kSeqBytes : kPairCapable ? Cfg::kSchedRoom : kItemBytes;
@@ -990,6 +1158,22 @@ cudaError_t run_attention_fwd_sm90_instance(const FwdLaunchParams& p, const FwdT
     return run(std::integral_constant<Sm90Mode, Sm90Mode::kGeneral>{});
   if (p.cu_seqlens_q != nullptr) return run(std::integral_constant<Sm90Mode, Sm90Mode::kVarlen>{});
   return run(std::integral_constant<Sm90Mode, Sm90Mode::kFixed>{});
+}
+
+// FP8 prefill (attention_varlen_fwd_fp8 with an e4m3 q): varlen calls only, so the varlen and the
+// general modes.
+template <int kDim, ElementType kOutType>
+cudaError_t run_attention_fwd_sm90_fp8_instance(const FwdLaunchParams& p, const FwdTensorMaps& maps,
+                                                cudaStream_t stream) {
+  using T = Fp8Operands<typename ElementOf<kOutType>::type>;
+  auto run = [&](auto mode) {
+    constexpr Sm90Mode kMode = decltype(mode)::value;
+    return p.causal ? launch_attention_fwd_sm90<kDim, kDim, T, true, kMode>(p, maps, stream)
+                    : launch_attention_fwd_sm90<kDim, kDim, T, false, kMode>(p, maps, stream);
+  };
+  if (p.window_left >= 0 || p.softcap > 0.f || !(p.scale > 0.f))
+    return run(std::integral_constant<Sm90Mode, Sm90Mode::kGeneral>{});
+  return run(std::integral_constant<Sm90Mode, Sm90Mode::kVarlen>{});
 }
 
 }  // namespace kh_attention::sm90

@@ -14,15 +14,17 @@
 
 namespace kh_attention::sm90 {
 
-// The widest shared-memory swizzle (TMA box and wgmma layout, 128, 64 or 32 bytes a row) whose
-// row of 16-bit elements divides a head dim: 64-column boxes for 64/128/192/256, 32-column
-// boxes for 96, 16-column ones for 80. wgmma's N-major operands (V) need N to be a whole
-// number of swizzle rows; K-major ones (Q, K) take any 16-column k-step.
-constexpr int sm90_swizzle_bytes(int dim) { return dim % 64 == 0 ? 128 : dim % 32 == 0 ? 64 : 32; }
+// The widest shared-memory swizzle (TMA box and wgmma layout, 128, 64 or 32 bytes a row) that
+// divides a row of `bytes`: for 16-bit head dims, 64-column boxes for 64/128/192/256, 32-column
+// boxes for 96, 16-column ones for 80. wgmma's N-major operands (V) need N to be a whole number
+// of swizzle rows; K-major ones (Q, K) take any 32-byte k-step.
+constexpr int sm90_swizzle_for_bytes(int bytes) { return bytes % 128 == 0 ? 128 : bytes % 64 == 0 ? 64 : 32; }
+constexpr int sm90_swizzle_bytes(int dim) { return sm90_swizzle_for_bytes(dim * 2); }
 
-// Tiles per bucket (kQKDim, kVDim: the head dims S = QK^T and O = PV run over). wgmma's M is 64
-// per consumer warpgroup; each thread holds S of a key block (kBlockN / 2 fp32 registers), P
-// of the previous one as A fragments (kBlockN / 4) and O (kVDim / 2) at once:
+// Tiles per bucket (kQKDim, kVDim: the head dims S = QK^T and O = PV run over; kElemBytes: 2 for
+// bf16/fp16 operands, 1 for the FP8 prefill's e4m3). wgmma's M is 64 per consumer warpgroup;
+// each thread holds S of a key block (kBlockN / 2 fp32 registers), P of the previous one as A
+// fragments (kBlockN / 4, or kBlockN / 8 in e4m3) and O (kVDim / 2) at once:
 //  - d <= 96: three consumer warpgroups (192 query rows; setmaxnreg 160): the softmax, which
 //    weighs more against the products at small d, has two other warpgroups' products to hide
 //    under (+31-36% at d = 64 against two). S + P + O: 128 registers at d = 64 (128-key
@@ -36,41 +38,65 @@ constexpr int sm90_swizzle_bytes(int dim) { return dim % 64 == 0 ? 128 : dim % 3
 //    192 and 256 store from registers (4 bytes a lane, a quad's 16 bytes contiguous).
 // Shared memory (227 KB a CTA): d64 145 KB, d80 167 KB, d96 181 KB, d128 193 KB, d192 217 KB,
 // d192/128 221 KB, d256 225 KB.
-template <int kQKDim, int kVDim>
+// FP8 (buckets 64, 128, 256 with kQKDim == kVDim): FP8 wgmma takes V only K-major, so V is
+// loaded as it lies (one unswizzled box a stage) and the producer warpgroup's three spare warps
+// write it transposed into a ring of Vt stages ([key boxes][kVDim rows][kSwizzleVt bytes of
+// keys]); the producers keep 40 registers for that (consumers 232 with two warpgroups, 152
+// with three). Key blocks are whole k-steps of 32: 128 at d = 64 and 128; 64 at d = 256, where
+// 128 would hold 224 registers of S, P and O (no room for the softmax). Shared memory: d64
+// 121 KB, d128 145 KB, d256 160 KB.
+template <int kQKDim, int kVDim, int kElemBytes = 2>
 struct Sm90TileConfig {
+  static constexpr bool kFp8 = kElemBytes == 1;
   static_assert(kQKDim % 16 == 0 && kVDim % 16 == 0 && kVDim <= kQKDim, "bad bucket");
+  static_assert(!kFp8 || (kQKDim == kVDim && (kQKDim == 64 || kQKDim == 128 || kQKDim == 256)), "bad FP8 bucket");
   static constexpr int kConsumerWarpgroups = kQKDim <= 96 ? 3 : 2;
   static constexpr int kConsumerWarps = kConsumerWarpgroups * 4;
   static constexpr int kThreads = (kConsumerWarpgroups + 1) * 128;  // + one producer warpgroup
   static constexpr int kBlockM = 64 * kConsumerWarpgroups;
-  static constexpr int kBlockN = kQKDim <= 64 ? 128 : kQKDim <= 80 ? 112 : kQKDim <= 96 ? 96 : kQKDim <= 128 ? 128
-                                 : kQKDim <= 192 ? 112 : 80;
+  static constexpr int kBlockN = kFp8 ? (kQKDim <= 128 ? 128 : 64)
+                                 : kQKDim <= 64  ? 128
+                                 : kQKDim <= 80  ? 112
+                                 : kQKDim <= 96  ? 96
+                                 : kQKDim <= 128 ? 128
+                                 : kQKDim <= 192 ? 112
+                                                 : 80;
   static constexpr int kStages = kQKDim <= 96 ? 3 : 2;
   static constexpr bool kStageO = kVDim <= 128;
-  static constexpr int kSwizzleQK = sm90_swizzle_bytes(kQKDim);  // of the Q and K tiles
-  static constexpr int kSwizzleV = sm90_swizzle_bytes(kVDim);    // of the V tiles and the O staging tile
+  static constexpr int kSwizzleQK = sm90_swizzle_for_bytes(kQKDim * kElemBytes);  // of the Q and K tiles
+  static constexpr int kSwizzleV = kFp8 ? 0 : sm90_swizzle_bytes(kVDim);  // of the V tiles (FP8: none)
+  static constexpr int kSwizzleVt = sm90_swizzle_for_bytes(kBlockN);      // FP8: of the Vt tiles
+  static constexpr int kSwizzleO = sm90_swizzle_bytes(kVDim);             // of the O staging tile (16-bit out)
+  static constexpr int kTransposeWarps = 3;  // FP8: the producer warpgroup's warps but the TMA one
+  static constexpr int kVDimBytes = kVDim * kElemBytes;
   // Registers per thread after setmaxnreg: the producer warpgroup gives its share to the
   // consumers (128 x 24 + 256 x 240 <= 65536; 128 x 24 + 384 x 160 with three consumers).
   // At entry every thread is capped at 65536 / kThreads (168, or 128 with three consumers).
-  static constexpr int kProducerRegs = 24;
-  static constexpr int kConsumerRegs = kConsumerWarpgroups == 2 ? 240 : 160;
+  static constexpr int kProducerRegs = kFp8 ? 56 : 24;
+  static constexpr int kConsumerRegs = kConsumerWarpgroups == 2 ? (kFp8 ? 224 : 240) : (kFp8 ? 152 : 160);
+  static_assert(128 * kProducerRegs + 128 * kConsumerWarpgroups * kConsumerRegs <= 65536, "over the register file");
 
   // Shared-memory byte offsets from the 1024-aligned base (every tile a whole number of 1024-byte
-  // swizzle atoms): Q, K and V stages, the O staging tile, 16 mbarriers.
+  // swizzle atoms): Q, K and V stages, (FP8) Vt stages, the O staging tile, the mbarriers.
   // kKBytes / kVBytes: what one stage's TMA boxes bring (the mbarrier's transaction count);
   // kKStage / kVStage: the stage stride, rounded up to 1024 bytes so that every box starts on a
   // whole swizzle pattern (a 112 x 80 K tile is 17.5 KB).
-  static constexpr int kQBytes = kBlockM * kQKDim * 2;
-  static constexpr int kKBytes = kBlockN * kQKDim * 2;
-  static constexpr int kVBytes = kBlockN * kVDim * 2;
+  static constexpr int kQBytes = kBlockM * kQKDim * kElemBytes;
+  static constexpr int kKBytes = kBlockN * kQKDim * kElemBytes;
+  static constexpr int kVBytes = kBlockN * kVDim * kElemBytes;
   static constexpr int kKStage = (kKBytes + 1023) / 1024 * 1024;
   static constexpr int kVStage = (kVBytes + 1023) / 1024 * 1024;
+  static constexpr int kVtStage = kFp8 ? kVStage : 0;
   static constexpr int kOBytes = kStageO ? kBlockM * kVDim * 2 : 0;
   static constexpr int kKOffset = kQBytes;
   static constexpr int kVOffset = kKOffset + kStages * kKStage;
-  static constexpr int kOOffset = kVOffset + kStages * kVStage;
+  static constexpr int kVtOffset = kVOffset + kStages * kVStage;
+  static constexpr int kOOffset = kVtOffset + kStages * kVtStage;
   static constexpr int kBarOffset = kOOffset + kOBytes;
-  static constexpr int kSmemBytes = kBarOffset + 16 * 8 + 1024;  // + slack to align the base
+  // q_full, full_k[], full_v[], empty_k[], empty_v[], q_empty, then the pair ring's (16-bit
+  // operands) or (FP8) vt_full[] and vt_empty[].
+  static constexpr int kBarriers = kFp8 ? 2 + 6 * kStages : 16;
+  static constexpr int kSmemBytes = kBarOffset + kBarriers * 8 + 1024;  // + slack to align the base
   static_assert(kQBytes % 1024 == 0 && kOBytes % 1024 == 0, "tiles of whole swizzle patterns");
   static_assert(kSmemBytes <= 227 * 1024, "over the sm90 shared-memory limit per CTA");
 
@@ -80,7 +106,7 @@ struct Sm90TileConfig {
   // threads) a CTA, ~1-3 us at 512), fewer where shared memory is short (d = 256: 224); calls
   // with more sequences run one CTA per tile. While the list is built, the sequences' keys and
   // tile counts sit in the Q tile (free until the first Q load).
-  static constexpr int kSchedOffset = kBarOffset + 16 * 8;
+  static constexpr int kSchedOffset = kBarOffset + kBarriers * 8;
   static constexpr int kSchedRoom = 227 * 1024 - kSmemBytes;
   static constexpr int kSchedSeqs = (kSchedRoom - 4) / 8 / 32 * 32 < 512 ? (kSchedRoom - 4) / 8 / 32 * 32 : 512;
   static constexpr int sched_bytes(int batch) { return (2 * batch + 1) * 4; }
@@ -146,5 +172,14 @@ bool sm90_varlen_pair_list();
 template <int kQKDim, int kVDim, ElementType kType>
 cudaError_t run_attention_fwd_sm90_instance(const FwdLaunchParams& p, const FwdTensorMaps& maps,
                                             cudaStream_t stream);
+
+// FP8 prefill (p.fp8: attention_varlen_fwd_fp8 with an e4m3 q, k and v): the same kernel on FP8
+// wgmma, buckets 64, 128 and 256 (head dims 32-64, 80-128, 144-256 in steps of 16 round up to
+// them). cudaErrorNotSupported: tensor maps the driver refused (the op refuses the call).
+cudaError_t run_attention_fwd_sm90_fp8(const FwdLaunchParams& p, cudaStream_t stream);
+
+template <int kDim, ElementType kOutType>
+cudaError_t run_attention_fwd_sm90_fp8_instance(const FwdLaunchParams& p, const FwdTensorMaps& maps,
+                                                cudaStream_t stream);
 
 }  // namespace kh_attention::sm90

@@ -14,6 +14,12 @@ import os
 SS_N = (80, 96, 112, 128)               # S = Q K^T: both operands in shared memory
 RS_N = (64, 80, 96, 128, 192, 256)   # O += P V: P from registers, V in shared memory
 TYPES = (("__half", "f16"), ("__nv_bfloat16", "bf16"))
+# FP8 prefill (e4m3 operands, k = 32 a step): S over key blocks of 64 or 128, O over head dims
+# 64, 128 and 256. FP8 wgmma reads both operands K-major only (no transpose bit), so its rs
+# takes V transposed (attention_fwd_sm90.cuh, the V transposer) and has no kTransB.
+FP8_SS_N = (64, 128)
+FP8_RS_N = (64, 128, 256)
+FP8_TYPE = ("__nv_fp8_e4m3", "e4m3")
 
 
 def acc_operands(regs):
@@ -24,31 +30,37 @@ def acc_list(regs):
     return ",".join(f"%{i}" for i in range(regs))
 
 
-def specialization(n, ctype, ptype):
+def specialization(n, ctype, ptype, ss_n=SS_N, rs_n=RS_N):
     r = n // 2
+    fp8 = ptype == FP8_TYPE[1]
+    k = 32 if fp8 else 16
+    # 16-bit types take the transpose bits (imm-trans-a, imm-trans-b); FP8 has none.
+    ss_tail = "p, 1, 1" if fp8 else "p, 1, 1, 0, 0"
+    rs_tail = "p, 1, 1" if fp8 else f"p, 1, 1, %{r + 6}"
     lines = [f"template <> struct Wgmma<{n}, {ctype}> {{", f"  static constexpr int kRegs = {r};"]
-    if n in SS_N:
+    if n in ss_n:
         lines += [
             f"  __device__ __forceinline__ static void ss(float (&d)[{r}], uint64_t desc_a, uint64_t desc_b, int scale_d) {{",
             "    asm volatile(",
             f'        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{r + 2}, 0;\\n"',
-            f'        "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptype}.{ptype} {{{acc_list(r)}}}, %{r}, %{r + 1}, '
-            f'p, 1, 1, 0, 0;\\n}}\\n"',
+            f'        "wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{ptype}.{ptype} {{{acc_list(r)}}}, %{r}, %{r + 1}, '
+            f'{ss_tail};\\n}}\\n"',
             f"        : {acc_operands(r)}",
             '        : "l"(desc_a), "l"(desc_b), "r"(scale_d));',
             "  }",
         ]
-    if n in RS_N:
+    if n in rs_n:
         lines += [
-            "  template <int kTransB>",
+            *([] if fp8 else ["  template <int kTransB>"]),
             f"  __device__ __forceinline__ static void rs(float (&d)[{r}], const uint32_t (&a)[4], uint64_t desc_b, "
             "int scale_d) {",
             "    asm volatile(",
             f'        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{r + 5}, 0;\\n"',
-            f'        "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptype}.{ptype} {{{acc_list(r)}}}, '
-            f'{{%{r},%{r + 1},%{r + 2},%{r + 3}}}, %{r + 4}, p, 1, 1, %{r + 6};\\n}}\\n"',
+            f'        "wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{ptype}.{ptype} {{{acc_list(r)}}}, '
+            f'{{%{r},%{r + 1},%{r + 2},%{r + 3}}}, %{r + 4}, {rs_tail};\\n}}\\n"',
             f"        : {acc_operands(r)}",
-            '        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(kTransB));',
+            '        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d)' +
+            (');' if fp8 else ', "n"(kTransB));'),
             "  }",
         ]
     lines.append("};")
@@ -67,6 +79,11 @@ def main():
         for ctype, ptype in TYPES:
             out.append(specialization(n, ctype, ptype))
             out.append("")
+    out.append("// FP8 (e4m3, k = 32): ss for N in " + ", ".join(map(str, FP8_SS_N)) + "; rs for N in " +
+               ", ".join(map(str, FP8_RS_N)) + ".")
+    for n in sorted(set(FP8_SS_N) | set(FP8_RS_N)):
+        out.append(specialization(n, *FP8_TYPE, ss_n=FP8_SS_N, rs_n=FP8_RS_N))
+        out.append("")
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wgmma_sm90_shapes.inc")
     with open(path, "w") as f:
         f.write("\n".join(out))

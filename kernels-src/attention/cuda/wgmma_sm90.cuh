@@ -5,11 +5,14 @@
 //   Wgmma<N, T>::ss: A and B from shared memory (matrix descriptors);
 //   Wgmma<N, T>::rs<kTransB>: A from registers (the mma.sync A fragment layout per warp),
 //                            B from shared memory; kTransB: B is stored N-major.
+// T = __nv_fp8_e4m3 (FP8 prefill): D (+)= A(64 x 32) * B(32 x N), both operands K-major (FP8
+// wgmma has no transpose bits), rs without kTransB; A's registers hold 4 e4m3 values each.
 // scale_d = 0 overwrites D, 1 accumulates into it.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <cstdint>
 #include <type_traits>

@@ -348,6 +348,9 @@ FwdLaunchParams launch_params(const AttentionParams& a) {
   }
   p.causal = a.causal;
   p.dtype = a.dtype == kh_kernels::DType::kBF16 ? ElementType::kBF16 : ElementType::kF16;
+  p.fp8 = a.q_fp8;
+  p.q_scale = a.q_scale, p.k_scale = a.k_scale, p.v_scale = a.v_scale;
+  p.q_scale_stride = a.q_scale_stride, p.k_scale_stride = a.k_scale_stride, p.v_scale_stride = a.v_scale_stride;
   return p;
 }
 

@@ -51,7 +51,15 @@ struct FwdLaunchParams {
   float softcap_log2 = 0.f;        // softcap * log2(e): the capped score in the exp2 domain
   float scale_over_softcap = 0.f;  // scale / softcap
   bool causal = false;
-  ElementType dtype = ElementType::kBF16;
+  ElementType dtype = ElementType::kBF16;  // of out (and of q, k, v but in FP8)
+  // attention_varlen_fwd_fp8 with an e4m3 q (FP8 prefill; the sm90a kernel): q, k and v hold
+  // e4m3 bytes (strides in elements are bytes); the dequantized values are e4m3 *
+  // <x>_scale[kv head * <x>_scale_stride] (stride 0: one factor), float32 on the device.
+  bool fp8 = false;
+  const float* q_scale = nullptr;
+  const float* k_scale = nullptr;
+  const float* v_scale = nullptr;
+  int64_t q_scale_stride = 0, k_scale_stride = 0, v_scale_stride = 0;
 };
 
 }  // namespace kh_attention

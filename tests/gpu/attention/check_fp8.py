@@ -20,7 +20,11 @@ with lse -inf. Per GPU target x dtype:
     values at 448, 464, 480, infinities, subnormals; NaN written as a NaN byte), bf16/fp16 caches
     byte-equal to the input, untouched rows untouched; then a decode over the written cache;
   - attention_varlen_fwd_fp8 with a bf16/fp16 q (the FP8-KV packed mode) against ref64 by the same
-    rule; an e4m3 q refused with KH_ERROR_UNSUPPORTED before launch (no output written);
+    rule; with an e4m3 q too (FP8 prefill) on the sm90a build, by the same rule with P rounded to e4m3
+    in the float32 implementation (the kernel's P.V operand), on PREFILL_CASES (the varlen grid, head
+    dims 32-256, empty key sequences, multi-block sequences, windows, soft-caps, scales far from 1,
+    values at e4m3's limits) and a CUDA graph replay; on the sm80 build an e4m3 q is refused with
+    KH_ERROR_UNSUPPORTED before launch (no output written);
   - bad calls refused with the argument named.
 KH_GPU_FP8_QUICK=1 runs one case per class (head dims 64/128/256).
 """
@@ -114,9 +118,10 @@ def visible(n, q_len, window, device, causal=True, len_q=None):
     return m
 
 
-def attention_ref(q, k, v, mask, scale, softcap, operand_dtype=None):
+def attention_ref(q, k, v, mask, scale, softcap, operand_dtype=None, p_dtype=None):
     """q (hq, sq, d), k/v (hkv, n, d) dequantized, mask (sq, n). float64 (operand_dtype None), or the
-    float32 implementation that rounds exp(s - max) to operand_dtype before P.V and its result too.
+    float32 implementation that rounds exp(s - max) to operand_dtype (p_dtype when given: e4m3 for
+    the FP8 prefill, whose P.V runs on e4m3) before P.V and its result to operand_dtype.
     Returns out (sq, hq, d) float64 and lse (hq, sq) float64."""
     hq, hkv = q.shape[0], k.shape[0]
     f = torch.float64 if operand_dtype is None else torch.float32
@@ -130,7 +135,7 @@ def attention_ref(q, k, v, mask, scale, softcap, operand_dtype=None):
     mx = torch.where(torch.isinf(mx), torch.zeros_like(mx), mx)
     e = torch.exp(s - mx)
     den = e.sum(-1, keepdim=True)
-    pe = e if operand_dtype is None else e.to(operand_dtype).to(f)
+    pe = e if operand_dtype is None else e.to(p_dtype or operand_dtype).to(f)
     o = torch.matmul(pe, vv) / torch.where(den > 0, den, torch.ones_like(den))
     if operand_dtype is not None:
         o = o.to(operand_dtype)
@@ -470,54 +475,112 @@ VARLEN_CASES = [  # (class, lens_q, lens_k, hq, hkv, d, causal, window, softcap)
 ]
 
 
+# FP8 prefill (an e4m3 q too; the sm90a build's FP8 wgmma kernel): the varlen grid above, head dims
+# 32-256, empty key sequences, multi-block sequences (pipeline, causal tiles), scales far from 1 and
+# values at e4m3's limits. (class, lens_q, lens_k, hq, hkv, d, causal, window, softcap, scale range
+# of q and k, values)
+PREFILL_CASES = [(c[0].replace("kv", "prefill"),) + c[1:] + ((0.05, 20.0), "normal") for c in VARLEN_CASES] + [
+    ("fp8 prefill empty k", [5, 3, 9], [0, 20, 0], 4, 2, 128, False, -1, 0.0, (0.05, 20.0), "normal"),
+    ("fp8 prefill no keys", [5, 3], [0, 0], 4, 2, 128, True, -1, 0.0, (0.05, 20.0), "normal"),
+    ("fp8 prefill long", [1000, 513, 7], [1000, 2000, 300], 8, 2, 128, False, -1, 0.0, (0.05, 20.0), "normal"),
+    ("fp8 prefill long causal", [1000, 513, 7], [1000, 2000, 300], 8, 2, 128, True, -1, 0.0, (0.05, 20.0),
+     "normal"),
+    ("fp8 prefill long d256", [300, 700], [700, 301], 4, 4, 256, True, -1, 0.0, (0.05, 20.0), "normal"),
+    ("fp8 prefill long d64", [400, 77], [700, 500], 6, 2, 64, True, -1, 0.0, (0.05, 20.0), "normal"),
+    ("fp8 prefill window", [600, 5], [900, 1], 4, 1, 128, True, 100, 0.0, (0.05, 20.0), "normal"),
+    ("fp8 prefill softcap d256", [200, 1], [333, 70], 4, 2, 256, False, -1, 30.0, (0.05, 20.0), "normal"),
+    ("fp8 prefill scales far", [130, 64], [300, 64], 8, 4, 128, True, -1, 0.0, (1e-3, 300.0), "normal"),
+    ("fp8 prefill limits", [130, 64], [300, 64], 8, 4, 128, False, -1, 0.0, (1e-3, 1.0), "limits"),
+    ("fp8 prefill limits d256", [77, 200], [200, 77], 4, 2, 256, True, -1, 0.0, (1e-3, 1.0), "limits"),
+] + [("fp8 prefill head dims", [37, 130], [300, 1], 4, 2, d, True, -1, 0.0, (0.05, 20.0), "normal")
+     for d in range(32, 257, 16)]
+
+
+def fp8_values(shape, scale, values, gen):
+    """e4m3 bytes whose dequantized values are N(0, 1) x scale (scale per head on dim -2), or with
+    values 'limits': a third saturated at +-448 x scale, a third subnormal, a third x100."""
+    x = torch.randn(*shape, device="cuda", generator=gen)
+    if values == "limits":
+        pick = torch.randint(0, 3, x.shape, device="cuda", generator=gen)
+        x = torch.where(pick == 0, x * 600.0, torch.where(pick == 1, x * 2.0 ** -8, x * 100.0))
+    sv = scale.view(-1, 1) if scale.numel() > 1 else scale
+    return quantize(x * sv, scale)
+
+
+def varlen_fp8_case(res, op, target, gen, dtype, case, q_fp8):
+    """One attention_varlen_fwd_fp8 call (q bf16/fp16, or e4m3 with q_fp8) against ref64 by the
+    pass rule; the float32 rule rounds P to e4m3 when q is e4m3 (the kernel's P.V operand)."""
+    cls, lq, lk, hq, hkv, d, causal, window, softcap = case[:9]
+    lo, hi = case[9] if len(case) > 9 else (1e-3, 300.0)
+    values = case[10] if len(case) > 10 else "normal"
+    name = f"lq{lq} lk{lk} h{hq}/{hkv} d{d} causal{int(causal)} w{window} cap{softcap:g}"
+    if values != "normal" or (lo, hi) != (1e-3, 300.0):
+        name += f" scales[{lo:g},{hi:g}] {values}"
+    cu_q = torch.tensor([0] + list(itertools.accumulate(lq)), device="cuda", dtype=torch.int32)
+    cu_k = torch.tensor([0] + list(itertools.accumulate(lk)), device="cuda", dtype=torch.int32)
+    tq, tk = int(cu_q[-1]), int(cu_k[-1])
+    group = hq // hkv
+    if q_fp8:
+        qsc = make_scales("head", hkv, gen, lo, hi)
+        ks, vs = make_scales("head", hkv, gen, lo, hi), make_scales("tensor", hkv, gen)
+        q = fp8_values((tq, hq, d), qsc.repeat_interleave(group), values, gen)
+        k = fp8_values((tk, hkv, d), ks, values, gen)
+        v = fp8_values((tk, hkv, d), vs, values, gen)
+        q_ref = dequant(q, qsc.repeat_interleave(group))
+    else:
+        qsc = None
+        q = torch.randn(tq, hq, d, device="cuda", generator=gen).to(dtype)
+        ks, vs = make_scales("head", hkv, gen), make_scales("tensor", hkv, gen)
+        k = quantize(torch.randn(tk, hkv, d, device="cuda", generator=gen) * ks.view(1, -1, 1), ks)
+        v = quantize(torch.randn(tk, hkv, d, device="cuda", generator=gen) * vs, vs)
+        q_ref = q
+    out = torch.full((tq, hq, d), float("nan"), device="cuda", dtype=dtype)
+    lse = torch.full((hq, tq), float("nan"), device="cuda", dtype=torch.float32)
+    scale = 1.0 / math.sqrt(d)
+    op(out, lse, q, k, v, qsc, ks, vs, cu_q, cu_k, max(lq), max(lk), scale, causal, window, softcap)
+    torch.cuda.synchronize()
+    ref_o = torch.zeros(tq, hq, d, device="cuda", dtype=torch.float64)
+    ref_l = torch.full((hq, tq), -math.inf, device="cuda", dtype=torch.float64)
+    tp_o = torch.zeros_like(ref_o)
+    tp_l = ref_l.clone()
+    for s in range(len(lq)):
+        q0, k0, nq, nk = int(cu_q[s]), int(cu_k[s]), lq[s], lk[s]
+        if nq == 0:
+            continue
+        kd = dequant(k[k0:k0 + nk], ks).transpose(0, 1)
+        vd = dequant(v[k0:k0 + nk], vs).transpose(0, 1)
+        mask = visible(nk, nq, window, q.device, causal=causal)
+        qs = q_ref[q0:q0 + nq].transpose(0, 1)
+        o, l = attention_ref(qs, kd, vd, mask, scale, softcap)
+        rows = mask.any(-1)
+        o[~rows] = 0
+        ref_o[q0:q0 + nq], ref_l[:, q0:q0 + nq] = o, l
+        o2, l2 = attention_ref(qs, kd, vd, mask, scale, softcap, operand_dtype=dtype, p_dtype=E4M3 if q_fp8 else None)
+        o2[~rows] = 0
+        tp_o[q0:q0 + nq], tp_l[:, q0:q0 + nq] = o2, l2
+    seen = torch.isfinite(ref_l).transpose(0, 1).unsqueeze(-1)
+    torch_err = (tp_o - ref_o).abs().masked_fill(~seen, 0).max().item() if tq else 0.0
+    err, lse_err, problems = errors(out, lse, ref_o, ref_l, seen, lse_tolerance(tp_l, ref_l))
+    tol = 2.0 * torch_err + 1e-5
+    if err > tol:
+        problems.append(f"err {err:.2e} > tol {tol:.2e}")
+    res.add("attention_varlen_fwd_fp8", target, DT_NAMES[dtype], cls, name, not problems, err, tol,
+            "; ".join(problems) or f"torch {torch_err:.2e} lse_err {lse_err:.1e}")
+    return (out, lse, q, k, v, qsc, ks, vs, cu_q, cu_k, max(lq), max(lk), scale, causal, window, softcap)
+
+
 def check_varlen_fp8(res, op, target, gen, expect_error=None):
     for dtype in (torch.bfloat16, torch.float16):
-        for (cls, lq, lk, hq, hkv, d, causal, window, softcap) in VARLEN_CASES:
-            name = f"lq{lq} lk{lk} h{hq}/{hkv} d{d} causal{int(causal)} w{window} cap{softcap:g}"
+        for case in VARLEN_CASES:
             try:
-                cu_q = torch.tensor([0] + list(itertools.accumulate(lq)), device="cuda", dtype=torch.int32)
-                cu_k = torch.tensor([0] + list(itertools.accumulate(lk)), device="cuda", dtype=torch.int32)
-                tq, tk = int(cu_q[-1]), int(cu_k[-1])
-                q = torch.randn(tq, hq, d, device="cuda", generator=gen).to(dtype)
-                ks, vs = make_scales("head", hkv, gen), make_scales("tensor", hkv, gen)
-                k = quantize(torch.randn(tk, hkv, d, device="cuda", generator=gen) * ks.view(1, -1, 1), ks)
-                v = quantize(torch.randn(tk, hkv, d, device="cuda", generator=gen) * vs, vs)
-                out = torch.full((tq, hq, d), float("nan"), device="cuda", dtype=dtype)
-                lse = torch.full((hq, tq), float("nan"), device="cuda", dtype=torch.float32)
-                scale = 1.0 / math.sqrt(d)
-                op(out, lse, q, k, v, None, ks, vs, cu_q, cu_k, max(lq), max(lk), scale, causal, window, softcap)
-                torch.cuda.synchronize()
-                ref_o = torch.zeros(tq, hq, d, device="cuda", dtype=torch.float64)
-                ref_l = torch.full((hq, tq), -math.inf, device="cuda", dtype=torch.float64)
-                tp_o = torch.zeros_like(ref_o)
-                for s in range(len(lq)):
-                    q0, k0, nq, nk = int(cu_q[s]), int(cu_k[s]), lq[s], lk[s]
-                    if nq == 0:
-                        continue
-                    kd = dequant(k[k0:k0 + nk], ks).transpose(0, 1)
-                    vd = dequant(v[k0:k0 + nk], vs).transpose(0, 1)
-                    mask = visible(nk, nq, window, q.device, causal=causal)
-                    qs = q[q0:q0 + nq].transpose(0, 1)
-                    o, l = attention_ref(qs, kd, vd, mask, scale, softcap)
-                    rows = mask.any(-1)
-                    o[~rows] = 0
-                    ref_o[q0:q0 + nq], ref_l[:, q0:q0 + nq] = o, l
-                    o2, _ = attention_ref(qs, kd, vd, mask, scale, softcap, operand_dtype=dtype)
-                    o2[~rows] = 0
-                    tp_o[q0:q0 + nq] = o2
-                seen = torch.isfinite(ref_l).transpose(0, 1).unsqueeze(-1)
-                torch_err = (tp_o - ref_o).abs().masked_fill(~seen, 0).max().item()
-                err, lse_err, problems = errors(out, lse, ref_o, ref_l, seen)
-                tol = 2.0 * torch_err + 1e-5
-                if err > tol:
-                    problems.append(f"err {err:.2e} > tol {tol:.2e}")
-                res.add("attention_varlen_fwd_fp8", target, DT_NAMES[dtype], cls, name, not problems, err, tol,
-                        "; ".join(problems) or f"torch {torch_err:.2e} lse_err {lse_err:.1e}")
+                varlen_fp8_case(res, op, target, gen, dtype, case, q_fp8=False)
             except Exception as e:  # noqa: BLE001 - any failure is this case's finding
-                res.add("attention_varlen_fwd_fp8", target, DT_NAMES[dtype], cls, name, False,
+                res.add("attention_varlen_fwd_fp8", target, DT_NAMES[dtype], case[0], str(case[1:]), False,
                         detail=f"{type(e).__name__}: {e}")
-    # An e4m3 q (FP8 prefill): refused before launch on the GPU builds of 1.2.0.
-    if expect_error is not None:
+    if "sm90a" in target:
+        check_fp8_prefill(res, op, target, gen)
+    elif expect_error is not None:
+        # An e4m3 q (FP8 prefill): refused before launch where there are no FP8 tensor cores (sm80).
         q8 = torch.zeros(16, 4, 64, device="cuda", dtype=torch.uint8)
         k8 = torch.zeros(16, 2, 64, device="cuda", dtype=torch.uint8)
         out = torch.full((16, 4, 64), float("nan"), device="cuda", dtype=torch.bfloat16)
@@ -526,6 +589,38 @@ def check_varlen_fp8(res, op, target, gen, expect_error=None):
         expect_error(res, target, "e4m3 q (FP8 prefill) refused",
                      lambda: op(out, None, q8, k8, k8, one, one, one, cu, cu, 16, 16, 0.1, True, -1, 0.0), out,
                      kh.KH_ERROR_UNSUPPORTED, "q", "attention_varlen_fwd_fp8")
+
+
+def check_fp8_prefill(res, op, target, gen, cases=None):
+    """The FP8 prefill grid (PREFILL_CASES; quick: one case per class) for both out dtypes, then a
+    CUDA graph replay of one call, bit-identical to the eager call."""
+    cases = cases or ([c for c in PREFILL_CASES if c[5] in (64, 128, 256)][:12] if quick() else PREFILL_CASES)
+    last = None
+    for dtype in (torch.bfloat16, torch.float16):
+        for case in cases:
+            try:
+                last = varlen_fp8_case(res, op, target, gen, dtype, case, q_fp8=True)
+            except Exception as e:  # noqa: BLE001 - any failure is this case's finding
+                res.add("attention_varlen_fwd_fp8", target, DT_NAMES[dtype], case[0], str(case[1:]), False,
+                        detail=f"{type(e).__name__}: {e}")
+    if last is None:
+        return
+    args = list(last)
+    eager_o, eager_l = args[0].clone(), args[1].clone()
+    try:
+        graph = torch.cuda.CUDAGraph()
+        args[0].fill_(float("nan"))
+        with torch.cuda.graph(graph):
+            op(*args)
+        graph.replay()
+        torch.cuda.synchronize()
+        same = torch.equal(args[0].view(torch.uint8), eager_o.view(torch.uint8)) and \
+            torch.equal(args[1].nan_to_num(), eager_l.nan_to_num())
+        res.add("attention_varlen_fwd_fp8", target, "-", "fp8 prefill graph", "replay == eager", same,
+                detail="bit-identical" if same else "replay differs from the eager call")
+    except Exception as e:  # noqa: BLE001
+        res.add("attention_varlen_fwd_fp8", target, "-", "fp8 prefill graph", "replay == eager", False,
+                detail=f"{type(e).__name__}: {e}")
 
 
 def check_fp8_bad_args(res, op, target, expect_error):

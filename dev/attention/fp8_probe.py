@@ -6,6 +6,7 @@ for dev/attention/run_fp8_probe.sh; check_fp8.py is the acceptance check).
   python3 fp8_probe.py LIB write | varlen | graph
   python3 fp8_probe.py LIB prefill [INDEX]   # check_fp8.PREFILL_CASES (all, or one), sm90a builds
   python3 fp8_probe.py LIB prefill-bench     # fp8_prefill_bench.py's table (no hub needed)
+  python3 fp8_probe.py LIB prefill-once      # FP8 and bf16 prefill, d128 s8k: launches for a profiler
 Prints one line per result; exit status 1 when one failed.
 """
 import os
@@ -63,6 +64,18 @@ def main():
         fb.print_fp8_prefill(rows)
         for f in failures:
             res.add("fp8 prefill bench", target, "-", "bench", f, False)
+    elif what == "prefill-once":  # for a profiler: FP8 then bf16 prefill, twice (d128 s8k b2 h16 full)
+        b, s, h, d = 2, 8192, 16, 128
+        u8 = [torch.randint(0, 120, (b * s, h, d), device="cuda", dtype=torch.uint8) for _ in range(3)]
+        one = torch.ones(1, device="cuda")
+        cu = torch.arange(0, b + 1, device="cuda", dtype=torch.int32) * s
+        out = torch.empty(b * s, h, d, device="cuda", dtype=torch.bfloat16)
+        qb, kb, vb = (x.view(torch.float8_e4m3fn).to(torch.bfloat16).view(b, s, h, d) for x in u8)
+        fp8, bf16 = k.op("attention_varlen_fwd_fp8"), k.op("attention_fwd")
+        for _ in range(3):
+            fp8(out, None, u8[0], u8[1], u8[2], one, one, one, cu, cu, s, s, d ** -0.5, False, -1, 0.0)
+        for _ in range(3):
+            bf16(out.view(b, s, h, d), None, qb, kb, vb, d ** -0.5, False)
     elif what == "graph":
         c8.check_decode_fp8_graph(res, k.op("attention_decode_paged_fp8"), target, gen)
     torch.cuda.synchronize()

@@ -95,8 +95,7 @@ cudaError_t run_bucket(const FwdLaunchParams& p, cudaStream_t stream) {
   return run_attention_fwd_sm90_instance<kQKDim, kVDim, kType>(p, maps, stream);
 }
 
-// FP8: q and k in boxes of kSwizzleQK bytes (= columns), V in one unswizzled box of the bucket's
-// head dim a key block (the transposers read it as it lies). Packed tensors (varlen) only. With
+// FP8: q, k and v in boxes of their swizzle's bytes (= columns). Packed tensors (varlen) only. With
 // no key at all (total_k 0) the kernel loads no K or V (every tile has no key block and writes 0
 // and -inf): their maps then describe one row of q, which is never read.
 template <int kDim, ElementType kOutType>
@@ -112,8 +111,9 @@ cudaError_t run_fp8_bucket(const FwdLaunchParams& p, cudaStream_t stream) {
       !encode(&maps.k, &maps.k_order, k, kTmaBytes, Cfg::kSwizzleQK, p.head_dim, k_rows, p.heads_kv, 1,
               keys ? p.k_row_stride : p.q_row_stride, keys ? p.k_head_stride : p.q_head_stride, 0, Cfg::kSwizzleQK,
               Cfg::kBlockN) ||
-      !encode(&maps.v, &maps.v_order, v, kTmaBytes, 0, p.head_dim_v, k_rows, p.heads_kv, 1,
-              keys ? p.v_row_stride : p.q_row_stride, keys ? p.v_head_stride : p.q_head_stride, 0, kDim, Cfg::kBlockN))
+      !encode(&maps.v, &maps.v_order, v, kTmaBytes, Cfg::kSwizzleV, p.head_dim_v, k_rows, p.heads_kv, 1,
+              keys ? p.v_row_stride : p.q_row_stride, keys ? p.v_head_stride : p.q_head_stride, 0, Cfg::kSwizzleV,
+              Cfg::kBlockN))
     return cudaErrorNotSupported;
   return run_attention_fwd_sm90_fp8_instance<kDim, kOutType>(p, maps, stream);
 }

@@ -206,7 +206,8 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
   using Cfg = Sm90TileConfig<kQKDim, kVDim, Ops::kBytes>;
   constexpr int kBlockM = Cfg::kBlockM;
   constexpr int kBlockN = Cfg::kBlockN;
-  constexpr int kStages = Cfg::kStages;
+  constexpr int kStagesK = Cfg::kStagesK, kStagesV = Cfg::kStagesV;
+  constexpr int kStagesPV = kFp8 ? Cfg::kStagesVt : kStagesV;  // the ring P V reads
   constexpr int kSwzQK = Cfg::kSwizzleQK, kSwzV = Cfg::kSwizzleV, kSwzVt = Cfg::kSwizzleVt, kSwzO = Cfg::kSwizzleO;
   constexpr int kBoxQK = kSwzQK / Ops::kBytes, kBoxO = kSwzO / 2;  // columns per box
   constexpr int kKStep = 32 / Ops::kBytes;  // k columns of one wgmma (32 bytes)
@@ -220,20 +221,26 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
   // Ping-pong of the consumer warpgroups (below) everywhere but two warpgroups non-causal,
   // where it measured 1-3% slower at d = 128 on the H200 (and causal +10%, d = 64 with three
   // warpgroups +30%).
+  // FP8 keeps the same rule: ping-pong at two warpgroups non-causal measured 0.98-1.03x on the H100
+  // (cuda/NOTES.md, FP8 prefill).
   constexpr bool kPingPong = kCausal || kWgs == 3;
   constexpr bool kGeneral = kMode == Sm90Mode::kGeneral;
   const uint32_t q_full = bars;
   auto full_k = [&](int s) { return bars + 8 * (1 + s); };
-  auto full_v = [&](int s) { return bars + 8 * (1 + kStages + s); };
-  auto empty_k = [&](int s) { return bars + 8 * (1 + 2 * kStages + s); };
-  auto empty_v = [&](int s) { return bars + 8 * (1 + 3 * kStages + s); };
-  const uint32_t q_empty = bars + 8 * (1 + 4 * kStages);
+  auto full_v = [&](int s) { return bars + 8 * (1 + kStagesK + s); };
+  auto empty_k = [&](int s) { return bars + 8 * (1 + kStagesK + kStagesV + s); };
+  auto empty_v = [&](int s) { return bars + 8 * (1 + 2 * kStagesK + kStagesV + s); };
+  const uint32_t q_empty = bars + 8 * (1 + 2 * kStagesK + 2 * kStagesV);
   // P V's operand: V as loaded, or (FP8) the transposers' Vt stage: ready / consumed.
-  auto v_ready = [&](int s) { return kFp8 ? bars + 8 * (2 + 4 * kStages + s) : full_v(s); };
-  auto v_done = [&](int s) { return kFp8 ? bars + 8 * (2 + 5 * kStages + s) : empty_v(s); };
-  // Ring position of this tile's block it: stage and phase parity.
-  auto stage = [&](int it) { return (kv_base + it) % kStages; };
-  auto phase = [&](int it) { return ((kv_base + it) / kStages) & 1; };
+  constexpr int kVtBar = 2 + 2 * kStagesK + 2 * kStagesV;
+  auto v_ready = [&](int s) { return kFp8 ? bars + 8 * (kVtBar + s) : full_v(s); };
+  auto v_done = [&](int s) { return kFp8 ? bars + 8 * (kVtBar + Cfg::kStagesVt + s) : empty_v(s); };
+  // Ring positions of this tile's block it: stage and phase parity in the K ring and in the
+  // ring P V reads.
+  auto stage = [&](int it) { return (kv_base + it) % kStagesK; };
+  auto phase = [&](int it) { return ((kv_base + it) / kStagesK) & 1; };
+  auto pv_stage = [&](int it) { return (kv_base + it) % kStagesPV; };
+  auto pv_phase = [&](int it) { return ((kv_base + it) / kStagesPV) & 1; };
   const int n_blocks = tl.n_blocks();
 
   const int wg = warp >> 2;
@@ -400,7 +407,7 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     const int v_tail = tl.n_blocks() > 0 ? tl.len_k - (tl.vis.n_hi - 1) * kBlockN : kBlockN;
     const bool zero_tail = !kFp8 && kMode != Sm90Mode::kFixed && p.cu_seqlens_k != nullptr && v_tail < kBlockN;
     auto zero_v_tail = [&](int s) {
-      constexpr int kBoxV = kFp8 ? 1 : kSwzV / 2;
+      constexpr int kBoxV = kSwzV / Ops::kBytes;
       constexpr int kBoxes = kVDim / kBoxV, kRowChunks = kSwzV / 16;
       const int per_box = (kBlockN - v_tail) * kRowChunks;
       const int wg_tid = wg_warp * 32 + lane;
@@ -454,8 +461,8 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     // loop's place: here it spilled 20-24 more bytes a thread at d = 80 and 96 (causal).
     constexpr bool kZeroFirst = kMode == Sm90Mode::kVarlen;
     if (kZeroFirst && zero_tail) {
-      mbar_wait(v_ready(stage(0)), phase(0));
-      zero_v_tail(stage(0));
+      mbar_wait(v_ready(pv_stage(0)), pv_phase(0));
+      zero_v_tail(pv_stage(0));
     }
 
     // Steady state: S of block it + 1 runs on the tensor cores beside P V of block it, and
@@ -464,14 +471,14 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     // serializes them, warning C7514).
     int it = 0;
     for (; it + 1 < n_blocks; ++it) {
-      const int s = stage(it);
+      const int s = pv_stage(it);
       const int s_next = stage(it + 1);
       mbar_wait(full_k(s_next), phase(it + 1));
       turn_sync();
       fence_operands(acc_s);
       issue_qk(s_next);
       fence_operands(acc_o);
-      mbar_wait(v_ready(s), phase(it));
+      mbar_wait(v_ready(s), pv_phase(it));
       if (!kZeroFirst && it == 0 && zero_tail) zero_v_tail(s);
       issue_pv(s);
       turn_pass();
@@ -488,8 +495,8 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     // Every S of the tile is done: the producer may load the next Q tile.
     release(q_empty);
     // The last block's P V.
-    const int s = stage(it);
-    mbar_wait(v_ready(s), phase(it));
+    const int s = pv_stage(it);
+    mbar_wait(v_ready(s), pv_phase(it));
     if (!kZeroFirst && it == 0 && zero_tail) zero_v_tail(s);
     turn_sync();
     fence_operands(acc_o);
@@ -695,54 +702,71 @@ __device__ __forceinline__ void simulate_pair_rounds(const FwdLaunchParams& p, c
   }
 }
 
-// FP8: one key block of V, as TMA left it in a V stage (src: [kBlockN keys][kVDim bytes], no
-// swizzle), written transposed into a Vt stage (dst: [key boxes][kVDim rows][kSwizzleVt bytes],
-// swizzled as wgmma reads a K-major operand) by the transposer threads (tt: 0 ..
-// 32 kTransposeWarps - 1). Within every 16 keys, key 8 (i / 2) + 2t + i % 2 goes to position
-// 4t + i (the order the P fragments hold them: consume_tile's pack_p). Keys from `valid` on
+// FP8: one key block of V, as TMA left it in a V stage (src: [boxes][kBlockN keys][kSwizzleV bytes
+// of columns], swizzled), written transposed into a Vt stage (dst: [key boxes][kVDim rows]
+// [kSwizzleVt bytes of keys], swizzled as wgmma reads a K-major operand) by the transposer warps
+// (wt: 0 .. kTransposeWarps - 1). Within every 16 keys, key 8 (i / 2) + 2t + i % 2 goes to position
+// 4t + i: the order the P fragments hold them (consume_tile's pack_p). Keys from `valid` on
 // (another sequence's rows, or past the tensor) are written as zeros, so that P V never meets
 // their bytes (0 x NaN).
-// A work item is 4 keys (positions p0..p0 + 3 of a 16-key group) x 4 columns: four 4-byte loads,
-// one a key, are byte-transposed (prmt) into four 4-byte stores, one a column. A warp's 32 lanes
-// take 32 consecutive 4-column groups of one key quad (the loads: one 128-byte run of a row, no
-// bank conflict); each lane rotates which key quad (by lane / 8) and which column (by lane / 2)
-// it stores when, so that a store instruction's 32 words fall in 32 banks of the swizzled rows.
+// A warp moves 16 keys x 32 columns (512 bytes) a step: ldmatrix.x4.trans reads them as four 8 x 8
+// matrices of 16-bit pairs (keys 0-7 / 8-15 x columns 0-15 / 16-31), so that lane 4c + t holds,
+// of each, keys 2t and 2t + 1 of column pair c; two byte permutes a pair of matrices make the
+// words of columns 2c and 2c + 1 with keys 2t, 2t + 1, 8 + 2t, 9 + 2t (positions 4t..4t + 3);
+// stmatrix.x4 writes them as four 8-row matrices whose rows are Vt rows 2j, 2j + 1, 16 + 2j,
+// 17 + 2j. Both sides are swizzled, so the eight 16-byte rows of each matrix fall in distinct
+// banks (the stores' rows 2j: in four, a 2-way conflict).
 template <typename Cfg>
-__device__ __forceinline__ void transpose_v_block(uint32_t src, uint32_t dst, int valid, int tt) {
-  constexpr int kVDim = Cfg::kVDimBytes, kKeys = Cfg::kBlockN, kSwz = Cfg::kSwizzleVt;
-  constexpr int kGroups = kVDim / 4;                   // 4-column groups
-  constexpr int kItems = (kKeys / 16) * 4 * kGroups;  // (16-key group, quad step, column group)
-  constexpr int kThreads = 32 * Cfg::kTransposeWarps;
-#pragma unroll 2
-  for (int item = tt; item < kItems; item += kThreads) {
-    const int cg = item % kGroups;
-    const int step = (item / kGroups) % 4;
-    const int kg = item / (kGroups * 4);
-    const int lane = cg & 31;
-    const int w = (step + (lane >> 3)) & 3;  // the key quad: positions 16 kg + 4w .. + 3
-    const int key0 = kg * 16 + 2 * w;        // its keys: key0, key0 + 1, key0 + 8, key0 + 9
-    uint32_t x[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int key = key0 + (j & 1) + 8 * (j >> 1);
-      uint32_t word;
-      asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(word) : "r"(src + key * kVDim + 4 * cg));
-      x[j] = key < valid ? word : 0u;
+__device__ __forceinline__ void transpose_v_block(uint32_t src, uint32_t dst, int valid, int wt, int lane) {
+  using detail::swizzled_chunk;
+  constexpr int kVDim = Cfg::kVDimBytes, kKeys = Cfg::kBlockN;
+  constexpr int kSwzV = Cfg::kSwizzleV, kSwzVt = Cfg::kSwizzleVt;
+  constexpr int kColBlocks = kVDim / 32, kUnits = (kKeys / 16) * kColBlocks;
+  constexpr int kWarps = Cfg::kTransposeWarps;
+  const int m = lane >> 3, j = lane & 7;  // this lane's matrix and row (the addresses it gives)
+  const int t = lane & 3;
+  const int ld_key = j + 8 * (m & 1), ld_chunk = m >> 1;  // of the 16-key x 32-byte step
+  const int st_row = 2 * j + (m & 1) + 16 * (m >> 1);    // of the 32 Vt rows of the step
+  const bool tail = valid < kKeys;
+  auto load = [&](int u, uint32_t (&r)[4]) {
+    const int cb = u % kColBlocks, kg = u / kColBlocks;
+    const int col = 32 * cb + 16 * ld_chunk, key = 16 * kg + ld_key;
+    const uint32_t addr = src + (col / kSwzV) * (kKeys * kSwzV) + swizzled_chunk<kSwzV>(key, (col % kSwzV) / 16);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr)
+                 : "memory");
+  };
+  auto store = [&](int u, uint32_t (&r)[4]) {
+    const int cb = u % kColBlocks, kg = u / kColBlocks;
+    if (tail) {  // bytes of keys past `valid`: r[0], r[2] hold keys 2t, 2t + 1, r[1], r[3] 8 more
+      const int k0 = 16 * kg + 2 * t;
+      const uint32_t lo = (k0 < valid ? 0xffffu : 0u) | (k0 + 1 < valid ? 0xffff0000u : 0u);
+      const uint32_t hi = (k0 + 8 < valid ? 0xffffu : 0u) | (k0 + 9 < valid ? 0xffff0000u : 0u);
+      r[0] &= lo, r[2] &= lo, r[1] &= hi, r[3] &= hi;
     }
-    const int pos = kg * 16 + 4 * w;  // key position within the block
-    const uint32_t box = dst + (pos / kSwz) * (kVDim * kSwz);
-    const int chunk = (pos % kSwz) / 16, in_chunk = pos % 16;
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const int i = (r + (lane >> 1)) & 3;  // the column 4 cg + i
-      const uint32_t sel = static_cast<uint32_t>(i) | (static_cast<uint32_t>(i + 4) << 4);
-      const uint32_t lo = __byte_perm(x[0], x[1], sel), hi = __byte_perm(x[2], x[3], sel);
-      const uint32_t col = __byte_perm(lo, hi, 0x5410);
-      const int row = 4 * cg + i;
-      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(box + detail::swizzled_chunk<kSwz>(row, chunk) + in_chunk),
-                   "r"(col)
-                   : "memory");
-    }
+    const uint32_t e0 = __byte_perm(r[0], r[1], 0x6420), e1 = __byte_perm(r[0], r[1], 0x7531);
+    const uint32_t e2 = __byte_perm(r[2], r[3], 0x6420), e3 = __byte_perm(r[2], r[3], 0x7531);
+    const int row = 32 * cb + st_row, pos = 16 * kg;
+    const uint32_t addr =
+        dst + (pos / kSwzVt) * (kVDim * kSwzVt) + swizzled_chunk<kSwzVt>(row, (pos % kSwzVt) / 16);
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(e0), "r"(e1),
+                 "r"(e2), "r"(e3)
+                 : "memory");
+  };
+  // Two steps at a time: both loads in flight before either store.
+  int u = wt;
+  for (; u + kWarps < kUnits; u += 2 * kWarps) {
+    uint32_t a[4], b[4];
+    load(u, a);
+    load(u + kWarps, b);
+    store(u, a);
+    store(u + kWarps, b);
+  }
+  if (u < kUnits) {
+    uint32_t a[4];
+    load(u, a);
+    store(u, a);
   }
 }
 
@@ -755,30 +779,31 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBy
   using Cfg = Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBytes>;
   constexpr int kBlockM = Cfg::kBlockM;
   constexpr int kBlockN = Cfg::kBlockN;
-  constexpr int kStages = Cfg::kStages;
+  constexpr int kStagesK = Cfg::kStagesK, kStagesV = Cfg::kStagesV, kStagesVt = Cfg::kStagesVt;
 
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const uint32_t raw = smem_addr(smem_raw);
   const uint32_t base = (raw + 1023u) & ~1023u;
   unsigned char* const smem = smem_raw + (base - raw);
   const uint32_t sQ = base;
-  const uint32_t sK = base + Cfg::kKOffset;  // [kStages][boxes][kBlockN][box columns]
-  const uint32_t sV = base + Cfg::kVOffset;  // [kStages][boxes][kBlockN][box columns] (FP8: [kBlockN][kVDim])
-  const uint32_t sVt = base + Cfg::kVtOffset;  // FP8: [kStages][key boxes][kVDim][kSwizzleVt bytes]
+  const uint32_t sK = base + Cfg::kKOffset;  // [kStagesK][boxes][kBlockN][box columns]
+  const uint32_t sV = base + Cfg::kVOffset;  // [kStagesV][boxes][kBlockN][box columns]
+  const uint32_t sVt = base + Cfg::kVtOffset;  // FP8: [kStagesVt][key boxes][kVDim][kSwizzleVt bytes]
   const uint32_t bars = base + Cfg::kBarOffset;  // q_full, full_k[], full_v[], empty_k[], empty_v[], q_empty
   unsigned char* const o_stage = smem + Cfg::kOOffset;
   const uint32_t q_full = bars;
   auto full_k = [&](int s) { return bars + 8 * (1 + s); };
-  auto full_v = [&](int s) { return bars + 8 * (1 + kStages + s); };
-  auto empty_k = [&](int s) { return bars + 8 * (1 + 2 * kStages + s); };
-  auto empty_v = [&](int s) { return bars + 8 * (1 + 3 * kStages + s); };
-  const uint32_t q_empty = bars + 8 * (1 + 4 * kStages);
+  auto full_v = [&](int s) { return bars + 8 * (1 + kStagesK + s); };
+  auto empty_k = [&](int s) { return bars + 8 * (1 + kStagesK + kStagesV + s); };
+  auto empty_v = [&](int s) { return bars + 8 * (1 + 2 * kStagesK + kStagesV + s); };
+  const uint32_t q_empty = bars + 8 * (1 + 2 * kStagesK + 2 * kStagesV);
   // Pair lists: the ring of this CTA's slots, a full and an empty barrier an entry.
-  auto ring_full = [&](int e) { return bars + 8 * (2 + 4 * kStages + e); };
-  auto ring_empty = [&](int e) { return bars + 8 * (2 + 4 * kStages + Cfg::kPairRing + e); };
+  constexpr int kRingBar = 2 + 2 * kStagesK + 2 * kStagesV;
+  auto ring_full = [&](int e) { return bars + 8 * (kRingBar + e); };
+  auto ring_empty = [&](int e) { return bars + 8 * (kRingBar + Cfg::kPairRing + e); };
   // FP8: the Vt ring's barriers (written by the transposers, read by the consumers' P V).
-  auto vt_full = [&](int s) { return bars + 8 * (2 + 4 * kStages + s); };
-  auto vt_empty = [&](int s) { return bars + 8 * (2 + 5 * kStages + s); };
+  auto vt_full = [&](int s) { return bars + 8 * (kRingBar + s); };
+  auto vt_empty = [&](int s) { return bars + 8 * (kRingBar + kStagesVt + s); };
 
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -793,7 +818,7 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBy
   // calls of the two-warpgroup buckets that get a pair list (sm90_varlen_pair_list).
   constexpr bool kListable = kMode == Sm90Mode::kVarlen;
   constexpr bool kPairCapable = kSm90PairListCapable<kQKDim, kCausal, kMode, kFp8>;
-  static_assert(!kPairCapable || 2 + 4 * kStages + 2 * Cfg::kPairRing <= Cfg::kBarriers, "no room for the ring's barriers");
+  static_assert(!kPairCapable || kRingBar + 2 * Cfg::kPairRing <= Cfg::kBarriers, "no room for the ring's barriers");
   const bool listed = kListable && varlen_listed;
   const bool pair_listed = kPairCapable && listed && varlen_pairs;
   const bool tile_major_tail = varlen_pair_tail == static_cast<int>(VarlenPairTail::kTileMajor);
@@ -963,16 +988,18 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBy
 
   if (tid == 0) {
     mbar_init(q_full, 1);
-    for (int s = 0; s < kStages; ++s) {
+    for (int s = 0; s < kStagesK; ++s) {
       mbar_init(full_k(s), 1);
-      mbar_init(full_v(s), 1);
       mbar_init(empty_k(s), Cfg::kConsumerWarps);
+    }
+    for (int s = 0; s < kStagesV; ++s) {
+      mbar_init(full_v(s), 1);
       // FP8: the transposers read V; the consumers read their Vt.
       mbar_init(empty_v(s), kFp8 ? Cfg::kTransposeWarps : Cfg::kConsumerWarps);
-      if (kFp8) {
-        mbar_init(vt_full(s), Cfg::kTransposeWarps);
-        mbar_init(vt_empty(s), Cfg::kConsumerWarps);
-      }
+    }
+    for (int s = 0; s < kStagesVt; ++s) {
+      mbar_init(vt_full(s), Cfg::kTransposeWarps);
+      mbar_init(vt_empty(s), Cfg::kConsumerWarps);
     }
     mbar_init(q_empty, Cfg::kConsumerWarps);
     if (pair_listed)
@@ -994,13 +1021,13 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBy
       // The producer warpgroup's other three warps deal the pair list's rounds ahead of use.
       if constexpr (kPairCapable)
         simulate_pair_rounds<Cfg>(p, sched_first, sched_seq, *pair_cut, num_tiles >> 1, lpt_work, lpt_cost, lpt_item,
-                                  lpt_ring, bars + 8 * (2 + 4 * kStages), tid - (Cfg::kConsumerWarps + 1) * 32,
+                                  lpt_ring, bars + 8 * kRingBar, tid - (Cfg::kConsumerWarps + 1) * 32,
                                   tile_major_tail);
     } else if (kFp8 && warp > Cfg::kConsumerWarps) {
       // FP8: the other three warps transpose each V block the TMA thread loads into the Vt ring,
       // walking the same tiles and blocks.
       if constexpr (kFp8) {
-        const int tt = tid - (Cfg::kConsumerWarps + 1) * 32;
+        const int wt = warp - Cfg::kConsumerWarps - 1;
         int kv = 0;
         PairWalk walk;
         for (int k = 0, t; (t = next_tile(k, walk)) < num_tiles; ++k) {
@@ -1008,16 +1035,16 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBy
           const int n_blocks = tl.n_blocks();
           for (int it = 0; it < n_blocks; ++it, ++kv) {
             const int n_block = tl.vis.n_hi - 1 - it;
-            const int s = kv % kStages;
-            const uint32_t parity = (kv / kStages) & 1;
-            mbar_wait(full_v(s), parity);
-            mbar_wait(vt_empty(s), parity ^ 1);
-            transpose_v_block<Cfg>(sV + s * Cfg::kVStage, sVt + s * Cfg::kVtStage, tl.len_k - n_block * kBlockN, tt);
+            const int sv = kv % kStagesV, st = kv % kStagesVt;
+            mbar_wait(full_v(sv), (kv / kStagesV) & 1);
+            mbar_wait(vt_empty(st), ((kv / kStagesVt) & 1) ^ 1);
+            transpose_v_block<Cfg>(sV + sv * Cfg::kVStage, sVt + st * Cfg::kVtStage, tl.len_k - n_block * kBlockN,
+                                   wt, lane);
             fence_proxy_async_shared();  // the generic-proxy writes before the consumers' wgmma reads
             __syncwarp();
             if (lane == 0) {
-              mbar_arrive(vt_full(s));
-              mbar_arrive(empty_v(s));
+              mbar_arrive(vt_full(st));
+              mbar_arrive(empty_v(sv));
             }
           }
         }
@@ -1038,21 +1065,17 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBy
         ++q_tiles;
         for (int it = 0; it < n_blocks; ++it, ++kv) {
           const int n_block = tl.vis.n_hi - 1 - it;
-          const int s = kv % kStages;
-          const uint32_t parity = ((kv / kStages) & 1) ^ 1;
-          mbar_wait(empty_k(s), parity);
-          mbar_expect_tx(full_k(s), Cfg::kKBytes);
+          const int sk = kv % kStagesK, sv = kv % kStagesV;
+          mbar_wait(empty_k(sk), ((kv / kStagesK) & 1) ^ 1);
+          mbar_expect_tx(full_k(sk), Cfg::kKBytes);
           tma_load_tile<kBlockN, kQKDim, Cfg::kSwizzleQK, Operands<T>::kBytes>(
-              sK + s * Cfg::kKStage, &maps.k, maps.k_order, full_k(s), tl.k_row0 + n_block * kBlockN, kv_head,
+              sK + sk * Cfg::kKStage, &maps.k, maps.k_order, full_k(sk), tl.k_row0 + n_block * kBlockN, kv_head,
               tl.tma_batch);
-          mbar_wait(empty_v(s), parity);
-          mbar_expect_tx(full_v(s), Cfg::kVBytes);
-          if constexpr (kFp8)  // one unswizzled box of kBlockN rows x kVDim bytes
-            tma_load_box(sV + s * Cfg::kVStage, &maps.v, maps.v_order, full_v(s), 0, tl.k_row0 + n_block * kBlockN,
-                         kv_head, tl.tma_batch);
-          else
-            tma_load_tile<kBlockN, kVDim, Cfg::kSwizzleV>(sV + s * Cfg::kVStage, &maps.v, maps.v_order, full_v(s),
-                                                          tl.k_row0 + n_block * kBlockN, kv_head, tl.tma_batch);
+          mbar_wait(empty_v(sv), ((kv / kStagesV) & 1) ^ 1);
+          mbar_expect_tx(full_v(sv), Cfg::kVBytes);
+          tma_load_tile<kBlockN, kVDim, Cfg::kSwizzleV, Operands<T>::kBytes>(
+              sV + sv * Cfg::kVStage, &maps.v, maps.v_order, full_v(sv), tl.k_row0 + n_block * kBlockN, kv_head,
+              tl.tma_batch);
         }
       }
     }

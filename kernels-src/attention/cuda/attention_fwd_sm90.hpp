@@ -39,12 +39,13 @@ constexpr int sm90_swizzle_bytes(int dim) { return sm90_swizzle_for_bytes(dim * 
 // Shared memory (227 KB a CTA): d64 145 KB, d80 167 KB, d96 181 KB, d128 193 KB, d192 217 KB,
 // d192/128 221 KB, d256 225 KB.
 // FP8 (buckets 64, 128, 256 with kQKDim == kVDim): FP8 wgmma takes V only K-major, so V is
-// loaded as it lies (one unswizzled box a stage) and the producer warpgroup's three spare warps
-// write it transposed into a ring of Vt stages ([key boxes][kVDim rows][kSwizzleVt bytes of
-// keys]); the producers keep 40 registers for that (consumers 232 with two warpgroups, 152
-// with three). Key blocks are whole k-steps of 32: 128 at d = 64 and 128; 64 at d = 256, where
-// 128 would hold 224 registers of S, P and O (no room for the softmax). Shared memory: d64
-// 121 KB, d128 145 KB, d256 160 KB.
+// loaded as K is (swizzled boxes of kSwizzleV bytes) and the producer warpgroup's three spare
+// warps write it transposed into a ring of Vt stages ([key boxes][kVDim rows][kSwizzleVt bytes
+// of keys]); the producers keep 56 registers for that (consumers 224 with two warpgroups, 152
+// with three). Three stages of K, V and Vt: a block's products take half the time of 16-bit
+// ones, and V passes the transposers on its way. Key blocks are whole k-steps of 32: 128 at
+// d = 64 and 128; 64 at d = 256, where 128 would hold 224 registers of S, P and O (no room for
+// the softmax).
 template <int kQKDim, int kVDim, int kElemBytes = 2>
 struct Sm90TileConfig {
   static constexpr bool kFp8 = kElemBytes == 1;
@@ -61,10 +62,15 @@ struct Sm90TileConfig {
                                  : kQKDim <= 128 ? 128
                                  : kQKDim <= 192 ? 112
                                                  : 80;
-  static constexpr int kStages = kQKDim <= 96 ? 3 : 2;
+  static constexpr int kStages = kQKDim <= 96 ? 3 : 2;  // of K and V (16-bit operands)
+  // FP8: K and V as loaded in rings of four (a block's products take half the time of 16-bit
+  // ones, so the loads need more blocks of lead), Vt in a ring of three.
+  static constexpr int kStagesK = kFp8 ? 4 : kStages;
+  static constexpr int kStagesV = kFp8 ? 4 : kStages;
+  static constexpr int kStagesVt = kFp8 ? 3 : 0;
   static constexpr bool kStageO = kVDim <= 128;
   static constexpr int kSwizzleQK = sm90_swizzle_for_bytes(kQKDim * kElemBytes);  // of the Q and K tiles
-  static constexpr int kSwizzleV = kFp8 ? 0 : sm90_swizzle_bytes(kVDim);  // of the V tiles (FP8: none)
+  static constexpr int kSwizzleV = sm90_swizzle_for_bytes(kVDim * kElemBytes);  // of the V tiles
   static constexpr int kSwizzleVt = sm90_swizzle_for_bytes(kBlockN);      // FP8: of the Vt tiles
   static constexpr int kSwizzleO = sm90_swizzle_bytes(kVDim);             // of the O staging tile (16-bit out)
   static constexpr int kTransposeWarps = 3;  // FP8: the producer warpgroup's warps but the TMA one
@@ -89,13 +95,13 @@ struct Sm90TileConfig {
   static constexpr int kVtStage = kFp8 ? kVStage : 0;
   static constexpr int kOBytes = kStageO ? kBlockM * kVDim * 2 : 0;
   static constexpr int kKOffset = kQBytes;
-  static constexpr int kVOffset = kKOffset + kStages * kKStage;
-  static constexpr int kVtOffset = kVOffset + kStages * kVStage;
-  static constexpr int kOOffset = kVtOffset + kStages * kVtStage;
+  static constexpr int kVOffset = kKOffset + kStagesK * kKStage;
+  static constexpr int kVtOffset = kVOffset + kStagesV * kVStage;
+  static constexpr int kOOffset = kVtOffset + kStagesVt * kVtStage;
   static constexpr int kBarOffset = kOOffset + kOBytes;
   // q_full, full_k[], full_v[], empty_k[], empty_v[], q_empty, then the pair ring's (16-bit
   // operands) or (FP8) vt_full[] and vt_empty[].
-  static constexpr int kBarriers = kFp8 ? 2 + 6 * kStages : 16;
+  static constexpr int kBarriers = kFp8 ? 2 + 2 * (kStagesK + kStagesV + kStagesVt) : 16;
   static constexpr int kSmemBytes = kBarOffset + kBarriers * 8 + 1024;  // + slack to align the base
   static_assert(kQBytes % 1024 == 0 && kOBytes % 1024 == 0, "tiles of whole swizzle patterns");
   static_assert(kSmemBytes <= 227 * 1024, "over the sm90 shared-memory limit per CTA");

@@ -291,6 +291,13 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     };
     // Online softmax of acc_s (acc_s[4j + e]: row g + 8 (e / 2), column 8j + 2t + e % 2):
     // updates the running max and sum, leaves P in acc_s and the factor O must be scaled by.
+    // FP8: the max and the sum of a row run as kChains independent chains (a chain of 16 dependent
+    // FMNMX and 32 FADD a row half was the critical path once the products took half the time).
+#if defined(KH_DEV_TREE_ALL)
+    constexpr int kChains = 4;
+#else
+    constexpr int kChains = kFp8 ? 4 : 1;
+#endif
     auto softmax = [&](int n_block, float (&correction)[2]) {
       if (prescale) {
         if (p.softcap > 0.f) {
@@ -320,9 +327,15 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
       }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        float mx = -INFINITY;
+        float mxs[kChains];
 #pragma unroll
-        for (int j = 0; j < kNTiles; ++j) mx = fmaxf(mx, fmaxf(acc_s[4 * j + 2 * h], acc_s[4 * j + 2 * h + 1]));
+        for (int a = 0; a < kChains; ++a) mxs[a] = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < kNTiles; ++j)
+          mxs[j % kChains] = fmaxf(mxs[j % kChains], fmaxf(acc_s[4 * j + 2 * h], acc_s[4 * j + 2 * h + 1]));
+        float mx = mxs[0];
+#pragma unroll
+        for (int a = 1; a < kChains; ++a) mx = fmaxf(mx, mxs[a]);
         // fold > 0, so max(fold s) = fold max(s): the factor is applied in the exponent's
         // FFMA below instead of a multiply per score.
         mx = fmaxf(row_max[h], mx * fold);
@@ -331,15 +344,20 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
         const float base_max = mx == -INFINITY ? 0.f : mx;  // fully masked so far: keep exp2 at 0, not NaN
         correction[h] = fast_exp2(row_max[h] - base_max);
         row_max[h] = mx;
-        float sum = 0.f;
+        float sums[kChains];
+#pragma unroll
+        for (int a = 0; a < kChains; ++a) sums[a] = 0.f;
 #pragma unroll
         for (int j = 0; j < kNTiles; ++j)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             const float pv = fast_exp2(fmaf(acc_s[4 * j + 2 * h + e], fold, -base_max));
             acc_s[4 * j + 2 * h + e] = pv;
-            sum += pv;
+            sums[j % kChains] += pv;
           }
+        float sum = sums[0];
+#pragma unroll
+        for (int a = 1; a < kChains; ++a) sum += sums[a];
         row_sum[h] = row_sum[h] * correction[h] + sum;
       }
     };

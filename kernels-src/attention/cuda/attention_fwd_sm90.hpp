@@ -55,7 +55,11 @@ struct Sm90TileConfig {
   static constexpr int kConsumerWarps = kConsumerWarpgroups * 4;
   static constexpr int kThreads = (kConsumerWarpgroups + 1) * 128;  // + one producer warpgroup
   static constexpr int kBlockM = 64 * kConsumerWarpgroups;
+#if defined(KH_DEV_FP8_BN)
+  static constexpr int kBlockN = kFp8 ? (kQKDim == 128 ? KH_DEV_FP8_BN : kQKDim < 128 ? 128 : 64)
+#else
   static constexpr int kBlockN = kFp8 ? (kQKDim <= 128 ? 128 : 64)
+#endif
                                  : kQKDim <= 64  ? 128
                                  : kQKDim <= 80  ? 112
                                  : kQKDim <= 96  ? 96
@@ -65,9 +69,15 @@ struct Sm90TileConfig {
   static constexpr int kStages = kQKDim <= 96 ? 3 : 2;  // of K and V (16-bit operands)
   // FP8: K and V as loaded in rings of four (a block's products take half the time of 16-bit
   // ones, so the loads need more blocks of lead), Vt in a ring of three.
+#if defined(KH_DEV_FP8_BN)
+  static constexpr int kStagesK = kFp8 ? (kBlockN > 128 ? 3 : 4) : kStages;
+  static constexpr int kStagesV = kFp8 ? (kBlockN > 128 ? 2 : 4) : kStages;
+  static constexpr int kStagesVt = kFp8 ? (kBlockN > 128 ? 2 : 3) : 0;
+#else
   static constexpr int kStagesK = kFp8 ? 4 : kStages;
   static constexpr int kStagesV = kFp8 ? 4 : kStages;
   static constexpr int kStagesVt = kFp8 ? 3 : 0;
+#endif
   static constexpr bool kStageO = kVDim <= 128;
   static constexpr int kSwizzleQK = sm90_swizzle_for_bytes(kQKDim * kElemBytes);  // of the Q and K tiles
   static constexpr int kSwizzleV = sm90_swizzle_for_bytes(kVDim * kElemBytes);  // of the V tiles

@@ -42,10 +42,9 @@ constexpr int sm90_swizzle_bytes(int dim) { return sm90_swizzle_for_bytes(dim * 
 // loaded as K is (swizzled boxes of kSwizzleV bytes) and the producer warpgroup's three spare
 // warps write it transposed into a ring of Vt stages ([key boxes][kVDim rows][kSwizzleVt bytes
 // of keys]); the producers keep 56 registers for that (consumers 224 with two warpgroups, 152
-// with three). Three stages of K, V and Vt: a block's products take half the time of 16-bit
-// ones, and V passes the transposers on its way. Key blocks are whole k-steps of 32: 128 at
-// d = 64 and 128; 64 at d = 256, where 128 would hold 224 registers of S, P and O (no room for
-// the softmax).
+// with three). Key blocks are whole k-steps of 32: 128 at d = 64; 192 at d = 128 (+10% over 128
+// on the H100: fewer, longer steps for the same barriers and waits; S + P + O 184 registers);
+// 64 at d = 256, where 128 would hold 224 registers of S, P and O (no room for the softmax).
 template <int kQKDim, int kVDim, int kElemBytes = 2>
 struct Sm90TileConfig {
   static constexpr bool kFp8 = kElemBytes == 1;
@@ -55,11 +54,7 @@ struct Sm90TileConfig {
   static constexpr int kConsumerWarps = kConsumerWarpgroups * 4;
   static constexpr int kThreads = (kConsumerWarpgroups + 1) * 128;  // + one producer warpgroup
   static constexpr int kBlockM = 64 * kConsumerWarpgroups;
-#if defined(KH_DEV_FP8_BN)
-  static constexpr int kBlockN = kFp8 ? (kQKDim == 128 ? KH_DEV_FP8_BN : kQKDim < 128 ? 128 : 64)
-#else
-  static constexpr int kBlockN = kFp8 ? (kQKDim <= 128 ? 128 : 64)
-#endif
+  static constexpr int kBlockN = kFp8 ? (kQKDim == 128 ? 192 : kQKDim < 128 ? 128 : 64)
                                  : kQKDim <= 64  ? 128
                                  : kQKDim <= 80  ? 112
                                  : kQKDim <= 96  ? 96
@@ -68,16 +63,11 @@ struct Sm90TileConfig {
                                                  : 80;
   static constexpr int kStages = kQKDim <= 96 ? 3 : 2;  // of K and V (16-bit operands)
   // FP8: K and V as loaded in rings of four (a block's products take half the time of 16-bit
-  // ones, so the loads need more blocks of lead), Vt in a ring of three.
-#if defined(KH_DEV_FP8_BN)
+  // ones, so the loads need more blocks of lead), Vt in a ring of three; d = 128's 192-key
+  // blocks fill shared memory with three K, two V and two Vt stages (216 KB with Q and O).
   static constexpr int kStagesK = kFp8 ? (kBlockN > 128 ? 3 : 4) : kStages;
   static constexpr int kStagesV = kFp8 ? (kBlockN > 128 ? 2 : 4) : kStages;
   static constexpr int kStagesVt = kFp8 ? (kBlockN > 128 ? 2 : 3) : 0;
-#else
-  static constexpr int kStagesK = kFp8 ? 4 : kStages;
-  static constexpr int kStagesV = kFp8 ? 4 : kStages;
-  static constexpr int kStagesVt = kFp8 ? 3 : 0;
-#endif
   static constexpr bool kStageO = kVDim <= 128;
   static constexpr int kSwizzleQK = sm90_swizzle_for_bytes(kQKDim * kElemBytes);  // of the Q and K tiles
   static constexpr int kSwizzleV = sm90_swizzle_for_bytes(kVDim * kElemBytes);  // of the V tiles

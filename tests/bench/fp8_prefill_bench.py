@@ -65,11 +65,10 @@ def bench_fp8_prefill(fp8_op, bf16_op, reps, failures, timing, rel_error, shapes
 
 
 def print_fp8_prefill(rows):
-    print("\n| FP8 prefill (e4m3 q/k/v, bf16 out) | build | ms | TFLOP/s | kh bf16 ms | kh bf16 TF/s | vs kh bf16 "
-          "| rel err vs bf16 | spread | target | met |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for r in rows:
-        met = "-" if "met" not in r else ("met" if r["met"] else "MISSED")
-        print(f"| {r['name']} | {r['build']} | {r['ms']:.3f} | {r['tflops']:.0f} | {r['bf16_ms']:.3f} "
-              f"| {r['bf16_tflops']:.0f} | {r['vs_bf16']:.2f}x | {r['rel_err_vs_bf16']:.1e} | {100 * r['spread']:.1f}% "
-              f"| {r['target']} | {met} |")
+    head = ["FP8 prefill (e4m3 q/k/v, bf16 out)", "build", "ms", "TFLOP/s", "kh bf16 ms", "kh bf16 TF/s", "vs kh bf16",
+            "rel err vs bf16", "spread", "target", "met"]
+    table = [head, ["---"] * len(head)]
+    table += [[r["name"], r["build"], f"{r['ms']:.3f}", f"{r['tflops']:.0f}", f"{r['bf16_ms']:.3f}",
+               f"{r['bf16_tflops']:.0f}", f"{r['vs_bf16']:.2f}x", f"{r['rel_err_vs_bf16']:.1e}",
+               f"{100 * r['spread']:.1f}%", r["target"], "met" if r["met"] else "MISSED"] for r in rows]
+    print("\n" + "\n".join("| " + " | ".join(cells) + " |" for cells in table))

@@ -55,12 +55,9 @@ class ScopedDevice {
   cudaError_t status_ = cudaSuccess;
 };
 
-kh_status launch(const OpContext& c, const AttentionParams& a) {
-  if (cuda_fwd_bucket(static_cast<int>(a.head_dim), static_cast<int>(a.head_dim_v)).qk == 0)
-    return op_error(c, KH_ERROR_UNSUPPORTED, "argument 'q': head dims %lld/%lld have no CUDA kernel",
-                    (long long)a.head_dim, (long long)a.head_dim_v);
-  // Grid: (q tiles, heads_q, sequences); y and z are limited to 65535, lengths to int (varlen:
-  // a quarter of it, so that a window's bound stays inside int), packed rows to TMA's int32.
+// Grid: (q tiles, heads_q, sequences); y and z are limited to 65535, lengths to int (varlen: a
+// quarter of it, so that a window's bound stays inside int), packed rows to TMA's int32.
+kh_status check_prefill_limits(const OpContext& c, const AttentionParams& a) {
   const int64_t max_len = a.varlen() ? INT_MAX / 4 : INT_MAX / 2;
   if (a.heads_q > 65535 || a.batch > 65535 || a.seqlen_q > max_len || a.seqlen_k > max_len || a.total_q > INT_MAX ||
       a.total_k > INT_MAX)
@@ -69,6 +66,14 @@ kh_status launch(const OpContext& c, const AttentionParams& a) {
                     "65535, sequence lengths (%lld, %lld) <= %lld, packed rows (%lld, %lld) < 2^31",
                     (long long)a.heads_q, (long long)a.batch, (long long)a.seqlen_q, (long long)a.seqlen_k,
                     (long long)max_len, (long long)a.total_q, (long long)a.total_k);
+  return KH_OK;
+}
+
+kh_status launch(const OpContext& c, const AttentionParams& a) {
+  if (cuda_fwd_bucket(static_cast<int>(a.head_dim), static_cast<int>(a.head_dim_v)).qk == 0)
+    return op_error(c, KH_ERROR_UNSUPPORTED, "argument 'q': head dims %lld/%lld have no CUDA kernel",
+                    (long long)a.head_dim, (long long)a.head_dim_v);
+  KH_KERNEL_TRY(check_prefill_limits(c, a));
   const FwdLaunchParams p = launch_params(a);
   if (!fwd_params_aligned(p))
     return op_error(c, KH_ERROR_UNSUPPORTED,
@@ -191,12 +196,7 @@ kh_status device_error(const OpContext& c, int device_id, cudaError_t err) {
 kh_status fp8_prefill(const OpContext& c, const AttentionParams& a) {
 #if defined(KH_ATTENTION_SM90A)
   if (a.empty()) return KH_OK;
-  if (a.heads_q > 65535 || a.batch > 65535 || a.seqlen_q > INT_MAX / 4 || a.seqlen_k > INT_MAX / 4 ||
-      a.total_q > INT_MAX || a.total_k > INT_MAX)
-    return op_error(c, KH_ERROR_UNSUPPORTED,
-                    "shape too large for the CUDA kernel: heads_q %lld and the batch %lld must be <= 65535, lengths "
-                    "<= 2^29, packed rows < 2^31",
-                    (long long)a.heads_q, (long long)a.batch);
+  KH_KERNEL_TRY(check_prefill_limits(c, a));
   const FwdLaunchParams p = launch_params(a);
   if (!(aligned16(p.q) && aligned16(p.k) && aligned16(p.v) && aligned16(p.out) &&
         multiples_of(16, p.q_row_stride, p.q_head_stride, p.k_row_stride) && p.k_head_stride % 16 == 0 &&

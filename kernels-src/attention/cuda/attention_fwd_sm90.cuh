@@ -1182,10 +1182,10 @@ cudaError_t launch_attention_fwd_sm90(const FwdLaunchParams& p, const FwdTensorM
   return cudaGetLastError();
 }
 
-template <int kQKDim, int kVDim, ElementType kType>
-cudaError_t run_attention_fwd_sm90_instance(const FwdLaunchParams& p, const FwdTensorMaps& maps,
-                                            cudaStream_t stream) {
-  using T = typename ElementOf<kType>::type;
+// The mode a call needs (Sm90Mode), then causal or not. FP8 calls are varlen only: no kFixed
+// instance of them is built.
+template <int kQKDim, int kVDim, typename T>
+cudaError_t run_sm90_modes(const FwdLaunchParams& p, const FwdTensorMaps& maps, cudaStream_t stream) {
   auto run = [&](auto mode) {
     constexpr Sm90Mode kMode = decltype(mode)::value;
     return p.causal ? launch_attention_fwd_sm90<kQKDim, kVDim, T, true, kMode>(p, maps, stream)
@@ -1194,23 +1194,24 @@ cudaError_t run_attention_fwd_sm90_instance(const FwdLaunchParams& p, const FwdT
   if (p.window_left >= 0 || p.softcap > 0.f || !(p.scale > 0.f))
     return run(std::integral_constant<Sm90Mode, Sm90Mode::kGeneral>{});
   if (p.cu_seqlens_q != nullptr) return run(std::integral_constant<Sm90Mode, Sm90Mode::kVarlen>{});
-  return run(std::integral_constant<Sm90Mode, Sm90Mode::kFixed>{});
+  if constexpr (Operands<T>::kFp8) {
+    return cudaErrorInvalidValue;
+  } else {
+    return run(std::integral_constant<Sm90Mode, Sm90Mode::kFixed>{});
+  }
 }
 
-// FP8 prefill (attention_varlen_fwd_fp8 with an e4m3 q): varlen calls only, so the varlen and the
-// general modes.
+template <int kQKDim, int kVDim, ElementType kType>
+cudaError_t run_attention_fwd_sm90_instance(const FwdLaunchParams& p, const FwdTensorMaps& maps,
+                                            cudaStream_t stream) {
+  return run_sm90_modes<kQKDim, kVDim, typename ElementOf<kType>::type>(p, maps, stream);
+}
+
+// FP8 prefill (attention_varlen_fwd_fp8 with an e4m3 q): e4m3 operands, out of kOutType.
 template <int kDim, ElementType kOutType>
 cudaError_t run_attention_fwd_sm90_fp8_instance(const FwdLaunchParams& p, const FwdTensorMaps& maps,
                                                 cudaStream_t stream) {
-  using T = Fp8Operands<typename ElementOf<kOutType>::type>;
-  auto run = [&](auto mode) {
-    constexpr Sm90Mode kMode = decltype(mode)::value;
-    return p.causal ? launch_attention_fwd_sm90<kDim, kDim, T, true, kMode>(p, maps, stream)
-                    : launch_attention_fwd_sm90<kDim, kDim, T, false, kMode>(p, maps, stream);
-  };
-  if (p.window_left >= 0 || p.softcap > 0.f || !(p.scale > 0.f))
-    return run(std::integral_constant<Sm90Mode, Sm90Mode::kGeneral>{});
-  return run(std::integral_constant<Sm90Mode, Sm90Mode::kVarlen>{});
+  return run_sm90_modes<kDim, kDim, Fp8Operands<typename ElementOf<kOutType>::type>>(p, maps, stream);
 }
 
 }  // namespace kh_attention::sm90

@@ -291,9 +291,11 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     };
     // Online softmax of acc_s (acc_s[4j + e]: row g + 8 (e / 2), column 8j + 2t + e % 2):
     // updates the running max and sum, leaves P in acc_s and the factor O must be scaled by.
-    // FP8: the max and the sum of a row run as kChains independent chains (a chain of 16 dependent
-    // FMNMX and 32 FADD a row half was the critical path once the products took half the time).
-    constexpr int kChains = kFp8 ? 4 : 1;  // (4 in the 16-bit kernel too: 0.94-1.0x, H100)
+    // FP8: the max and the sum of a row run as kChains independent chains. Tried as a cure for the
+    // FP8 kernel's stalls, it measured the same as one chain (H100; in the 16-bit kernel 0.94-1.0x,
+    // so that keeps one): cuda/NOTES.md, FP8 prefill, run 5. Kept in the FP8 instances, being what
+    // their GPU checks ran.
+    constexpr int kChains = kFp8 ? 4 : 1;
     auto softmax = [&](int n_block, float (&correction)[2]) {
       if (prescale) {
         if (p.softcap > 0.f) {

@@ -36,10 +36,11 @@ namespace {
 using kh_kernels::OpContext;
 using kh_kernels::op_error;
 
-// Makes `device` current for the call and restores the caller's device afterwards.
+// Makes `device` current for the call and restores the caller's device afterwards; check()
+// says, as the op's error, when it could not.
 class ScopedDevice {
  public:
-  explicit ScopedDevice(int device) {
+  explicit ScopedDevice(int device) : device_(device) {
     if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
     status_ = previous_ == device ? cudaSuccess : cudaSetDevice(device);
   }
@@ -48,9 +49,14 @@ class ScopedDevice {
   }
   ScopedDevice(const ScopedDevice&) = delete;
   ScopedDevice& operator=(const ScopedDevice&) = delete;
-  cudaError_t status() const { return status_; }
+  kh_status check(const OpContext& c) const {
+    return status_ == cudaSuccess ? KH_OK
+                                  : op_error(c, KH_ERROR_DEVICE, "cannot make CUDA device %d current: %s", device_,
+                                             cudaGetErrorString(status_));
+  }
 
  private:
+  int device_ = 0;
   int previous_ = -1;
   cudaError_t status_ = cudaSuccess;
 };
@@ -69,6 +75,9 @@ kh_status check_prefill_limits(const OpContext& c, const AttentionParams& a) {
   return KH_OK;
 }
 
+// The caller's stream (kh_call_ctx::stream; NULL: the default stream).
+cudaStream_t caller_stream(const OpContext& c) { return static_cast<cudaStream_t>(c.ctx ? c.ctx->stream : nullptr); }
+
 kh_status launch(const OpContext& c, const AttentionParams& a) {
   if (cuda_fwd_bucket(static_cast<int>(a.head_dim), static_cast<int>(a.head_dim_v)).qk == 0)
     return op_error(c, KH_ERROR_UNSUPPORTED, "argument 'q': head dims %lld/%lld have no CUDA kernel",
@@ -82,10 +91,8 @@ kh_status launch(const OpContext& c, const AttentionParams& a) {
                     "contiguous memory first");
 
   const ScopedDevice device(a.device.device_id);
-  if (device.status() != cudaSuccess)
-    return op_error(c, KH_ERROR_DEVICE, "cannot make CUDA device %d current: %s", a.device.device_id,
-                    cudaGetErrorString(device.status()));
-  const cudaStream_t stream = static_cast<cudaStream_t>(c.ctx ? c.ctx->stream : nullptr);
+  KH_KERNEL_TRY(device.check(c));
+  const cudaStream_t stream = caller_stream(c);
   cudaError_t err = cudaErrorNotSupported;
 #if defined(KH_ATTENTION_SM90A)
   static const bool force_sm80 = experiments::flag("KH_ATTENTION_FORCE_SM80", false);
@@ -153,10 +160,8 @@ kh_status attention_decode_paged_invoke(const kh_value* args, uint32_t nargs, co
                       p.batch, (long long)(p.heads_kv * row_tiles));
     const int device_id = p.device_id;
     const ScopedDevice device(device_id);
-    if (device.status() != cudaSuccess)
-      return op_error(c, KH_ERROR_DEVICE, "cannot make CUDA device %d current: %s", device_id,
-                      cudaGetErrorString(device.status()));
-    const cudaStream_t stream = static_cast<cudaStream_t>(c.ctx ? c.ctx->stream : nullptr);
+    KH_KERNEL_TRY(device.check(c));
+    const cudaStream_t stream = caller_stream(c);
     const decode::DecodePlan plan = decode::plan_decode(p, device_id);
     const cudaError_t err = decode::launch_decode(p, plan, stream);
     if (err != cudaSuccess)
@@ -205,10 +210,8 @@ kh_status fp8_prefill(const OpContext& c, const AttentionParams& a) {
                     "q, k, v and out need 16-byte aligned data pointers, q, k and v strides that are multiples of 16 "
                     "bytes and out strides that are multiples of 8 elements (the kernel copies 16-byte chunks)");
   const ScopedDevice device(a.device.device_id);
-  if (device.status() != cudaSuccess)
-    return op_error(c, KH_ERROR_DEVICE, "cannot make CUDA device %d current: %s", a.device.device_id,
-                    cudaGetErrorString(device.status()));
-  const cudaStream_t stream = static_cast<cudaStream_t>(c.ctx ? c.ctx->stream : nullptr);
+  KH_KERNEL_TRY(device.check(c));
+  const cudaStream_t stream = caller_stream(c);
   const cudaError_t err = sm90::run_attention_fwd_sm90_fp8(p, stream);
   if (err == cudaErrorNotSupported || err == cudaErrorInvalidValue)
     return op_error(c, KH_ERROR_UNSUPPORTED,
@@ -243,10 +246,8 @@ kh_status attention_decode_paged_fp8_invoke(const kh_value* args, uint32_t nargs
                       "must be <= 65535",
                       p.batch, (long long)(p.heads_kv * row_tiles));
     const ScopedDevice device(p.device_id);
-    if (device.status() != cudaSuccess)
-      return op_error(c, KH_ERROR_DEVICE, "cannot make CUDA device %d current: %s", p.device_id,
-                      cudaGetErrorString(device.status()));
-    const cudaStream_t stream = static_cast<cudaStream_t>(c.ctx ? c.ctx->stream : nullptr);
+    KH_KERNEL_TRY(device.check(c));
+    const cudaStream_t stream = caller_stream(c);
     const cudaError_t err = decode::launch_decode_fp8(p, stream);
     return err == cudaSuccess ? KH_OK : device_error(c, p.device_id, err);
   });
@@ -300,10 +301,8 @@ kh_status attention_varlen_fwd_fp8_invoke(const kh_value* args, uint32_t nargs, 
                       "q, k, v and out need 16-byte aligned data pointers, q and out strides that are multiples of 8 "
                       "elements and k and v strides that are multiples of 16 bytes");
     const ScopedDevice device(p.device_id);
-    if (device.status() != cudaSuccess)
-      return op_error(c, KH_ERROR_DEVICE, "cannot make CUDA device %d current: %s", p.device_id,
-                      cudaGetErrorString(device.status()));
-    const cudaStream_t stream = static_cast<cudaStream_t>(c.ctx ? c.ctx->stream : nullptr);
+    KH_KERNEL_TRY(device.check(c));
+    const cudaStream_t stream = caller_stream(c);
     const cudaError_t err = decode::launch_varlen_fp8(p, va, stream);
     return err == cudaSuccess ? KH_OK : device_error(c, p.device_id, err);
   });
@@ -324,10 +323,8 @@ kh_status paged_kv_cache_write_invoke(const kh_value* args, uint32_t nargs, cons
                       "key, value and the caches need 16-byte aligned data pointers and strides of 16-byte "
                       "multiples (the kernel moves 16-byte chunks)");
     const ScopedDevice device(p.device_id);
-    if (device.status() != cudaSuccess)
-      return op_error(c, KH_ERROR_DEVICE, "cannot make CUDA device %d current: %s", p.device_id,
-                      cudaGetErrorString(device.status()));
-    const cudaStream_t stream = static_cast<cudaStream_t>(c.ctx ? c.ctx->stream : nullptr);
+    KH_KERNEL_TRY(device.check(c));
+    const cudaStream_t stream = caller_stream(c);
     const cudaError_t err = launch_cache_write(p, stream);
     return err == cudaSuccess ? KH_OK : device_error(c, p.device_id, err);
   });

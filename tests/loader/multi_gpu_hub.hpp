@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdlib>
-#include <ctime>
 #include <fstream>
 #include <string>
 #include <utility>
@@ -16,6 +15,7 @@
 #include "kh/registry/package_manifest.hpp"
 #include "kh/registry/publish.hpp"
 #include "kh/registry/signed_metadata.hpp"
+#include "../registry/signed_hub.hpp"
 #include "../registry/test_util.hpp"
 
 namespace kh_test {
@@ -25,16 +25,10 @@ inline const char* kMultiGpuSm90a = "cuda13.0-sm90a-abi1-x86_64-linux";
 inline const char* kMultiGpuSm80 = "cuda13.0-sm80-abi1-x86_64-linux";
 
 struct MultiGpuHub {
-  TempDir tmp;
-  std::string dir = tmp.path(), hub = dir + "/hub", cache = dir + "/cache", url = "file://" + hub;
+  SignedHub signed_hub;  // the hub and its root of trust
+  std::string dir = signed_hub.dir, cache = dir + "/cache", url = signed_hub.url();
   MultiGpuHub() {
     namespace reg = kh::registry;
-    const auto key = reg::minisign::generate_key();
-    reg::RootSpec root;
-    root.root_keys = {key.public_key()};
-    root.index_keys = {key.public_key()};
-    root.expires_unix = static_cast<int64_t>(std::time(nullptr)) + 86400;
-    reg::write_next_root_to_file_hub(hub, root, {key});
     for (const auto& [library, variant] : {std::pair<const char*, const char*>{KH_FIXTURE_GPU_SM90A, kMultiGpuSm90a},
                                            {KH_FIXTURE_GPU_SM80, kMultiGpuSm80}}) {
       reg::PackageManifest m;
@@ -45,11 +39,9 @@ struct MultiGpuHub {
       m.ops = {{"noop", "noop(Tensor(a!) out) -> ()"}};
       reg::pack_package(library, m, dir + "/dist");
     }
-    reg::publish_to_file_hub(dir + "/dist", hub, 365, {key});
-    std::ifstream in(hub + "/root/1.root.json", std::ios::binary);
-    const std::string root_json((std::istreambuf_iterator<char>(in)), {});
+    reg::publish_to_file_hub(dir + "/dist", signed_hub.hub_dir, 365, {signed_hub.key});
     reg::Cache c(cache);
-    reg::TrustStore(c, reg::open_hub(url)->id()).pin_root(root_json, "root/1.root.json");
+    reg::TrustStore(c, reg::open_hub(url)->id()).pin_root(signed_hub.root_text(), "root/1.root.json");
   }
   // Load options for this hub and cache and one device.
   kh_load_options options(int32_t device_type, int32_t device_id) const {

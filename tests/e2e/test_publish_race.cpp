@@ -1,7 +1,7 @@
 // Two publishers racing on one hub never lose each other's release silently (issue 14): on
 // a file:// hub (flock), an http hub with WebDAV PUT (nginx) and an oci:// hub
 // (docker-registry), two real `kernels publish` processes publish two versions of one repo
-// at the same moment, each holding its merge for 1.5 s (a test-build pause): without the
+// at the same moment, each holding its merge for 4 s (a test-build pause): without the
 // hub's publish lock both would merge into the same old index and the later write would
 // drop the other's release. Both releases must be in the verified index, and one of the
 // two must have waited for the other. And a writer that ignores the lock (this test, by
@@ -75,12 +75,15 @@ reg::RepoIndex client_index(const Workspace& ws, const RaceHub& hub, const std::
   return reg::fetch_verified_index(*reader, cache, kRepo);
 }
 
-// Two publishers at once, each pausing 1.5 s inside its merge; both releases must land.
+// Two publishers at once, each pausing 4 s inside its merge; both releases must land. The pause
+// outlasts the file hub's lock, which announces a wait only after 1 s, by the start-up gap between
+// the two processes on a loaded machine: at 1.5 s the fresh-machine check (a cold build beside
+// it) once saw the second reach the lock too late to announce its wait.
 void race(const Workspace& ws, const RaceHub& hub) {
   init_trust(ws, hub);
   const std::string a = pack(ws, "1.0.0"), b = pack(ws, "1.1.0");
   const std::string key = (ws.root / "keys/kh.key").string();
-  const std::string pause = "KH_TEST_PAUSE_AT=publish-merged KH_TEST_PAUSE_MS=1500 KH_PROGRESS=1";
+  const std::string pause = "KH_TEST_PAUSE_AT=publish-merged KH_TEST_PAUSE_MS=4000 KH_PROGRESS=1";
   CommandResult ra, rb;
   std::thread ta([&] { ra = run_command(kernels(ws, hub, "publish '" + a + "' --hub " + hub.url + " --key " + key, pause)); });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -731,58 +731,60 @@ __device__ __forceinline__ void simulate_pair_rounds(const FwdLaunchParams& p, c
 // words of columns 2c and 2c + 1 with keys 2t, 2t + 1, 8 + 2t, 9 + 2t (positions 4t..4t + 3);
 // stmatrix.x4 writes them as four 8-row matrices whose rows are Vt rows 2j, 2j + 1, 16 + 2j,
 // 17 + 2j. Both sides are swizzled, so the eight 16-byte rows of each matrix fall in distinct
-// banks (the stores' rows 2j: in four, a 2-way conflict).
+// banks (the stores' rows 2j: in four, a 2-way conflict). A warp takes items of up to four
+// steps (a 16-key group's columns, or half of them at d = 256), their loads in flight together;
+// the swizzles' XOR terms depend on the lane alone (a group's 16 rows and a step's 32 Vt rows
+// are whole periods), so a step costs its two matrix instructions, four byte permutes and two
+// adds. (The first ldmatrix version computed both addresses per step: ~1260 warp instructions
+// a 16 KB block, a fifth of the kernel's; NOTES.md, FP8 prefill.)
 template <typename Cfg>
 __device__ __forceinline__ void transpose_v_block(uint32_t src, uint32_t dst, int valid, int wt, int lane) {
-  using detail::swizzled_chunk;
   constexpr int kVDim = Cfg::kVDimBytes, kKeys = Cfg::kBlockN;
   constexpr int kSwzV = Cfg::kSwizzleV, kSwzVt = Cfg::kSwizzleVt;
-  constexpr int kColBlocks = kVDim / 32, kUnits = (kKeys / 16) * kColBlocks;
-  constexpr int kWarps = Cfg::kTransposeWarps;
+  constexpr int kColBlocks = kVDim / 32;                            // 32-column steps a 16-key group
+  constexpr int kStepsPerItem = kColBlocks < 4 ? kColBlocks : 4;    // the steps one item does at once
+  constexpr int kSplit = kColBlocks / kStepsPerItem;                // items a 16-key group
+  constexpr int kItems = (kKeys / 16) * kSplit;
   const int m = lane >> 3, j = lane & 7;  // this lane's matrix and row (the addresses it gives)
   const int t = lane & 3;
   const int ld_key = j + 8 * (m & 1), ld_chunk = m >> 1;  // of the 16-key x 32-byte step
   const int st_row = 2 * j + (m & 1) + 16 * (m >> 1);    // of the 32 Vt rows of the step
+  // A 16-key group's rows are whole swizzle periods (8 rows) of both layouts, and a step's 32
+  // Vt rows too: the XOR terms depend on this lane's row within them only.
+  const int ld_xor = ((ld_key * kSwzV) >> 7) & (kSwzV / 16 - 1);
+  const int st_xor = ((st_row * kSwzVt) >> 7) & (kSwzVt / 16 - 1);
   const bool tail = valid < kKeys;
-  auto load = [&](int u, uint32_t (&r)[4]) {
-    const int cb = u % kColBlocks, kg = u / kColBlocks;
-    const int col = 32 * cb + 16 * ld_chunk, key = 16 * kg + ld_key;
-    const uint32_t addr = src + (col / kSwzV) * (kKeys * kSwzV) + swizzled_chunk<kSwzV>(key, (col % kSwzV) / 16);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr)
-                 : "memory");
-  };
-  auto store = [&](int u, uint32_t (&r)[4]) {
-    const int cb = u % kColBlocks, kg = u / kColBlocks;
-    if (tail) {  // bytes of keys past `valid`: r[0], r[2] hold keys 2t, 2t + 1, r[1], r[3] 8 more
-      const int k0 = 16 * kg + 2 * t;
+  for (int item = wt; item < kItems; item += Cfg::kTransposeWarps) {
+    const int kg = item / kSplit, cb0 = (item % kSplit) * kStepsPerItem;
+    const int key = 16 * kg + ld_key, pos = 16 * kg;
+    uint32_t r[kStepsPerItem][4];
+#pragma unroll
+    for (int c = 0; c < kStepsPerItem; ++c) {  // every load first: kStepsPerItem in flight
+      const int col = 32 * (cb0 + c) + 16 * ld_chunk;
+      const uint32_t addr = src + (col / kSwzV) * (kKeys * kSwzV) + key * kSwzV +
+                            ((((col % kSwzV) / 16) ^ ld_xor) << 4);
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                   : "=r"(r[c][0]), "=r"(r[c][1]), "=r"(r[c][2]), "=r"(r[c][3])
+                   : "r"(addr)
+                   : "memory");
+    }
+    if (tail) {  // bytes of keys past `valid`: r[][0], r[][2] hold keys 2t, 2t + 1, r[][1], r[][3] 8 more
+      const int k0 = pos + 2 * t;
       const uint32_t lo = (k0 < valid ? 0xffffu : 0u) | (k0 + 1 < valid ? 0xffff0000u : 0u);
       const uint32_t hi = (k0 + 8 < valid ? 0xffffu : 0u) | (k0 + 9 < valid ? 0xffff0000u : 0u);
-      r[0] &= lo, r[2] &= lo, r[1] &= hi, r[3] &= hi;
+#pragma unroll
+      for (int c = 0; c < kStepsPerItem; ++c) r[c][0] &= lo, r[c][2] &= lo, r[c][1] &= hi, r[c][3] &= hi;
     }
-    const uint32_t e0 = __byte_perm(r[0], r[1], 0x6420), e1 = __byte_perm(r[0], r[1], 0x7531);
-    const uint32_t e2 = __byte_perm(r[2], r[3], 0x6420), e3 = __byte_perm(r[2], r[3], 0x7531);
-    const int row = 32 * cb + st_row, pos = 16 * kg;
-    const uint32_t addr =
-        dst + (pos / kSwzVt) * (kVDim * kSwzVt) + swizzled_chunk<kSwzVt>(row, (pos % kSwzVt) / 16);
-    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(e0), "r"(e1),
-                 "r"(e2), "r"(e3)
-                 : "memory");
-  };
-  // Two steps at a time: both loads in flight before either store.
-  int u = wt;
-  for (; u + kWarps < kUnits; u += 2 * kWarps) {
-    uint32_t a[4], b[4];
-    load(u, a);
-    load(u + kWarps, b);
-    store(u, a);
-    store(u + kWarps, b);
-  }
-  if (u < kUnits) {
-    uint32_t a[4];
-    load(u, a);
-    store(u, a);
+    const uint32_t vt_box = dst + (pos / kSwzVt) * (kVDim * kSwzVt) + ((((pos % kSwzVt) / 16) ^ st_xor) << 4);
+#pragma unroll
+    for (int c = 0; c < kStepsPerItem; ++c) {
+      const uint32_t e0 = __byte_perm(r[c][0], r[c][1], 0x6420), e1 = __byte_perm(r[c][0], r[c][1], 0x7531);
+      const uint32_t e2 = __byte_perm(r[c][2], r[c][3], 0x6420), e3 = __byte_perm(r[c][2], r[c][3], 0x7531);
+      const uint32_t addr = vt_box + (32 * (cb0 + c) + st_row) * kSwzVt;
+      asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(e0), "r"(e1),
+                   "r"(e2), "r"(e3)
+                   : "memory");
+    }
   }
 }
 

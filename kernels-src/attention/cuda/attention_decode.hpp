@@ -5,6 +5,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
+
 #include "attention_decode_params.hpp"
 
 namespace kh_attention {
@@ -31,6 +33,27 @@ cudaError_t run_decode_split(const DecodeParams& p, int rows, int row_tiles, int
 // grid or not) one SM holds at once; 0 for a wide or balanced CTA that is not built or does not fit.
 template <typename Tag, int TPR>
 int decode_split_occupancy(int rows, int head_dim, int variant, bool wide, bool balanced);
+
+struct SplitChoice {
+  int64_t splits = 1;
+  double fill = -1.0;
+};
+
+// The split count in [1, smax] (the workspace rule's bound) whose CTAs fill the device's
+// resident slots best (CTAs / (waves x slots)): the first that reaches 95%, else the best. A last
+// wave that is mostly empty costs as much as a full one: b64 x 8k unsplit is 512 CTAs on 396
+// slots, 65% (run 2 of cuda/NOTES.md "decode"). Shared by the bf16 kernels' plan and the FP8 one
+// (attention_decode_fp8.cu).
+inline SplitChoice best_split(int64_t units, int64_t slots, int64_t smax) {
+  SplitChoice best;
+  for (int64_t s = 1; s <= smax; ++s) {
+    const int64_t ctas = units * s, waves = (ctas + slots - 1) / slots;
+    const double fill = static_cast<double>(ctas) / static_cast<double>(waves * slots);
+    if (fill > best.fill + 1e-9) best = {s, fill};
+    if (fill >= 0.95) break;
+  }
+  return best;
+}
 
 // Merges the splits' partials in the workspace into out and lse.
 cudaError_t run_decode_combine(const DecodeParams& p, int num_splits, bool dependent, cudaStream_t stream);

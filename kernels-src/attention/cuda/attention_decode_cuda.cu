@@ -178,26 +178,6 @@ int resident_ctas(int device, bool bf16, int tpr, int rows, int head_dim, int va
   return v;
 }
 
-struct SplitChoice {
-  int64_t splits = 1;
-  double fill = -1.0;
-};
-
-// The split count in [1, smax] (the workspace rule's bound) whose CTAs fill the device's
-// resident slots best (CTAs / (waves x slots)): the first that reaches 95%, else the best. A last
-// wave that is mostly empty costs as much as a full one: b64 x 8k unsplit is 512 CTAs on 396
-// slots, 65% (run 2 of cuda/NOTES.md "decode").
-SplitChoice best_split(int64_t units, int64_t slots, int64_t smax) {
-  SplitChoice best;
-  for (int64_t s = 1; s <= smax; ++s) {
-    const int64_t ctas = units * s, waves = (ctas + slots - 1) / slots;
-    const double fill = static_cast<double>(ctas) / static_cast<double>(waves * slots);
-    if (fill > best.fill + 1e-9) best = {s, fill};
-    if (fill >= 0.95) break;
-  }
-  return best;
-}
-
 // -1: the rule of plan_decode; a development build's KH_ATTENTION_DECODE_WIDE=0|1: never /
 // wherever built and fitting take the wide CTA (comparisons).
 int wide_mode() {

@@ -1,65 +1,60 @@
 // attention_decode_fp8.cu: the plans of the FP8-cache kernel (attention_decode_fp8.cuh): the split
-// count of an attention_decode_paged_fp8 call (the bf16 kernels' rule: the count within the
-// workspace's max_splits whose CTAs fill the device's resident slots best, from the shapes and
-// the device only, never from seq_lens), the launches, the combine; and the packed (varlen) mode's
-// grid. No allocation, no host synchronisation, no copy: graph-safe.
+// count of an attention_decode_paged_fp8 call and its CTA width (the bf16 kernels' rules: the count
+// within the workspace's max_splits whose CTAs fill the device's resident slots best, from the
+// shapes and the device only, never from seq_lens; the wide CTA where it needs no split and 4-warp
+// CTAs would), the launches, the combine; and the packed (varlen) mode's grid. No allocation, no
+// host synchronisation, no copy: graph-safe.
 #include <atomic>
 
 #include "attention_decode.hpp"
 #include "attention_decode_fp8_launch.hpp"
+#include "attention_experiments.hpp"
 
 namespace kh_attention {
 namespace decode {
 
-KH_DECODE_FP8_EXTERN(Bf16Tag, 128)
-KH_DECODE_FP8_EXTERN(Bf16Tag, 256)
-KH_DECODE_FP8_EXTERN(F16Tag, 128)
-KH_DECODE_FP8_EXTERN(F16Tag, 256)
+KH_DECODE_FP8_EXTERN(Bf16Tag, 128, 4)
+KH_DECODE_FP8_EXTERN(Bf16Tag, 256, 4)
+KH_DECODE_FP8_EXTERN(F16Tag, 128, 4)
+KH_DECODE_FP8_EXTERN(F16Tag, 256, 4)
+KH_DECODE_FP8_EXTERN(Bf16Tag, 128, kDecodeFp8WideWarps)
+KH_DECODE_FP8_EXTERN(F16Tag, 128, kDecodeFp8WideWarps)
 
 namespace {
 
+// wide: the wide CTA (the 128 bucket only; the plan never asks for it at 256).
 template <typename Tag>
-cudaError_t run_split(const DecodeParams& p, const Fp8VarlenArgs& va, int row_tiles, int splits, cudaStream_t s) {
-  return decode_fp8_bucket(p.head_dim) == 128 ? run_decode_fp8_split<Tag, 128>(p, va, row_tiles, splits, s)
-                                               : run_decode_fp8_split<Tag, 256>(p, va, row_tiles, splits, s);
+cudaError_t run_split(const DecodeParams& p, const Fp8VarlenArgs& va, int row_tiles, int splits, bool wide,
+                      cudaStream_t s) {
+  if (decode_fp8_bucket(p.head_dim) == 256) return run_decode_fp8_split<Tag, 256, 4>(p, va, row_tiles, splits, s);
+  return wide ? run_decode_fp8_split<Tag, 128, kDecodeFp8WideWarps>(p, va, row_tiles, splits, s)
+              : run_decode_fp8_split<Tag, 128, 4>(p, va, row_tiles, splits, s);
 }
 
 template <typename Tag>
-int occupancy(int head_dim) {
-  return decode_fp8_bucket(head_dim) == 128 ? decode_fp8_occupancy<Tag, 128>() : decode_fp8_occupancy<Tag, 256>();
+int occupancy(int head_dim, bool wide) {
+  if (decode_fp8_bucket(head_dim) == 256) return wide ? 0 : decode_fp8_occupancy<Tag, 256, 4>();
+  return wide ? decode_fp8_occupancy<Tag, 128, kDecodeFp8WideWarps>() : decode_fp8_occupancy<Tag, 128, 4>();
 }
 
-// Resident CTAs of the kernel on the device, cached per (device, dtype, bucket): the first call asks
-// the runtime, later ones (graph captures among them) read the cache.
-int resident_ctas(int device, bool bf16, int head_dim) {
+// Resident CTAs of the kernel on the device, cached per (device, dtype, bucket, width): the first
+// call asks the runtime, later ones (graph captures among them) read the cache. 0 for a wide CTA
+// that does not exist (the 256 bucket) or does not fit (cached as -1).
+int resident_ctas(int device, bool bf16, int head_dim, bool wide) {
   constexpr int kDevices = 64;
-  static std::atomic<int> cache[kDevices][2][2];
+  static std::atomic<int> cache[kDevices][2][2][2];
   const int bi = decode_fp8_bucket(head_dim) == 128 ? 0 : 1;
-  std::atomic<int>* slot = device >= 0 && device < kDevices ? &cache[device][bf16][bi] : nullptr;
+  std::atomic<int>* slot = device >= 0 && device < kDevices ? &cache[device][bf16][bi][wide] : nullptr;
   if (slot != nullptr) {
     const int v = slot->load(std::memory_order_relaxed);
-    if (v > 0) return v;
+    if (v != 0) return v > 0 ? v : 0;
   }
   int sms = 0;
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) sms = 1;
-  const int per_sm = bf16 ? occupancy<Bf16Tag>(head_dim) : occupancy<F16Tag>(head_dim);
-  const int v = sms * (per_sm > 0 ? per_sm : 1);
-  if (slot != nullptr) slot->store(v, std::memory_order_relaxed);
+  const int per_sm = bf16 ? occupancy<Bf16Tag>(head_dim, wide) : occupancy<F16Tag>(head_dim, wide);
+  const int v = wide ? sms * per_sm : sms * (per_sm > 0 ? per_sm : 1);
+  if (slot != nullptr) slot->store(v > 0 ? v : -1, std::memory_order_relaxed);
   return v;
-}
-
-// The split count in [1, smax] whose CTAs fill the resident slots best (CTAs / (waves x slots)):
-// the first that reaches 95%, else the best (attention_decode_cuda.cu's best_split).
-int64_t best_split(int64_t units, int64_t slots, int64_t smax) {
-  int64_t best = 1;
-  double best_fill = -1.0;
-  for (int64_t s = 1; s <= smax; ++s) {
-    const int64_t ctas = units * s, waves = (ctas + slots - 1) / slots;
-    const double fill = static_cast<double>(ctas) / static_cast<double>(waves * slots);
-    if (fill > best_fill + 1e-9) best_fill = fill, best = s;
-    if (fill >= 0.95) break;
-  }
-  return best;
 }
 
 }  // namespace
@@ -69,24 +64,43 @@ cudaError_t launch_decode_fp8(const DecodeParams& p, cudaStream_t stream) {
   const int rows = p.q_len * (p.heads_q / p.heads_kv);
   const int row_tiles = (rows + kDecodeFp8RowsPerCta - 1) / kDecodeFp8RowsPerCta;
   const int64_t units = static_cast<int64_t>(p.batch) * p.heads_kv * row_tiles;
-  const int splits = static_cast<int>(best_split(units, resident_ctas(p.device_id, bf16, p.head_dim), p.max_splits()));
+  const int64_t smax = p.max_splits();
+  int64_t splits = best_split(units, resident_ctas(p.device_id, bf16, p.head_dim, false), smax).splits;
+  // The wide CTA where one wave of it, unsplit, fills the device and 4-warp CTAs would split: no
+  // partials, no combine kernel (H100, GQA 32/8 d128: b16 x 4k 63.9 -> 59.7 us, b16 x 32k 411.9 ->
+  // 381.4). With more waves it lost (b32 x 2k 63.6 -> 66.6, b64 x 8k 402 -> 408, b128 x 4k 411 ->
+  // 425: cuda/NOTES.md "FP8"), unlike the bf16 kernels' wide CTA, hence one wave only. A
+  // development build's KH_ATTENTION_DECODE_WIDE=0|1: never / wherever it exists (comparisons).
+  static const int wide_mode = experiments::mode("KH_ATTENTION_DECODE_WIDE");
+  bool wide = false;
+  if (wide_mode != 0) {
+    const int64_t wide_slots = resident_ctas(p.device_id, bf16, p.head_dim, true);
+    if (wide_slots > 0) {
+      const SplitChoice w = best_split(units, wide_slots, smax);
+      if (wide_mode == 1 || (w.splits == 1 && units <= wide_slots && w.fill >= 0.95 && splits > 1)) {
+        wide = true;
+        splits = w.splits;
+      }
+    }
+  }
   const Fp8VarlenArgs paged;
-  cudaError_t err = bf16 ? run_split<Bf16Tag>(p, paged, row_tiles, splits, stream)
-                         : run_split<F16Tag>(p, paged, row_tiles, splits, stream);
-  if (err != cudaSuccess || splits == 1) return err;
+  const int n = static_cast<int>(splits);
+  cudaError_t err = bf16 ? run_split<Bf16Tag>(p, paged, row_tiles, n, wide, stream)
+                         : run_split<F16Tag>(p, paged, row_tiles, n, wide, stream);
+  if (err != cudaSuccess || n == 1) return err;
 #if defined(KH_ATTENTION_SM90A)
   constexpr bool kDependent = true;  // the split kernel lets the combine grid start early (griddepcontrol)
 #else
   constexpr bool kDependent = false;
 #endif
-  return run_decode_combine(p, splits, kDependent, stream);
+  return run_decode_combine(p, n, kDependent, stream);
 }
 
 cudaError_t launch_varlen_fp8(const DecodeParams& p, const Fp8VarlenArgs& va, cudaStream_t stream) {
   const int rows = va.max_q * (p.heads_q / p.heads_kv);
   const int row_tiles = (rows + kDecodeFp8RowsPerCta - 1) / kDecodeFp8RowsPerCta;
-  return p.dtype == ElementType::kBF16 ? run_split<Bf16Tag>(p, va, row_tiles, 1, stream)
-                                       : run_split<F16Tag>(p, va, row_tiles, 1, stream);
+  return p.dtype == ElementType::kBF16 ? run_split<Bf16Tag>(p, va, row_tiles, 1, false, stream)
+                                       : run_split<F16Tag>(p, va, row_tiles, 1, false, stream);
 }
 
 }  // namespace decode

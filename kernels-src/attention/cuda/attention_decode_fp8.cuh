@@ -34,11 +34,12 @@ namespace kh_attention {
 namespace decode {
 
 // Stages of a warp's ring: 3 (two tiles in flight while one is computed) at the 128 bucket, where 4
-// CTAs of 4 warps still fit an SM's shared memory (48 KiB a CTA); 2 at 256.
-template <int DP>
+// CTAs of 4 warps still fit an SM's shared memory (48 KiB a CTA); 2 at 256. The wide CTA (WARPS =
+// kDecodeFp8WideWarps, the 128 bucket) keeps kDecodeFp8WideStages (3: 16 warps x 12 KiB).
+template <int DP, int WARPS>
 struct Fp8Ring {
   static_assert(DP == 128 || DP == 256, "the FP8 kernel's buckets: 128, 256");
-  static constexpr int kStages = DP <= 128 ? 3 : 2;
+  static constexpr int kStages = WARPS > 4 ? kDecodeFp8WideStages : DP <= 128 ? 3 : 2;
   static constexpr int kChunks = DP / 16;            // 16-byte chunks of an e4m3 row
   static constexpr int kTileChunks = 16 * kChunks;   // a 16-key tile's chunks
   static constexpr int kCopies = kTileChunks / 32;   // copies a lane issues per tile, per K and V
@@ -51,12 +52,11 @@ struct Fp8Ring {
 };
 
 constexpr int kFp8Rows = kDecodeFp8RowsPerCta;  // query rows a CTA (the mma's n)
-constexpr int kFp8Warps = kThreads / 32;
 
-template <int DP>
+template <int DP, int WARPS>
 __host__ __device__ constexpr size_t decode_fp8_smem_bytes() {
-  using Merge = MergeSmem<32, kFp8Rows, kThreads>;
-  constexpr size_t ring = kFp8Warps * Fp8Ring<DP>::kWarpBytes;
+  using Merge = MergeSmem<32, kFp8Rows, WARPS * 32>;
+  constexpr size_t ring = WARPS * Fp8Ring<DP, WARPS>::kWarpBytes;
   return ring > sizeof(Merge) ? ring : sizeof(Merge);
 }
 
@@ -122,13 +122,15 @@ __device__ __forceinline__ Tile fp8_varlen_tile(const DecodeParams& p, const Fp8
   return t;
 }
 
-template <typename Tag, int DP>
-__global__ void __launch_bounds__(kThreads, DP <= 128 ? 4 : 2)
+// WARPS: 4 (a CTA of 4 warps, several an SM) or kDecodeFp8WideWarps (the wide CTA, one an SM).
+template <typename Tag, int DP, int WARPS>
+__global__ void __launch_bounds__(WARPS * 32, WARPS > 4 ? 1 : DP <= 128 ? 4 : 2)
     decode_fp8_kernel(const DecodeParams p, const Fp8VarlenArgs va, const int row_tiles, const int num_splits) {
-  using Ring = Fp8Ring<DP>;
+  using Ring = Fp8Ring<DP, WARPS>;
+  constexpr int kThreadsCta = WARPS * 32;
   constexpr int kStages = Ring::kStages;
   constexpr int kChunks = Ring::kChunks;
-  constexpr int kTileStride = kFp8Warps * 16;
+  constexpr int kTileStride = WARPS * 16;
   extern __shared__ __align__(128) unsigned char fp8_smem[];
 
   const bool packed = va.cu_q != nullptr;
@@ -321,7 +323,7 @@ __global__ void __launch_bounds__(kThreads, DP <= 128 ? 4 : 2)
   __syncthreads();  // the merge buffer below reuses the rings
 
   sum_rows_over_column(l);
-  using Merge = MergeSmem<32, kFp8Rows, kThreads>;
+  using Merge = MergeSmem<32, kFp8Rows, kThreadsCta>;
   Merge& sm = *reinterpret_cast<Merge*>(fp8_smem);
 #pragma unroll
   for (int mb = 0; mb < DP / 16; ++mb) {
@@ -331,7 +333,7 @@ __global__ void __launch_bounds__(kThreads, DP <= 128 ? 4 : 2)
     }
   }
   if (!packed) {
-    finish_split_tile<Tag, kFp8Rows, kThreads>(p, t, sm, warp, g, c, m, l);
+    finish_split_tile<Tag, kFp8Rows, kThreadsCta>(p, t, sm, warp, g, c, m, l);
     return;
   }
   // The packed mode writes its rows itself (never split): out through the epilogue with the
@@ -342,7 +344,7 @@ __global__ void __launch_bounds__(kThreads, DP <= 128 ? 4 : 2)
   pv.lse = nullptr;
   pv.q_len = seq.len_q;
   t.b = 0;
-  finish_split_tile<Tag, kFp8Rows, kThreads>(pv, t, sm, warp, g, c, m, l);
+  finish_split_tile<Tag, kFp8Rows, kThreadsCta>(pv, t, sm, warp, g, c, m, l);
   if (va.lse != nullptr && static_cast<int>(threadIdx.x) < t.nrows) {
     const int idx = t.r0 + static_cast<int>(threadIdx.x);
     const int i = idx / t.group, h = t.kv_head * t.group + (idx - i * t.group);
@@ -351,27 +353,27 @@ __global__ void __launch_bounds__(kThreads, DP <= 128 ? 4 : 2)
   }
 }
 
-template <typename Tag, int DP>
+template <typename Tag, int DP, int WARPS>
 cudaError_t run_decode_fp8_split(const DecodeParams& p, const Fp8VarlenArgs& va, int row_tiles, int num_splits,
                                  cudaStream_t stream) {
-  constexpr size_t bytes = decode_fp8_smem_bytes<DP>();
-  static const cudaError_t ready = allow_smem(decode_fp8_kernel<Tag, DP>, bytes);
+  constexpr size_t bytes = decode_fp8_smem_bytes<DP, WARPS>();
+  static const cudaError_t ready = allow_smem(decode_fp8_kernel<Tag, DP, WARPS>, bytes);
   if (ready != cudaSuccess) return ready;
   const dim3 grid(static_cast<unsigned>(num_splits), static_cast<unsigned>(p.heads_kv * row_tiles),
                   static_cast<unsigned>(p.batch));
-  decode_fp8_kernel<Tag, DP><<<grid, kThreads, bytes, stream>>>(p, va, row_tiles, num_splits);
+  decode_fp8_kernel<Tag, DP, WARPS><<<grid, WARPS * 32, bytes, stream>>>(p, va, row_tiles, num_splits);
   return cudaGetLastError();
 }
 
-template <typename Tag, int DP>
+template <typename Tag, int DP, int WARPS>
 int decode_fp8_occupancy() {
-  return occupancy_of(decode_fp8_kernel<Tag, DP>, decode_fp8_smem_bytes<DP>());
+  return occupancy_of(decode_fp8_kernel<Tag, DP, WARPS>, decode_fp8_smem_bytes<DP, WARPS>(), WARPS * 32);
 }
 
-#define KH_DECODE_FP8_INSTANTIATE(Tag, DP)                                                                      \
-  template cudaError_t run_decode_fp8_split<Tag, DP>(const DecodeParams&, const Fp8VarlenArgs&, int, int,      \
-                                                     cudaStream_t);                                            \
-  template int decode_fp8_occupancy<Tag, DP>();
+#define KH_DECODE_FP8_INSTANTIATE(Tag, DP, WARPS)                                                               \
+  template cudaError_t run_decode_fp8_split<Tag, DP, WARPS>(const DecodeParams&, const Fp8VarlenArgs&, int, int, \
+                                                            cudaStream_t);                                      \
+  template int decode_fp8_occupancy<Tag, DP, WARPS>();
 
 }  // namespace decode
 }  // namespace kh_attention

@@ -34,16 +34,31 @@ struct Fp8VarlenArgs {
 // and was dropped, which also spares CI two translation units per CUDA target.
 constexpr int decode_fp8_bucket(int head_dim) { return head_dim <= 128 ? 128 : 256; }
 
-template <typename Tag, int DP>
+// The wide CTA (attention_decode_fp8.cuh): kDecodeFp8WideWarps warps, one CTA an SM, rings of
+// kDecodeFp8WideStages stages; the 128 bucket only (a 256-bucket ring of 16 warps would not fit).
+// Taken where one split of it fills the device while 4-warp CTAs would need several (no
+// partials, no combine kernel: the bf16 kernels' rule, attention_decode_cuda.cu). Probe builds
+// may reshape it (KH_DECODE_FP8_WIDE_WARPS, KH_DECODE_FP8_WIDE_STAGES; release builds never do).
+#ifndef KH_DECODE_FP8_WIDE_WARPS
+#define KH_DECODE_FP8_WIDE_WARPS 16
+#endif
+#ifndef KH_DECODE_FP8_WIDE_STAGES
+#define KH_DECODE_FP8_WIDE_STAGES 3
+#endif
+constexpr int kDecodeFp8WideWarps = KH_DECODE_FP8_WIDE_WARPS;
+constexpr int kDecodeFp8WideStages = KH_DECODE_FP8_WIDE_STAGES;
+
+// WARPS: 4, or kDecodeFp8WideWarps at the 128 bucket.
+template <typename Tag, int DP, int WARPS>
 cudaError_t run_decode_fp8_split(const DecodeParams& p, const Fp8VarlenArgs& va, int row_tiles, int num_splits,
                                  cudaStream_t stream);
-template <typename Tag, int DP>
+template <typename Tag, int DP, int WARPS>
 int decode_fp8_occupancy();
 
-#define KH_DECODE_FP8_EXTERN(Tag, DP)                                                                              \
-  extern template cudaError_t run_decode_fp8_split<Tag, DP>(const DecodeParams&, const Fp8VarlenArgs&, int, int, \
-                                                            cudaStream_t);                                      \
-  extern template int decode_fp8_occupancy<Tag, DP>();
+#define KH_DECODE_FP8_EXTERN(Tag, DP, WARPS)                                                                    \
+  extern template cudaError_t run_decode_fp8_split<Tag, DP, WARPS>(const DecodeParams&, const Fp8VarlenArgs&, \
+                                                                   int, int, cudaStream_t);                   \
+  extern template int decode_fp8_occupancy<Tag, DP, WARPS>();
 
 // attention_decode_paged_fp8: split count from the shapes and the device (the bf16 kernels' rule:
 // best fill of the resident CTAs within max_splits), the split kernel, the combine when split.

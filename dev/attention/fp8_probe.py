@@ -3,6 +3,7 @@ kernel library file, in a process of its own, so that a device fault stays in th
 for dev/attention/run_fp8_probe.sh; check_fp8.py is the acceptance check).
 
   python3 fp8_probe.py LIB decode INDEX {bf16,f16}   # check_fp8.DECODE_CASES[INDEX]
+  python3 fp8_probe.py LIB decode-all        # every DECODE_CASES case x bf16/fp16, then the graph check
   python3 fp8_probe.py LIB write | varlen | graph
   python3 fp8_probe.py LIB prefill [INDEX]   # check_fp8.PREFILL_CASES (all, or one), sm90a builds
   python3 fp8_probe.py LIB prefill-bench     # fp8_prefill_bench.py's table (no hub needed)
@@ -44,6 +45,12 @@ def main():
         case = c8.DECODE_CASES[int(sys.argv[3])]
         dtype = torch.bfloat16 if sys.argv[4] == "bf16" else torch.float16
         c8.run_decode_case(res, k.op("attention_decode_paged_fp8"), target, dtype, case, gen)
+    elif what == "decode-all":
+        op = k.op("attention_decode_paged_fp8")
+        for case in c8.DECODE_CASES:
+            for dtype in (torch.bfloat16, torch.float16):
+                c8.run_decode_case(res, op, target, dtype, case, gen)
+        c8.check_decode_fp8_graph(res, op, target, gen)
     elif what == "dims":
         for d in range(32, 257, 16):
             c8.run_decode_case(res, k.op("attention_decode_paged_fp8"), target, torch.bfloat16,

@@ -736,7 +736,8 @@ __device__ __forceinline__ void simulate_pair_rounds(const FwdLaunchParams& p, c
 // the swizzles' XOR terms depend on the lane alone (a group's 16 rows and a step's 32 Vt rows
 // are whole periods), so a step costs its two matrix instructions, four byte permutes and two
 // adds. (The first ldmatrix version computed both addresses per step: ~1260 warp instructions
-// a 16 KB block, a fifth of the kernel's; NOTES.md, FP8 prefill.)
+// a 16 KB block, a fifth of the kernel's; this one ran +7% at d128, +23% at d256 on the H100:
+// NOTES.md, FP8 prefill.)
 template <typename Cfg>
 __device__ __forceinline__ void transpose_v_block(uint32_t src, uint32_t dst, int valid, int wt, int lane) {
   constexpr int kVDim = Cfg::kVDimBytes, kKeys = Cfg::kBlockN;

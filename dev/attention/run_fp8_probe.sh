@@ -5,7 +5,10 @@
 # in a process of its own (fp8_probe.py), and compute-sanitizer on the first case that failed.
 # --prefill: the FP8 prefill instead (sm90a): its grid (check_fp8.PREFILL_CASES) in one process,
 # each case in its own under compute-sanitizer if that one died, then fp8_prefill_bench.py's table.
-#   dev/attention/run_fp8_probe.sh [--sm80 | --prefill] [STAGE, default .gpu-stage]
+# --record: the record run of docs/benchmarks.md (both builds): the decode grid of each build in
+# one process, the prefill grid (sm90a), fp8_decode_ab.py (decode against the copy floor and bf16
+# SDPA), fp8_prefill_bench.py's table; each step under a time limit, its result printed as it ends.
+#   dev/attention/run_fp8_probe.sh [--sm80 | --prefill | --record] [STAGE, default .gpu-stage]
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -13,6 +16,8 @@ targets=(cuda-sm90a)
 prefill=0
 [[ "${1:-}" == --sm80 ]] && { targets+=(cuda-sm80); shift; }
 [[ "${1:-}" == --prefill ]] && { prefill=1; shift; }
+record=0
+[[ "${1:-}" == --record ]] && { record=1; targets+=(cuda-sm80); shift; }
 stage="$(cd "${1:-$root/.gpu-stage}" && pwd)"
 work="${TMPDIR:-/tmp}/kh-fp8-probe"
 mkdir -p "$work/syslib"
@@ -33,6 +38,18 @@ for t in "${targets[@]}"; do
   libs+=("$work/$t/libkh_attention_cuda.so")
 done
 sanitizer="$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)"
+if [[ $record == 1 ]]; then
+  count() { echo "ok $(grep -c '^ok' "$1") FAIL $(grep -c '^FAIL' "$1")"; grep '^FAIL' "$1" | cut -c1-250 | head -4; }
+  for lib in "${libs[@]}"; do
+    timeout 120 python3 "$here/fp8_probe.py" "$lib" decode-all > "$work/record-decode.log" 2>&1
+    echo "decode grid $(basename "$(dirname "$lib")"): $(count "$work/record-decode.log")"
+  done
+  timeout 120 python3 "$here/fp8_probe.py" "${libs[0]}" prefill > "$work/record-prefill.log" 2>&1
+  echo "prefill grid cuda-sm90a: $(count "$work/record-prefill.log")"
+  timeout 200 python3 "$here/fp8_decode_ab.py" "${libs[@]}"
+  timeout 150 python3 "$here/fp8_probe.py" "${libs[0]}" prefill-bench 2>&1 | cut -c1-400
+  exit 0
+fi
 if [[ $prefill == 1 ]]; then
   lib="${libs[0]}"
   python3 "$here/fp8_probe.py" "$lib" prefill 2>&1 | cut -c1-400 | tee "$work/prefill.log"

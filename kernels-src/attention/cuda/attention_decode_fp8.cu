@@ -75,12 +75,11 @@ cudaError_t launch_decode_fp8(const DecodeParams& p, cudaStream_t stream) {
   bool wide = false;
   if (wide_mode != 0) {
     const int64_t wide_slots = resident_ctas(p.device_id, bf16, p.head_dim, true);
-    if (wide_slots > 0) {
-      const SplitChoice w = best_split(units, wide_slots, smax);
-      if (wide_mode == 1 || (w.splits == 1 && units <= wide_slots && w.fill >= 0.95 && splits > 1)) {
-        wide = true;
-        splits = w.splits;
-      }
+    const bool one_full_wave =
+        units <= wide_slots && static_cast<double>(units) >= 0.95 * static_cast<double>(wide_slots);
+    if (wide_slots > 0 && (wide_mode == 1 || (one_full_wave && splits > 1))) {
+      wide = true;
+      splits = one_full_wave ? 1 : best_split(units, wide_slots, smax).splits;
     }
   }
   const Fp8VarlenArgs paged;

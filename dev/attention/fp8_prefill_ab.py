@@ -1,0 +1,45 @@
+"""fp8_prefill_ab.py: the FP8 prefill (attention_varlen_fwd_fp8 with e4m3 q, k and v) of one or more
+CUDA attention libraries on the same inputs in one process: b x s = 16k tokens, 2048 / d heads, at
+d 128 and 256 (s 8k, full and causal), TFLOP/s of each, and each library's output against the
+first's. For A/B builds of one tree (a probe macro in CMAKE_CUDA_FLAGS, or two trees); on the GPU
+machine, from the repo root, with KH_LIBRARY set (run_fp8_probe.sh shows how):
+  python3 dev/attention/fp8_prefill_ab.py LIB...   (each LIB in a folder naming it)
+"""
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "bench"))
+import torch  # noqa: E402
+import kh  # noqa: E402
+import gpu_bench as gb  # noqa: E402
+
+libs = sys.argv[1:]
+ops = [kh.load_library(lib).op("attention_varlen_fwd_fp8") for lib in libs]
+names = [os.path.basename(os.path.dirname(lib)) for lib in libs]
+print(torch.cuda.get_device_name())
+gen = torch.Generator(device="cuda")
+for d in (128, 256):
+    s = 8192
+    b, h = 16384 // s, 2048 // d
+    gen.manual_seed(d)
+    # e4m3 bytes of N(0, 1) values (no NaN bytes), unit descales.
+    u8 = [torch.randn(b * s, h, d, device="cuda", generator=gen).to(torch.float8_e4m3fn).view(torch.uint8)
+          for _ in range(3)]
+    one = torch.ones(1, device="cuda")
+    cu = torch.arange(0, b + 1, device="cuda", dtype=torch.int32) * s
+    for causal in (False, True):
+        flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
+        line = f"d{d} s{s // 1024}k {'causal' if causal else 'full'}:"
+        ref = None
+        for name, op in zip(names, ops):
+            out = torch.empty(b * s, h, d, device="cuda", dtype=torch.bfloat16)
+            call = op.bind(out, None, u8[0], u8[1], u8[2], one, one, one, cu, cu, s, s, d ** -0.5, causal, -1, 0.0)
+            call()
+            torch.cuda.synchronize()
+            err = 0.0 if ref is None else gb.rel_error(out, ref)
+            ref = out if ref is None else ref
+            t = gb.Timing([call], 10)
+            line += f"  {name} {t.ms:.3f} ms {flops / t.ms / 1e9:.0f} TF/s (vs first {err:.1e})"
+        print(line, flush=True)

@@ -430,8 +430,45 @@ def check_cache_write(res, op, target, gen, dec_op=None):
             except Exception as e:  # noqa: BLE001 - any failure is this case's finding
                 res.add("paged_kv_cache_write", target, DT_NAMES[dtype], cls, name, False,
                         detail=f"{type(e).__name__}: {e}")
+    check_cache_write_every_value(res, op, target, gen)
     if dec_op is not None:
         check_write_then_decode(res, op, dec_op, target, gen)
+
+
+# Scales of the every-value check: round and odd ones, far from 1 both ways, one drawn at random
+# (appended per call), and 2^-70 / 2^70, whose quotients reach float32's range limits (where a
+# kernel dividing by a reciprocal must fall back to the division).
+EVERY_VALUE_SCALES = [1.0, 0.02, 0.03, 3.7, 1e-3, 448.0, 1.0 / 3.0, 2.0 ** -70, 2.0 ** 70]
+
+
+def check_cache_write_every_value(res, op, target, gen):
+    """Every 16-bit pattern of bf16 and fp16 (keys: ascending, values: descending) quantized with
+    each of EVERY_VALUE_SCALES: byte for byte PyTorch's quantize (x / scale in float32, IEEE
+    division), NaN patterns as a NaN byte: every input rounds as the division does, whatever way
+    the kernel divides."""
+    scales = EVERY_VALUE_SCALES + [float(torch.rand(1, generator=torch.Generator().manual_seed(11)).item() * 50 + 0.01)]
+    for dtype in (torch.bfloat16, torch.float16):
+        bits = torch.arange(-32768, 32768, device="cuda", dtype=torch.int32).to(torch.int16)
+        key = bits.view(dtype).view(512, 1, 128)
+        value = bits.flip(0).view(dtype).view(512, 1, 128)
+        slots = torch.arange(512, device="cuda", dtype=torch.int32)
+        bad, nan_bad = [], 0
+        for sc in scales:
+            scale = torch.tensor([sc], device="cuda", dtype=torch.float32)
+            kc = torch.zeros(32, 16, 1, 128, device="cuda", dtype=torch.uint8)
+            vc = torch.zeros_like(kc)
+            op(kc, vc, key, value, slots, scale, scale)
+            torch.cuda.synchronize()
+            for got, x in ((kc.view(512, 1, 128), key), (vc.view(512, 1, 128), value)):
+                nan = torch.isnan(x.float())
+                diff = int(((got != quantize(x, scale)) & ~nan).sum().item())
+                nan_bad += int(((got[nan] & 0x7F) != 0x7F).sum().item())
+                if diff:
+                    bad.append(f"scale {sc:g}: {diff}")
+        problems = ([f"bytes differing from PyTorch's quantize: {', '.join(bad)}"] if bad else []) + \
+            ([f"{nan_bad} NaN inputs not written as a NaN byte"] if nan_bad else [])
+        res.add("paged_kv_cache_write", target, DT_NAMES[dtype], "every value", f"65536 patterns x {len(scales)} scales",
+                not problems, None, None, "; ".join(problems) or "every byte equals PyTorch's quantize")
 
 
 def check_write_then_decode(res, write_op, dec_op, target, gen):

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# run_fp8_ab.sh: on the GPU machine, A/B builds of the attention package's FP8 paths in one run.
+# Each VARIANT is NAME=SOURCE_ROOT[:CUDA_FLAGS] (SOURCE_ROOT: a copy of the repository's kernels-src,
+# abi, cmake and build-matrix folders, e.g. a branch exported with `git archive BRANCH kernels-src
+# abi cmake build-matrix | tar -x -C DIR`; CUDA_FLAGS: probe macros such as -DKH_DEV_FP8_QK_SS).
+# Builds every variant's sm90a release library (in parallel), then for each: the FP8 prefill grid,
+# the decode grid and the cache-write check (fp8_probe.py), and across them, in one process each:
+# fp8_prefill_ab.py, fp8_decode_ab.py, and cache_write_ab.py where the first source has it. Every
+# step is time-limited and prints as it ends. The first variant is the baseline.
+#   dev/attention/run_fp8_ab.sh STAGE base=. xor=/tmp/src-xor qss=/tmp/src-q:-DKH_DEV_FP8_QK_SS
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+stage="$(cd "$1" && pwd)"; shift
+work="${TMPDIR:-/tmp}/kh-fp8-ab"
+mkdir -p "$work/syslib"
+export LD_LIBRARY_PATH="$stage/lib:$work/syslib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+for so in $(ldd "$stage/lib/libkh.so.0" 2>/dev/null | awk '/not found/ {print $1}'); do
+  if [[ -f "$stage/syslib/$so" ]]; then ln -sf "$stage/syslib/$so" "$work/syslib/$so"
+  elif [[ -f "$stage/syslib/$so.xz" ]]; then xz -dc "$stage/syslib/$so.xz" > "$work/syslib/$so"; fi
+done
+export KH_LIBRARY="$stage/lib/libkh.so.0"
+t0=$(date +%s)
+elapsed() { echo "$(( $(date +%s) - t0 )) s"; }
+build() {  # name source flags
+  local b="$work/build-$1" src
+  src="$(cd "$2" && pwd)"
+  cmake -S "$src/kernels-src" -B "$b" -G Ninja -DKH_BUILD_TARGET=cuda-sm90a -DCMAKE_BUILD_TYPE=Release \
+    -DKH_DLPACK_INCLUDE_DIR="$stage/include" "-DCMAKE_CUDA_FLAGS=$3" > "$work/$1.configure.log" 2>&1 ||
+    { echo "$1: configure failed"; tail -5 "$work/$1.configure.log"; return; }
+  timeout 480 cmake --build "$b" --target kh_attention_cuda -j "$(nproc)" > "$work/$1.build.log" 2>&1 ||
+    { echo "$1: build failed or timed out"; grep -E "error" "$work/$1.build.log" | head -5; return; }
+  mkdir -p "$work/$1" && cp "$(find "$b" -name libkh_attention_cuda.so | head -1)" "$work/$1/"
+}
+names=(); libs=()
+for v in "$@"; do
+  name="${v%%=*}"; rest="${v#*=}"; src="${rest%%:*}"; flags=""
+  [[ "$rest" == *:* ]] && flags="${rest#*:}"
+  names+=("$name"); libs+=("$work/$name/libkh_attention_cuda.so")
+  rm -rf "$work/$name"
+  build "$name" "$src" "$flags" &
+done
+wait
+echo "built in $(elapsed)"
+ok=()
+for i in "${!names[@]}"; do
+  lib="${libs[$i]}"
+  [[ -f "$lib" ]] || { echo "${names[$i]}: no library"; continue; }
+  ok+=("$lib")
+  for what in prefill decode-all write; do
+    timeout 150 python3 "$here/fp8_probe.py" "$lib" $what > "$work/${names[$i]}.$what.log" 2>&1
+    echo "${names[$i]} $what: ok $(grep -c '^ok' "$work/${names[$i]}.$what.log") FAIL $(grep -c '^FAIL' "$work/${names[$i]}.$what.log") ($(elapsed))"
+    grep '^FAIL' "$work/${names[$i]}.$what.log" | cut -c1-250 | head -4
+  done
+done
+[[ ${#ok[@]} -gt 0 ]] || exit 1
+timeout 150 python3 "$here/fp8_prefill_ab.py" "${ok[@]}"
+timeout 200 python3 "$here/fp8_decode_ab.py" "${ok[@]}"
+[[ -f "$here/cache_write_ab.py" ]] && timeout 150 python3 "$here/cache_write_ab.py" "${ok[@]}"
+echo "total $(elapsed)"

@@ -3,11 +3,13 @@
 # Each VARIANT is NAME=SOURCE_ROOT[:CUDA_FLAGS] (SOURCE_ROOT: a copy of the repository's kernels-src,
 # abi, cmake and build-matrix folders, e.g. a branch exported with `git archive BRANCH kernels-src
 # abi cmake build-matrix | tar -x -C DIR`; CUDA_FLAGS: probe macros such as -DKH_DEV_FP8_QK_SS).
-# Builds every variant's sm90a release library (in parallel), then for each: the FP8 prefill grid,
-# the decode grid and the cache-write check (fp8_probe.py), and across them, in one process each:
-# fp8_prefill_ab.py, fp8_decode_ab.py, and cache_write_ab.py where the first source has it. Every
-# step is time-limited and prints as it ends. The first variant is the baseline.
-#   dev/attention/run_fp8_ab.sh STAGE base=. xor=/tmp/src-xor qss=/tmp/src-q:-DKH_DEV_FP8_QK_SS
+# Builds every variant's sm90a release library (in parallel), then for each but the first (the
+# baseline, a tree already checked) the checks of KH_AB_CHECKS (fp8_probe.py modes; default
+# "prefill decode-all write": the FP8 prefill grid, the decode grid, the cache-write check), and
+# across all, in one process each, the A/B tables of KH_AB_TABLES (default "prefill decode write":
+# fp8_prefill_ab.py, fp8_decode_ab.py, cache_write_ab.py). Every step is time-limited and prints
+# as it ends; keep a call within the GPU machine's 600 s (a build takes ~40 s alone, a check 10-40 s).
+#   KH_AB_CHECKS=prefill KH_AB_TABLES=prefill dev/attention/run_fp8_ab.sh STAGE base=. q=/tmp/src-q qss=/tmp/src-q:-DKH_DEV_FP8_QK_SS
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -47,14 +49,19 @@ for i in "${!names[@]}"; do
   lib="${libs[$i]}"
   [[ -f "$lib" ]] || { echo "${names[$i]}: no library"; continue; }
   ok+=("$lib")
-  for what in prefill decode-all write; do
+  [[ $i -eq 0 ]] && continue
+  for what in ${KH_AB_CHECKS:-prefill decode-all write}; do
     timeout 150 python3 "$here/fp8_probe.py" "$lib" $what > "$work/${names[$i]}.$what.log" 2>&1
     echo "${names[$i]} $what: ok $(grep -c '^ok' "$work/${names[$i]}.$what.log") FAIL $(grep -c '^FAIL' "$work/${names[$i]}.$what.log") ($(elapsed))"
     grep '^FAIL' "$work/${names[$i]}.$what.log" | cut -c1-250 | head -4
   done
 done
 [[ ${#ok[@]} -gt 0 ]] || exit 1
-timeout 150 python3 "$here/fp8_prefill_ab.py" "${ok[@]}"
-timeout 200 python3 "$here/fp8_decode_ab.py" "${ok[@]}"
-[[ -f "$here/cache_write_ab.py" ]] && timeout 150 python3 "$here/cache_write_ab.py" "${ok[@]}"
+for table in ${KH_AB_TABLES:-prefill decode write}; do
+  case "$table" in
+    prefill) timeout 150 python3 "$here/fp8_prefill_ab.py" "${ok[@]}" ;;
+    decode) timeout 200 python3 "$here/fp8_decode_ab.py" "${ok[@]}" ;;
+    write) timeout 150 python3 "$here/cache_write_ab.py" "${ok[@]}" ;;
+  esac
+done
 echo "total $(elapsed)"

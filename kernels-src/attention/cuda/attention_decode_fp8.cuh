@@ -4,9 +4,11 @@
 // and head-dim bucket 64, 128, 256); the bf16/fp16 kernels are untouched (attention_decode.cuh).
 //
 // Design (the staged kernel's, attention_decode_staged.cuh, on half the bytes):
-//  - one CTA of 4 warps per (split, kv head x row tile of 8 query rows, sequence); each warp walks
-//    its own 16-key tiles through a per-warp ring of kStages stages in shared memory, filled by
-//    cp.async with whole 16-byte chunks of e4m3 rows (a row of d bytes is d / 16 chunks);
+//  - one CTA of 4 warps per (split, kv head x row tile of 8 query rows, sequence), or of
+//    kDecodeFp8WideWarps (16; the 128 bucket) where one unsplit wave of those fills the device;
+//    each warp walks its own 16-key tiles through a per-warp ring of kStages stages in shared
+//    memory, filled by cp.async with whole 16-byte chunks of e4m3 rows (a row of d bytes is d / 16
+//    chunks);
 //  - S^T = K Q^T and O^T += V^T P^T on the tensor cores (mma.sync m16n8k16 in q's dtype); the
 //    fragments come out of the ring by ldmatrix and are dequantized in registers: an e4m3 byte's
 //    bits shifted into a bf16 (fp16) word give its value times 2^-120 (2^-8), subnormals included,

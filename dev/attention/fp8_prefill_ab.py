@@ -5,19 +5,13 @@ first's. For A/B builds of one tree (a probe macro in CMAKE_CUDA_FLAGS, or two t
 machine, from the repo root, with KH_LIBRARY set (run_fp8_probe.sh shows how):
   python3 dev/attention/fp8_prefill_ab.py LIB...   (each LIB in a folder naming it)
 """
-import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "bench"))
-import torch  # noqa: E402
-import kh  # noqa: E402
+import ab_libs
+import torch  # noqa: E402 - after ab_libs' paths
 import gpu_bench as gb  # noqa: E402
 
-libs = sys.argv[1:]
-ops = [kh.load_library(lib).op("attention_varlen_fwd_fp8") for lib in libs]
-names = [os.path.basename(os.path.dirname(lib)) for lib in libs]
+names, ops = ab_libs.ops_of(sys.argv[1:], "attention_varlen_fwd_fp8")
 print(torch.cuda.get_device_name())
 gen = torch.Generator(device="cuda")
 for d in (128, 256):

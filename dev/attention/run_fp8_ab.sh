@@ -15,12 +15,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 stage="$(cd "$1" && pwd)"; shift
 work="${TMPDIR:-/tmp}/kh-fp8-ab"
-mkdir -p "$work/syslib"
-export LD_LIBRARY_PATH="$stage/lib:$work/syslib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-for so in $(ldd "$stage/lib/libkh.so.0" 2>/dev/null | awk '/not found/ {print $1}'); do
-  if [[ -f "$stage/syslib/$so" ]]; then ln -sf "$stage/syslib/$so" "$work/syslib/$so"
-  elif [[ -f "$stage/syslib/$so.xz" ]]; then xz -dc "$stage/syslib/$so.xz" > "$work/syslib/$so"; fi
-done
+# shellcheck source=../../tests/gpu/staged_libs.sh
+source "$root/tests/gpu/staged_libs.sh"
+use_staged_system_libraries "$stage" "$work" || exit 1
 export KH_LIBRARY="$stage/lib/libkh.so.0"
 t0=$(date +%s)
 elapsed() { echo "$(( $(date +%s) - t0 )) s"; }

@@ -20,12 +20,9 @@ record=0
 [[ "${1:-}" == --record ]] && { record=1; targets+=(cuda-sm80); shift; }
 stage="$(cd "${1:-$root/.gpu-stage}" && pwd)"
 work="${TMPDIR:-/tmp}/kh-fp8-probe"
-mkdir -p "$work/syslib"
-export LD_LIBRARY_PATH="$stage/lib:$work/syslib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-for so in $(ldd "$stage/lib/libkh.so.0" 2>/dev/null | awk '/not found/ {print $1}'); do
-  if [[ -f "$stage/syslib/$so" ]]; then ln -sf "$stage/syslib/$so" "$work/syslib/$so"
-  elif [[ -f "$stage/syslib/$so.xz" ]]; then xz -dc "$stage/syslib/$so.xz" > "$work/syslib/$so"; fi
-done
+# shellcheck source=../../tests/gpu/staged_libs.sh
+source "$root/tests/gpu/staged_libs.sh"
+use_staged_system_libraries "$stage" "$work" || exit 1
 export KH_LIBRARY="$stage/lib/libkh.so.0"
 libs=()
 for t in "${targets[@]}"; do

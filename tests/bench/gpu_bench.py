@@ -394,54 +394,118 @@ def fp8_quantize(x, scale):
     return (x.float() / scale.view(-1, 1)).clamp(-448.0, 448.0).to(torch.float8_e4m3fn).view(torch.uint8)
 
 
+class Fp8DecodeCase:
+    """An attention_decode_paged_fp8 call of batch x kv keys (GQA DECODE_HQ / DECODE_HKV, d DECODE_D,
+    block size 16): e4m3 caches with per-KV-head scales far from 1, in sets of tables, queries and
+    outputs larger than L2 together (nsets), a workspace by the op's rule. bench_fp8 and
+    dev/attention/fp8_decode_ab.py time it."""
+
+    def __init__(self, b, kv, gen):
+        hq, hkv, d, bs = DECODE_HQ, DECODE_HKV, DECODE_D, 16
+        self.b, self.kv, self.hkv, self.d, self.bs = b, kv, hkv, d, bs
+        self.scale = 1.0 / math.sqrt(d)
+        self.fp8_bytes = 2 * b * kv * hkv * d  # K + V, one byte an element
+        self.nsets = nsets = max(1, min(16, math.ceil(2 * L2_BYTES / self.fp8_bytes)))
+        gen.manual_seed(b * 13 + kv)
+        nblk = kv // bs
+        pool = nsets * b * nblk
+        self.ks = ks = torch.rand(hkv, device="cuda", generator=gen) * 0.05 + 0.01  # per KV head, far from 1
+        self.vs = vs = torch.rand(hkv, device="cuda", generator=gen) * 0.05 + 0.01
+        self.kc = fp8_quantize(torch.randn(pool, bs, hkv, d, device="cuda", generator=gen) * ks.view(-1, 1) * 50, ks)
+        self.vc = fp8_quantize(torch.randn(pool, bs, hkv, d, device="cuda", generator=gen) * vs.view(-1, 1) * 50, vs)
+        perm = torch.randperm(pool, device="cuda", generator=gen).to(torch.int32).view(nsets, b, nblk)
+        self.tables = [perm[i].contiguous() for i in range(nsets)]
+        self.seq = torch.full((b,), kv, device="cuda", dtype=torch.int32)
+        self.qs = [torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16, generator=gen) for _ in range(nsets)]
+        self.outs = [torch.empty_like(self.qs[0]) for _ in range(nsets)]
+        self.ws = torch.empty(max(1, decode_workspace_floats(b, 1, hq, hkv, d, nblk * bs)), device="cuda",
+                              dtype=torch.float32)
+
+    def calls(self, op):
+        """The FP8 op bound to each set."""
+        return [op.bind(self.outs[i], None, self.qs[i], self.kc, self.vc, self.ks, self.vs, self.tables[i], self.seq,
+                        self.ws, self.scale, -1, 0.0) for i in range(self.nsets)]
+
+    def bf16_caches(self):
+        """The same values in bf16 (exact: e4m3 x scale rounded once to bf16), for kh's bf16 decode."""
+        kb = (self.kc.view(torch.float8_e4m3fn).float() * self.ks.view(-1, 1)).to(torch.bfloat16)
+        vb = (self.vc.view(torch.float8_e4m3fn).float() * self.vs.view(-1, 1)).to(torch.bfloat16)
+        return kb, vb
+
+    def sdpa(self, kb, vb, reps):
+        """bf16 SDPA of set 0 on contiguous copies of kb / vb: (its output, as out's layout; its ms)."""
+        b, kv, hkv, d = self.b, self.kv, self.hkv, self.d
+        kd = kb[self.tables[0].long()].reshape(b, kv, hkv, d).transpose(1, 2).contiguous()
+        vd = vb[self.tables[0].long()].reshape(b, kv, hkv, d).transpose(1, 2).contiguous()
+        q0 = self.qs[0].transpose(1, 2)
+        ref = F.scaled_dot_product_attention(q0, kd, vd, scale=self.scale, enable_gqa=True).transpose(1, 2)
+        ms = Timing([lambda: F.scaled_dot_product_attention(q0, kd, vd, scale=self.scale, enable_gqa=True)], reps).ms
+        return ref, ms
+
+
+class CacheWriteCase:
+    """A paged_kv_cache_write call of tokens x heads x dim bf16 keys and values into a bf16 or e4m3
+    cache (block size 16, slots a random permutation), in sets larger than L2 together. bench_fp8
+    and dev/attention/cache_write_ab.py time it; bytes: read + written."""
+
+    def __init__(self, tokens, heads, dim, cache, gen):
+        self.heads, self.dim, self.fp8 = heads, dim, cache == "e4m3"
+        in_bytes = 2 * tokens * heads * dim * 2
+        self.bytes = in_bytes + 2 * tokens * heads * dim * (1 if self.fp8 else 2)
+        self.nsets = nsets = max(1, min(16, math.ceil(2 * L2_BYTES / self.bytes)))
+        gen.manual_seed(tokens + heads)
+        self.keys = [torch.randn(tokens, heads, dim, device="cuda", dtype=torch.bfloat16, generator=gen)
+                     for _ in range(nsets)]
+        self.vals = [torch.randn(tokens, heads, dim, device="cuda", dtype=torch.bfloat16, generator=gen)
+                     for _ in range(nsets)]
+        bs = 16
+        nblocks = -(-tokens // bs) + 4
+        cdt = torch.uint8 if self.fp8 else torch.bfloat16
+        self.kcs = [torch.zeros(nblocks, bs, heads, dim, device="cuda", dtype=cdt) for _ in range(nsets)]
+        self.vcs = [torch.zeros_like(self.kcs[0]) for _ in range(nsets)]
+        self.slots = torch.randperm(nblocks * bs, device="cuda", generator=gen)[:tokens].to(torch.int64)
+        self.ks = torch.full((heads,), 0.02, device="cuda")
+        self.vs = torch.full((heads,), 0.03, device="cuda")
+
+    def calls(self, op):
+        """op bound to each set; the first call made, so that bytes_right() sees its result."""
+        scales = (self.ks, self.vs) if self.fp8 else (None, None)
+        calls = [op.bind(self.kcs[i], self.vcs[i], self.keys[i], self.vals[i], self.slots, *scales)
+                 for i in range(self.nsets)]
+        calls[0]()
+        torch.cuda.synchronize()
+        return calls
+
+    def bytes_right(self):
+        """Whether set 0's key cache holds PyTorch's quantize of its keys (or the keys) at the slots."""
+        got = self.kcs[0].view(-1, self.heads, self.dim)[self.slots]
+        want = fp8_quantize(self.keys[0], self.ks) if self.fp8 else self.keys[0]
+        return torch.equal(got, want)
+
+
 def bench_fp8(kernels, reps, copy_tbs, failures):
     """attention_decode_paged_fp8 against the floor of its FP8 bytes, bf16 SDPA and kh's bf16
     decode on the same shapes (the caches hold the same values: bf16 copies of the dequantized
     FP8 ones); paged_kv_cache_write against the copy bandwidth for its bytes."""
     rows = []
-    hq, hkv, d = DECODE_HQ, DECODE_HKV, DECODE_D
     gen = torch.Generator(device="cuda")
     for b, kv in FP8_DECODE_SHAPES:
-        scale = 1.0 / math.sqrt(d)
-        bs = 16
-        fp8_bytes = 2 * b * kv * hkv * d  # K + V, one byte an element
-        nsets = max(1, min(16, math.ceil(2 * L2_BYTES / fp8_bytes)))
+        c = Fp8DecodeCase(b, kv, gen)
+        nsets, fp8_bytes = c.nsets, c.fp8_bytes
         floor_ms = fp8_bytes / (copy_tbs * 1e9)
-        gen.manual_seed(b * 13 + kv)
-        nblk = kv // bs
-        pool = nsets * b * nblk
-        ks = torch.rand(hkv, device="cuda", generator=gen) * 0.05 + 0.01  # per KV head, far from 1
-        vs = torch.rand(hkv, device="cuda", generator=gen) * 0.05 + 0.01
-        kc = fp8_quantize(torch.randn(pool, bs, hkv, d, device="cuda", generator=gen) * ks.view(-1, 1) * 50, ks)
-        vc = fp8_quantize(torch.randn(pool, bs, hkv, d, device="cuda", generator=gen) * vs.view(-1, 1) * 50, vs)
-        perm = torch.randperm(pool, device="cuda", generator=gen).to(torch.int32).view(nsets, b, nblk)
-        tables = [perm[i].contiguous() for i in range(nsets)]
-        seq = torch.full((b,), kv, device="cuda", dtype=torch.int32)
-        qs = [torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16, generator=gen) for _ in range(nsets)]
-        outs = [torch.empty_like(qs[0]) for _ in range(nsets)]
-        ws = torch.empty(max(1, decode_workspace_floats(b, 1, hq, hkv, d, nblk * bs)), device="cuda",
-                         dtype=torch.float32)
-        # The same values in bf16 (exact: e4m3 x scale rounded once to bf16): kh's bf16 decode and SDPA.
-        kb = (kc.view(torch.float8_e4m3fn).float() * ks.view(-1, 1)).to(torch.bfloat16)
-        vb = (vc.view(torch.float8_e4m3fn).float() * vs.view(-1, 1)).to(torch.bfloat16)
-        kd = kb[tables[0].long()].reshape(b, kv, hkv, d).transpose(1, 2).contiguous()
-        vd = vb[tables[0].long()].reshape(b, kv, hkv, d).transpose(1, 2).contiguous()
-        q0 = qs[0].transpose(1, 2)
-        ref = F.scaled_dot_product_attention(q0, kd, vd, scale=scale, enable_gqa=True).transpose(1, 2)
-        sdpa_ms = Timing([lambda: F.scaled_dot_product_attention(q0, kd, vd, scale=scale, enable_gqa=True)], reps).ms
-        del kd, vd
+        kb, vb = c.bf16_caches()
+        ref, sdpa_ms = c.sdpa(kb, vb, reps)
         bf16_op = kernels["sm90a"].op("attention_decode_paged")
-        bf16_calls = [bf16_op.bind(outs[i], None, qs[i], kb, vb, tables[i], seq, ws, scale, -1, 0.0) for i in range(nsets)]
+        bf16_calls = [bf16_op.bind(c.outs[i], None, c.qs[i], kb, vb, c.tables[i], c.seq, c.ws, c.scale, -1, 0.0)
+                      for i in range(nsets)]
         bf16_ms = Timing(bf16_calls, reps).ms
         bf16_bytes = 2 * fp8_bytes
-        name = f"b{b} kv{kv // 1024}k bs{bs}"
+        name = f"b{b} kv{kv // 1024}k bs{c.bs}"
         for target in ("sm90a", "sm80"):
-            op = kernels[target].op("attention_decode_paged_fp8")
-            calls = [op.bind(outs[i], None, qs[i], kc, vc, ks, vs, tables[i], seq, ws, scale, -1, 0.0)
-                     for i in range(nsets)]
-            outs[0].fill_(float("nan"))
+            calls = c.calls(kernels[target].op("attention_decode_paged_fp8"))
+            c.outs[0].fill_(float("nan"))
             calls[0]()
-            err = rel_error(outs[0], ref)
+            err = rel_error(c.outs[0], ref)
             if not err < 2e-2:
                 failures.append(f"fp8 decode {target} {name}: rel error {err:.2e} against SDPA on the dequantized cache")
                 continue
@@ -455,45 +519,24 @@ def bench_fp8(kernels, reps, copy_tbs, failures):
                 row["target"] = ">=0.85 FP8 floor, <=0.55x bf16 SDPA time"
                 row["met"] = row["floor_ratio"] >= 0.85 and row["time_vs_sdpa"] <= 0.55
             rows.append(row)
-        del kc, vc, kb, vb, perm, tables, qs, outs, ws, ref
+        del c, kb, vb, ref, bf16_calls
         torch.cuda.empty_cache()
     for tokens, heads, dim in FP8_WRITE_SHAPES:
         for cache in ("e4m3", "bf16"):
-            in_bytes = 2 * tokens * heads * dim * 2
-            out_bytes = 2 * tokens * heads * dim * (1 if cache == "e4m3" else 2)
-            nsets = max(1, min(16, math.ceil(2 * L2_BYTES / (in_bytes + out_bytes))))
-            gen.manual_seed(tokens + heads)
-            keys = [torch.randn(tokens, heads, dim, device="cuda", dtype=torch.bfloat16, generator=gen)
-                    for _ in range(nsets)]
-            vals = [torch.randn(tokens, heads, dim, device="cuda", dtype=torch.bfloat16, generator=gen)
-                    for _ in range(nsets)]
-            bs = 16
-            nblocks = -(-tokens // bs) + 4
-            cdt = torch.uint8 if cache == "e4m3" else torch.bfloat16
-            kcs = [torch.zeros(nblocks, bs, heads, dim, device="cuda", dtype=cdt) for _ in range(nsets)]
-            vcs = [torch.zeros_like(kcs[0]) for _ in range(nsets)]
-            slots = torch.randperm(nblocks * bs, device="cuda", generator=gen)[:tokens].to(torch.int64)
-            ks = torch.full((heads,), 0.02, device="cuda")
-            vs = torch.full((heads,), 0.03, device="cuda")
-            op = kernels["sm90a"].op("paged_kv_cache_write")
-            scales = (ks, vs) if cache == "e4m3" else (None, None)
-            calls = [op.bind(kcs[i], vcs[i], keys[i], vals[i], slots, *scales) for i in range(nsets)]
-            calls[0]()
-            torch.cuda.synchronize()
-            got = kcs[0].view(-1, heads, dim)[slots]
-            want = fp8_quantize(keys[0], ks) if cache == "e4m3" else keys[0]
+            w = CacheWriteCase(tokens, heads, dim, cache, gen)
+            calls = w.calls(kernels["sm90a"].op("paged_kv_cache_write"))
             name = f"t{tokens} h{heads} d{dim} -> {cache}"
-            if not torch.equal(got, want):
+            if not w.bytes_right():
                 failures.append(f"cache write {name}: bytes differ from PyTorch's")
                 continue
             t = Timing(calls, reps)
-            tbs = (in_bytes + out_bytes) / t.ms / 1e9
+            tbs = w.bytes / t.ms / 1e9
             rows.append(dict(kind="cache write", build="sm90a", name=name, us=t.ms * 1e3, spread=t.spread,
                              tbs=tbs, copy_ratio=tbs / copy_tbs, target=">=0.85 copy bandwidth",
                              met=tbs / copy_tbs >= 0.85 if tokens >= 16384 else None))
             if rows[-1]["met"] is None:
                 del rows[-1]["met"], rows[-1]["target"]  # a decode step's size: launch-bound, no target
-            del keys, vals, kcs, vcs
+            del w, calls
             torch.cuda.empty_cache()
     return rows
 

@@ -115,35 +115,15 @@ python3 -c 'import sys, torch; print("python", sys.version.split()[0], "torch", 
 command -v nvcc >/dev/null && nvcc --version | tail -2 | head -1
 [[ -f "$stage/SOURCE" ]] && echo "staged build of $(cat "$stage/SOURCE")"
 
-# Shared libraries this machine lacks come from the stage's syslib/ (only those: a library
-# that is present here is used as is).
-use_staged_system_libraries() {
-  mkdir -p "$work/syslib"
-  export LD_LIBRARY_PATH="$stage/lib:$work/syslib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  for _ in 1 2 3 4; do
-    missing="$(ldd "$stage/lib/libkh.so.0" "$stage/bin/kernels" 2>/dev/null | awk '/not found/ {print $1}' | sort -u)"
-    [[ -z "$missing" ]] && break
-    for so in $missing; do
-      if [[ -f "$stage/syslib/$so" ]]; then
-        ln -sf "$stage/syslib/$so" "$work/syslib/$so"
-      elif [[ -f "$stage/syslib/$so.xz" ]]; then
-        python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
-          "$stage/syslib/$so.xz" "$work/syslib/$so"
-      else
-        echo "missing here and not staged: $so"
-      fi
-    done
-  done
-  [[ -n "$(ls "$work/syslib")" ]] && echo "using staged copies of: $(ls "$work/syslib" | tr '\n' ' ')"
-  missing="$(ldd "$stage/lib/libkh.so.0" "$stage/bin/kernels" 2>/dev/null | awk '/not found/ {print $1}' | sort -u)"
-  [[ -z "$missing" ]] || die "shared libraries missing: $missing"
-}
+# Shared libraries this machine lacks come from the stage's syslib/ (staged_libs.sh).
+# shellcheck source=staged_libs.sh
+source "$here/staged_libs.sh"
 
 # libkh, `kernels` and the CPU libraries: the stage's, else (or with --from-build) staged now.
 if [[ -n "$from_build" || ! -x "$stage/bin/kernels" || ! -f "$stage/lib/libkh.so.0" || ! -s "$stage/packages.txt" ]]; then
   "$here/stage.sh" "$stage" ${from_build:+"$from_build"} || die "staging kh failed"
 fi
-use_staged_system_libraries
+use_staged_system_libraries "$stage" "$work" || die "shared libraries missing"
 # The build matrix checks and packs the CUDA libraries it builds here with the staged `kernels`.
 export KH_KERNELS="${KH_KERNELS:-$stage/bin/kernels}"
 # The kernel builds find dlpack.h in the stage when this machine has none.

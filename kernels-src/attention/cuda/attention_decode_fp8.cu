@@ -13,10 +13,10 @@
 namespace kh_attention {
 namespace decode {
 
-KH_DECODE_FP8_EXTERN(Bf16Tag, 128, 4)
-KH_DECODE_FP8_EXTERN(Bf16Tag, 256, 4)
-KH_DECODE_FP8_EXTERN(F16Tag, 128, 4)
-KH_DECODE_FP8_EXTERN(F16Tag, 256, 4)
+KH_DECODE_FP8_EXTERN(Bf16Tag, 128, kDecodeFp8Warps)
+KH_DECODE_FP8_EXTERN(Bf16Tag, 256, kDecodeFp8Warps)
+KH_DECODE_FP8_EXTERN(F16Tag, 128, kDecodeFp8Warps)
+KH_DECODE_FP8_EXTERN(F16Tag, 256, kDecodeFp8Warps)
 KH_DECODE_FP8_EXTERN(Bf16Tag, 128, kDecodeFp8WideWarps)
 KH_DECODE_FP8_EXTERN(F16Tag, 128, kDecodeFp8WideWarps)
 
@@ -26,15 +26,17 @@ namespace {
 template <typename Tag>
 cudaError_t run_split(const DecodeParams& p, const Fp8VarlenArgs& va, int row_tiles, int splits, bool wide,
                       cudaStream_t s) {
-  if (decode_fp8_bucket(p.head_dim) == 256) return run_decode_fp8_split<Tag, 256, 4>(p, va, row_tiles, splits, s);
-  return wide ? run_decode_fp8_split<Tag, 128, kDecodeFp8WideWarps>(p, va, row_tiles, splits, s)
-              : run_decode_fp8_split<Tag, 128, 4>(p, va, row_tiles, splits, s);
+  constexpr int kNarrow = kDecodeFp8Warps, kWide = kDecodeFp8WideWarps;
+  if (decode_fp8_bucket(p.head_dim) == 256) return run_decode_fp8_split<Tag, 256, kNarrow>(p, va, row_tiles, splits, s);
+  return wide ? run_decode_fp8_split<Tag, 128, kWide>(p, va, row_tiles, splits, s)
+              : run_decode_fp8_split<Tag, 128, kNarrow>(p, va, row_tiles, splits, s);
 }
 
 template <typename Tag>
 int occupancy(int head_dim, bool wide) {
-  if (decode_fp8_bucket(head_dim) == 256) return wide ? 0 : decode_fp8_occupancy<Tag, 256, 4>();
-  return wide ? decode_fp8_occupancy<Tag, 128, kDecodeFp8WideWarps>() : decode_fp8_occupancy<Tag, 128, 4>();
+  constexpr int kNarrow = kDecodeFp8Warps, kWide = kDecodeFp8WideWarps;
+  if (decode_fp8_bucket(head_dim) == 256) return wide ? 0 : decode_fp8_occupancy<Tag, 256, kNarrow>();
+  return wide ? decode_fp8_occupancy<Tag, 128, kWide>() : decode_fp8_occupancy<Tag, 128, kNarrow>();
 }
 
 // Resident CTAs of the kernel on the device, cached per (device, dtype, bucket, width): the first

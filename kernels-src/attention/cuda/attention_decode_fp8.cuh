@@ -41,7 +41,7 @@ namespace decode {
 template <int DP, int WARPS>
 struct Fp8Ring {
   static_assert(DP == 128 || DP == 256, "the FP8 kernel's buckets: 128, 256");
-  static constexpr int kStages = WARPS > 4 ? kDecodeFp8WideStages : DP <= 128 ? 3 : 2;
+  static constexpr int kStages = WARPS > kDecodeFp8Warps ? kDecodeFp8WideStages : DP <= 128 ? 3 : 2;
   static constexpr int kChunks = DP / 16;            // 16-byte chunks of an e4m3 row
   static constexpr int kTileChunks = 16 * kChunks;   // a 16-key tile's chunks
   static constexpr int kCopies = kTileChunks / 32;   // copies a lane issues per tile, per K and V
@@ -124,9 +124,9 @@ __device__ __forceinline__ Tile fp8_varlen_tile(const DecodeParams& p, const Fp8
   return t;
 }
 
-// WARPS: 4 (a CTA of 4 warps, several an SM) or kDecodeFp8WideWarps (the wide CTA, one an SM).
+// WARPS: kDecodeFp8Warps (4, several CTAs an SM) or kDecodeFp8WideWarps (the wide CTA, one an SM).
 template <typename Tag, int DP, int WARPS>
-__global__ void __launch_bounds__(WARPS * 32, WARPS > 4 ? 1 : DP <= 128 ? 4 : 2)
+__global__ void __launch_bounds__(WARPS * 32, WARPS > kDecodeFp8Warps ? 1 : DP <= 128 ? 4 : 2)
     decode_fp8_kernel(const DecodeParams p, const Fp8VarlenArgs va, const int row_tiles, const int num_splits) {
   using Ring = Fp8Ring<DP, WARPS>;
   constexpr int kThreadsCta = WARPS * 32;

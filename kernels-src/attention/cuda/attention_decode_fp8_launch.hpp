@@ -45,10 +45,12 @@ constexpr int decode_fp8_bucket(int head_dim) { return head_dim <= 128 ? 128 : 2
 #ifndef KH_DECODE_FP8_WIDE_STAGES
 #define KH_DECODE_FP8_WIDE_STAGES 3
 #endif
+// The CTA's width otherwise: 4 warps, several CTAs an SM.
+constexpr int kDecodeFp8Warps = 4;
 constexpr int kDecodeFp8WideWarps = KH_DECODE_FP8_WIDE_WARPS;
 constexpr int kDecodeFp8WideStages = KH_DECODE_FP8_WIDE_STAGES;
 
-// WARPS: 4, or kDecodeFp8WideWarps at the 128 bucket.
+// WARPS: kDecodeFp8Warps, or kDecodeFp8WideWarps at the 128 bucket.
 template <typename Tag, int DP, int WARPS>
 cudaError_t run_decode_fp8_split(const DecodeParams& p, const Fp8VarlenArgs& va, int row_tiles, int num_splits,
                                  cudaStream_t stream);

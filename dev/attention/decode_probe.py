@@ -151,7 +151,7 @@ def mixed_lengths(b, kv, lowest, gen, one_long=False):
     return lens[torch.randperm(b, device="cuda", generator=gen)].contiguous()
 
 
-def print_times(b, kv, call, ws):
+def print_times(b, kv, call, ws, warps=12):
     """A library built with KH_DECODE_PROBE_TIMES: one call's per-CTA global-timer marks (the
     workspace's first 8 x 8 bytes a CTA: entry, first copy about to issue, key loop done, results
     written, then the balanced prologue's steps), as us from the first CTA's entry: median and
@@ -180,7 +180,7 @@ def print_times(b, kv, call, ws):
     print(f"times b{b}x{kv} ({marks.shape[0]} CTAs), us from the first entry: entry {med[0]:.2f}/{top[0]:.2f}, "
           f"first copy {med[1]:.2f}/{top[1]:.2f}, loop done {med[2]:.1f}/{top[2]:.1f}, written {med[3]:.1f}/{top[3]:.1f} "
           f"(median/max); median steps {steps[0]:.2f}, {steps[1]:.1f}, {steps[2]:.2f}")
-    warp_spread(ws, n, marks[:, 0].min())
+    warp_spread(ws, n, marks[:, 0].min(), warps)
     if (pro > 0).all():  # the balanced kernel's prologue marks (4-7)
         at = ((pro - marks[:, :1]) / 1e3).median(dim=0).values.tolist()
         print(f"  balanced prologue, median us from the CTA's entry: tables {at[0]:.2f}, empty units {at[1]:.2f}, "

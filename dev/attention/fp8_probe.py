@@ -8,6 +8,8 @@ for dev/attention/run_fp8_probe.sh; check_fp8.py is the acceptance check).
   python3 fp8_probe.py LIB prefill [INDEX]   # check_fp8.PREFILL_CASES (all, or one), sm90a builds
   python3 fp8_probe.py LIB prefill-bench     # fp8_prefill_bench.py's table (no hub needed)
   python3 fp8_probe.py LIB prefill-once      # FP8 and bf16 prefill, d128 s8k: launches for a profiler
+  python3 fp8_probe.py LIB times             # a KH_DECODE_PROBE_TIMES build: per-CTA timer marks of
+                                             # the unsplit decode shapes (decode_probe.print_times)
 Prints one line per result; exit status 1 when one failed.
 """
 import os
@@ -83,6 +85,17 @@ def main():
             fp8(out, None, u8[0], u8[1], u8[2], one, one, one, cu, cu, s, s, d ** -0.5, False, -1, 0.0)
         for _ in range(3):
             bf16(out.view(b, s, h, d), None, qb, kb, vb, d ** -0.5, False)
+    elif what == "times":  # where an unsplit call's time goes (the wide CTA's one-wave shapes)
+        import gpu_bench as gb  # noqa: E402
+        import decode_probe  # noqa: E402
+        op = k.op("attention_decode_paged_fp8")
+        for b, kv in ((16, 4096), (16, 32768)):
+            c = gb.Fp8DecodeCase(b, kv, gen)
+            calls = c.calls(op)
+            us = gb.Timing(calls, 20).ms * 1e3
+            print(f"b{b} x {kv // 1024}k: {us:.1f} us")
+            decode_probe.print_times(b, kv, calls[0], c.ws, warps=15)  # slot 15: the barrier
+            del c
     elif what == "graph":
         c8.check_decode_fp8_graph(res, k.op("attention_decode_paged_fp8"), target, gen)
     torch.cuda.synchronize()

@@ -134,8 +134,10 @@ __global__ void __launch_bounds__(WARPS * 32, WARPS > kDecodeFp8Warps ? 1 : DP <
   constexpr int kChunks = Ring::kChunks;
   constexpr int kTileStride = WARPS * 16;
   extern __shared__ __align__(128) unsigned char fp8_smem[];
-
   const bool packed = va.cu_q != nullptr;
+  // Probe builds only: the staged kernel's timer marks (KH_DECODE_PROBE_TIMES), in the workspace
+  // of an unsplit paged call (the packed mode has none).
+  if (!packed) KH_DEC_PROBE_MARK(p, 0);
   Fp8Seq seq;
   Tile t;
   if (packed) {
@@ -258,6 +260,7 @@ __global__ void __launch_bounds__(WARPS * 32, WARPS > kDecodeFp8Warps ? 1 : DP <
 
   const int first = t.tile_beg + warp * 16;
   int it = 0;
+  if (!packed) KH_DEC_PROBE_MARK(p, 1);
 #pragma unroll
   for (int st = 0; st + 1 < kStages; ++st) {
     const int tl = first + st * kTileStride;
@@ -322,7 +325,10 @@ __global__ void __launch_bounds__(WARPS * 32, WARPS > kDecodeFp8Warps ? 1 : DP <
     }
   }
   cp_async_wait<0>();
+  if (!packed && warp < 15) KH_DEC_PROBE_WARP_MARK(p, warp);  // slot 15: the barrier's
   __syncthreads();  // the merge buffer below reuses the rings
+  if (!packed && warp == 0) KH_DEC_PROBE_WARP_MARK(p, 15);
+  if (!packed) KH_DEC_PROBE_MARK(p, 2);
 
   sum_rows_over_column(l);
   using Merge = MergeSmem<32, kFp8Rows, kThreadsCta>;
@@ -336,6 +342,7 @@ __global__ void __launch_bounds__(WARPS * 32, WARPS > kDecodeFp8Warps ? 1 : DP <
   }
   if (!packed) {
     finish_split_tile<Tag, kFp8Rows, kThreadsCta>(p, t, sm, warp, g, c, m, l);
+    KH_DEC_PROBE_MARK(p, 3);
     return;
   }
   // The packed mode writes its rows itself (never split): out through the epilogue with the

@@ -152,6 +152,11 @@ cudaError_t launch_tokens(const CacheWriteParams& p, cudaStream_t stream) {
 
 template <typename In>
 cudaError_t launch_typed(const CacheWriteParams& p, cudaStream_t stream) {
+#if defined(KH_DEV_CACHE_MID_TOKENS)
+  // Probe builds: calls of kFewTokens..KH_DEV_CACHE_MID_TOKENS tokens take 4 tokens a CTA (16384
+  // tokens: 4096 CTAs in two waves instead of one of 2048, whose loads all go out before any store).
+  if (p.tokens > kFewTokens && p.tokens <= KH_DEV_CACHE_MID_TOKENS) return launch_tokens<In, 4>(p, stream);
+#endif
   return p.tokens <= kFewTokens ? launch_tokens<In, 1>(p, stream) : launch_tokens<In, kTokensPerCta>(p, stream);
 }
 

@@ -1,9 +1,11 @@
-// attention_cache_cuda.cu: paged_kv_cache_write on CUDA: one CTA per 8 tokens (1 for small calls), each
-// thread moving fixed 16-byte chunks (8 elements of one head, of key or of value) of every token of
-// its CTA: a bf16/fp16 cache gets the chunk as is, an e4m3 cache its 8 bytes quantized (x / scale in float32 IEEE division, then round to nearest
-// even with saturation: cvt.rn.satfinite.e4m3x2.f32 where the arch has it (sm89+), else
-// attention_fp8.hpp's integer rounding, which gives the same bytes). The slot is read on the device:
-// a negative or out-of-range slot writes nothing. No allocation, no host synchronisation.
+// attention_cache_cuda.cu: paged_kv_cache_write on CUDA: one CTA per 8 tokens (1 for small calls),
+// each thread moving fixed 16-byte chunks (8 elements of one head, of key or of value) of every
+// token of its CTA: a bf16/fp16 cache gets the chunk as is, an e4m3 cache its 8 bytes quantized
+// (x / scale rounded as float32 IEEE division, by ScaleDivisor's reciprocal where that is exact,
+// then round to nearest even with saturation: cvt.rn.satfinite.e4m3x2.f32 where the arch has it
+// (sm89+), else attention_fp8.hpp's integer rounding, which gives the same bytes). The slot is
+// read on the device: a negative or out-of-range slot writes nothing. No allocation, no host
+// synchronisation.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -42,13 +44,13 @@ __device__ __forceinline__ uint32_t to_e4m3x4(float f0, float f1, float f2, floa
 }
 
 // x / s rounded to nearest, as IEEE division (the op's rule), in 3 instructions where the
-// division's ~10 and its range checks weighed on a kernel that moves 24 bytes a chunk (H100: the
-// e4m3 write at 0.85 of the copy bandwidth against the bf16 write's 0.92). r = RN(1 / s), once a
-// chunk; q0 = RN(x r) is within an ulp of x / s, so the remainder x - q0 s is exact by FMA and
-// RN(q0 + rem r) = RN(x / s) (Markstein's theorem, r within half an ulp of 1 / s). The operands
-// are kept where no step can leave float32's normal range (s and |x| in [2^-60, 2^60]); any other
-// x (zero, tiny, huge, inf, NaN) or s takes the IEEE division. tests/gpu/attention/check_fp8.py
-// compares every bf16 and fp16 value's byte with PyTorch's quantize.
+// division's ~10 and its range checks weighed on a kernel that moves 24 bytes a chunk (H100, A/B in
+// one run: 16384 tokens 43.4 -> 42.1 us, 32768 78.2 -> 77.6; cuda/NOTES.md "FP8"). r = RN(1 / s),
+// once a chunk; q0 = RN(x r) is within an ulp of x / s, so the remainder x - q0 s is exact by FMA
+// and RN(q0 + rem r) = RN(x / s) (Markstein's theorem, r within half an ulp of 1 / s). The operands
+// are kept where no step can leave float32's normal range (s and |x| in [2^-60, 2^60]); any other x
+// (zero, tiny, huge, inf, NaN) or s takes the IEEE division. tests/gpu/attention/check_fp8.py
+// compares every bf16 and fp16 value's byte with PyTorch's quantize (passed on the H100).
 struct ScaleDivisor {
   float s, r;
   bool fast;
@@ -152,11 +154,6 @@ cudaError_t launch_tokens(const CacheWriteParams& p, cudaStream_t stream) {
 
 template <typename In>
 cudaError_t launch_typed(const CacheWriteParams& p, cudaStream_t stream) {
-#if defined(KH_DEV_CACHE_MID_TOKENS)
-  // Probe builds: calls of kFewTokens..KH_DEV_CACHE_MID_TOKENS tokens take 4 tokens a CTA (16384
-  // tokens: 4096 CTAs in two waves instead of one of 2048, whose loads all go out before any store).
-  if (p.tokens > kFewTokens && p.tokens <= KH_DEV_CACHE_MID_TOKENS) return launch_tokens<In, 4>(p, stream);
-#endif
   return p.tokens <= kFewTokens ? launch_tokens<In, 1>(p, stream) : launch_tokens<In, kTokensPerCta>(p, stream);
 }
 

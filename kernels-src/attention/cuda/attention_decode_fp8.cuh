@@ -152,57 +152,7 @@ __global__ void __launch_bounds__(WARPS * 32, WARPS > kDecodeFp8Warps ? 1 : DP <
   const int g = lane / 4, c = lane % 4;
   const int nch = p.head_dim / 16;  // chunks of a row that hold dims (the rest: zeros)
   const int npair = (nch + 1) / 2;  // ldmatrix x4 steps: two chunks each
-  const bool softcap = p.softcap > 0.f;
-  const float k_descale = fp8_scale_at(p.k_scale, p.k_scale_stride, t.kv_head);
-  const float v_descale = fp8_scale_at(p.v_scale, p.v_scale_stride, t.kv_head);
-  const float qk = p.scale * k_descale;
-  const float s_scale = softcap ? qk : qk * kLog2e;
-  const float cap_log2 = p.softcap * kLog2e, inv_cap = softcap ? 1.f / p.softcap : 0.f;
-
-  // q of row g as B fragments in the permuted order: block kb holds dims 16 kb + 4c + {0, 2} and
-  // 16 kb + 4c + {1, 3}.
-  uint32_t qf[DP / 16][2];
-  {
-    const bool row_on = g < t.nrows;
-    const int idx = t.r0 + (row_on ? g : 0);
-    const int i = idx / t.group, h = t.kv_head * t.group + (idx - i * t.group);
-    const uint16_t* qrow =
-        static_cast<const uint16_t*>(p.q) + (packed ? static_cast<int64_t>(seq.q_start + i) * p.q_row_stride
-                                                    : static_cast<int64_t>(t.b) * p.q_batch_stride +
-                                                          static_cast<int64_t>(i) * p.q_row_stride) +
-        static_cast<int64_t>(h) * p.q_head_stride;
-#pragma unroll
-    for (int kb = 0; kb < DP / 16; ++kb) {
-      uint2 v = make_uint2(0u, 0u);
-      if (row_on && kb < nch) v = *reinterpret_cast<const uint2*>(qrow + 16 * kb + 4 * c);
-      qf[kb][0] = __byte_perm(v.x, v.y, 0x5410);
-      qf[kb][1] = __byte_perm(v.x, v.y, 0x7632);
-    }
-  }
-  // Rows 2c, 2c + 1 of the tile (this lane's columns of the score fragment): the keys they see.
-  int pos[2], low[2];
-#pragma unroll
-  for (int k = 0; k < 2; ++k) {
-    const int r = 2 * c + k;
-    if (r < t.nrows) {
-      const int i = (t.r0 + r) / t.group;
-      const int at = packed ? i + seq.len_k - seq.len_q : t.len - p.q_len + i;  // the row's key position
-      pos[k] = packed && !va.causal ? seq.len_k - 1 : at;
-      low[k] = p.window_left >= 0 ? at - p.window_left : 0;
-    } else {
-      pos[k] = -1;
-      low[k] = 0;
-    }
-    if (low[k] < t.key_beg) low[k] = t.key_beg;
-  }
   const int key_end = t.key_end;
-
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
-  float ot[DP / 16][4];
-#pragma unroll
-  for (int mb = 0; mb < DP / 16; ++mb)
-#pragma unroll
-    for (int w = 0; w < 4; ++w) ot[mb][w] = 0.f;
 
   const int32_t* table = packed ? nullptr : p.block_table + static_cast<int64_t>(t.b) * p.bt_batch_stride;
   const uint8_t* kbase = static_cast<const uint8_t*>(p.k) + static_cast<int64_t>(t.kv_head) * p.k_head_stride;
@@ -258,6 +208,8 @@ __global__ void __launch_bounds__(WARPS * 32, WARPS > kDecodeFp8Warps ? 1 : DP <
   const int k_key = mr + 8 * (mq & 1), k_half = mq >> 1;
   const int v_key = mr + 8 * (mq >> 1), v_half = mq & 1;
 
+  // The first tiles' copies go out before q, the scales and the rows' bounds are loaded: their
+  // latency then overlaps the copies' (a one-wave call's first copies went out 2 us after entry).
   const int first = t.tile_beg + warp * 16;
   int it = 0;
   if (!packed) KH_DEC_PROBE_MARK(p, 1);
@@ -268,6 +220,58 @@ __global__ void __launch_bounds__(WARPS * 32, WARPS > kDecodeFp8Warps ? 1 : DP <
     cp_async_commit();
   }
   int32_t next_blk = block_of(first + (kStages - 1) * kTileStride);
+
+  const bool softcap = p.softcap > 0.f;
+  const float k_descale = fp8_scale_at(p.k_scale, p.k_scale_stride, t.kv_head);
+  const float v_descale = fp8_scale_at(p.v_scale, p.v_scale_stride, t.kv_head);
+  const float qk = p.scale * k_descale;
+  const float s_scale = softcap ? qk : qk * kLog2e;
+  const float cap_log2 = p.softcap * kLog2e, inv_cap = softcap ? 1.f / p.softcap : 0.f;
+
+  // q of row g as B fragments in the permuted order: block kb holds dims 16 kb + 4c + {0, 2} and
+  // 16 kb + 4c + {1, 3}.
+  uint32_t qf[DP / 16][2];
+  {
+    const bool row_on = g < t.nrows;
+    const int idx = t.r0 + (row_on ? g : 0);
+    const int i = idx / t.group, h = t.kv_head * t.group + (idx - i * t.group);
+    const uint16_t* qrow =
+        static_cast<const uint16_t*>(p.q) + (packed ? static_cast<int64_t>(seq.q_start + i) * p.q_row_stride
+                                                    : static_cast<int64_t>(t.b) * p.q_batch_stride +
+                                                          static_cast<int64_t>(i) * p.q_row_stride) +
+        static_cast<int64_t>(h) * p.q_head_stride;
+#pragma unroll
+    for (int kb = 0; kb < DP / 16; ++kb) {
+      uint2 v = make_uint2(0u, 0u);
+      if (row_on && kb < nch) v = *reinterpret_cast<const uint2*>(qrow + 16 * kb + 4 * c);
+      qf[kb][0] = __byte_perm(v.x, v.y, 0x5410);
+      qf[kb][1] = __byte_perm(v.x, v.y, 0x7632);
+    }
+  }
+  // Rows 2c, 2c + 1 of the tile (this lane's columns of the score fragment): the keys they see.
+  int pos[2], low[2];
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    const int r = 2 * c + k;
+    if (r < t.nrows) {
+      const int i = (t.r0 + r) / t.group;
+      const int at = packed ? i + seq.len_k - seq.len_q : t.len - p.q_len + i;  // the row's key position
+      pos[k] = packed && !va.causal ? seq.len_k - 1 : at;
+      low[k] = p.window_left >= 0 ? at - p.window_left : 0;
+    } else {
+      pos[k] = -1;
+      low[k] = 0;
+    }
+    if (low[k] < t.key_beg) low[k] = t.key_beg;
+  }
+
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  float ot[DP / 16][4];
+#pragma unroll
+  for (int mb = 0; mb < DP / 16; ++mb)
+#pragma unroll
+    for (int w = 0; w < 4; ++w) ot[mb][w] = 0.f;
+
   for (int tile = first; tile < key_end; tile += kTileStride, ++it) {
     __syncwarp();  // every lane is done with the stage refilled now (read in the step before)
     const int ahead = tile + (kStages - 1) * kTileStride;

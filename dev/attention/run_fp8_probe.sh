@@ -7,7 +7,8 @@
 # each case in its own under compute-sanitizer if that one died, then fp8_prefill_bench.py's table.
 # --record: the record run of docs/benchmarks.md (both builds): the decode grid of each build in
 # one process, the prefill grid (sm90a), fp8_decode_ab.py (decode against the copy floor and bf16
-# SDPA), fp8_prefill_bench.py's table; each step under a time limit, its result printed as it ends.
+# SDPA), fp8_prefill_bench.py's table, cache_write_ab.py (the cache write against the copy rate);
+# each step under a time limit, its result printed as it ends.
 #   dev/attention/run_fp8_probe.sh [--sm80 | --prefill | --record] [STAGE, default .gpu-stage]
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -45,6 +46,7 @@ if [[ $record == 1 ]]; then
   echo "prefill grid cuda-sm90a: $(count "$work/record-prefill.log")"
   timeout 200 python3 "$here/fp8_decode_ab.py" "${libs[@]}"
   timeout 150 python3 "$here/fp8_probe.py" "${libs[0]}" prefill-bench 2>&1 | cut -c1-400
+  timeout 100 python3 "$here/cache_write_ab.py" "${libs[0]}"
   exit 0
 fi
 if [[ $prefill == 1 ]]; then

@@ -54,10 +54,15 @@ struct Fp8Ring {
 };
 
 constexpr int kFp8Rows = kDecodeFp8RowsPerCta;  // query rows a CTA (the mma's n)
+// The merge buffer's rows padded by 4 floats (1040 bytes): a lane's float2 stores of dims 2g,
+// 2g + 1 to rows 2c and 2c + 1 then fall in distinct banks for each half-warp (bank 8c + 2g +
+// {0, 1}), where unpadded rows put the 4 lanes of a g in one bank (dev/attention/fp8_merge_banks.py).
+template <int WARPS>
+using Fp8Merge = MergeSmem<32, kFp8Rows, WARPS * 32, 4>;
 
 template <int DP, int WARPS>
 __host__ __device__ constexpr size_t decode_fp8_smem_bytes() {
-  using Merge = MergeSmem<32, kFp8Rows, WARPS * 32>;
+  using Merge = Fp8Merge<WARPS>;
   constexpr size_t ring = WARPS * Fp8Ring<DP, WARPS>::kWarpBytes;
   return ring > sizeof(Merge) ? ring : sizeof(Merge);
 }
@@ -337,13 +342,18 @@ __global__ void __launch_bounds__(WARPS * 32, WARPS > kDecodeFp8Warps ? 1 : DP <
   if (!packed) KH_DEC_PROBE_MARK(p, 2);
 
   sum_rows_over_column(l);
-  using Merge = MergeSmem<32, kFp8Rows, kThreadsCta>;
+  using Merge = Fp8Merge<WARPS>;
   Merge& sm = *reinterpret_cast<Merge*>(fp8_smem);
+  // Accumulator w of block mb is row 2c + (w & 1), dim 16 mb + 2g + (w >> 1): w = 0 and 2 (1 and
+  // 3) are adjacent dims of one row, stored as a float2.
 #pragma unroll
   for (int mb = 0; mb < DP / 16; ++mb) {
     if (mb < nch) {
-#pragma unroll
-      for (int w = 0; w < 4; ++w) sm.acc[warp][2 * c + (w & 1)][16 * mb + 2 * g + (w >> 1)] = ot[mb][w] * v_descale;
+      const int d = 16 * mb + 2 * g;
+      const float2 even = make_float2(ot[mb][0] * v_descale, ot[mb][2] * v_descale);
+      const float2 odd = make_float2(ot[mb][1] * v_descale, ot[mb][3] * v_descale);
+      *reinterpret_cast<float2*>(&sm.acc[warp][2 * c][d]) = even;      // row 2c
+      *reinterpret_cast<float2*>(&sm.acc[warp][2 * c + 1][d]) = odd;   // row 2c + 1
     }
   }
   if (!packed) {

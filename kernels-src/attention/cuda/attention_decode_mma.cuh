@@ -48,8 +48,8 @@ KH_DEC_DEV void sum_rows_over_column(float (&l)[2]) {
   }
 }
 
-template <typename Tag, int ROWS, int THREADS = kThreads>
-KH_DEC_DEV void finish_split_tile(const DecodeParams& p, const Tile& t, MergeSmem<32, ROWS, THREADS>& sm, int warp,
+template <typename Tag, int ROWS, int THREADS = kThreads, int PAD = 0>
+KH_DEC_DEV void finish_split_tile(const DecodeParams& p, const Tile& t, MergeSmem<32, ROWS, THREADS, PAD>& sm, int warp,
                                   int g, int c, const float (&m)[2], const float (&l)[2]) {
   if (g == 0) {
 #pragma unroll

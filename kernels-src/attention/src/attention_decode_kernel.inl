@@ -190,11 +190,13 @@ KH_DEC_DEV Tile make_tile(const DecodeParams& p, int rows, int row_tiles, int nu
 }
 
 // Shared memory of the end-of-CTA merge: every lane group's state (THREADS: the CTA's threads;
-// the CUDA staged kernel also runs CTAs of 12 warps).
-template <int TPR, int ROWS, int THREADS = kThreads>
+// the CUDA staged kernel also runs CTAs of 12 warps). PAD floats after each row of acc: rows of
+// TPR * 8 floats all start in bank 0, so a kernel whose lanes store to several rows at once pads
+// them (the CUDA FP8 kernel: 4, attention_decode_fp8.cuh).
+template <int TPR, int ROWS, int THREADS = kThreads, int PAD = 0>
 struct MergeSmem {
   static constexpr int kGroups = THREADS / TPR;
-  float acc[kGroups][ROWS][TPR * 8];
+  float acc[kGroups][ROWS][TPR * 8 + PAD];
   float m[kGroups][ROWS];
   float l[kGroups][ROWS];
   float scale[kGroups][ROWS];  // exp2(m_g - M) / L
@@ -204,8 +206,8 @@ struct MergeSmem {
 // The end of a split CTA, after every lane group has put its state (m, l in base 2, and its
 // unnormalised accumulator) in sm and synchronised: merge the groups, then write out and
 // lse (one split) or the normalised partial and its log2-sum-exp (several).
-template <typename Tag, int TPR, int ROWS, int THREADS = kThreads>
-KH_DEC_DEV void decode_epilogue(const DecodeParams& p, const Tile& t, MergeSmem<TPR, ROWS, THREADS>& sm) {
+template <typename Tag, int TPR, int ROWS, int THREADS = kThreads, int PAD = 0>
+KH_DEC_DEV void decode_epilogue(const DecodeParams& p, const Tile& t, MergeSmem<TPR, ROWS, THREADS, PAD>& sm) {
   constexpr int kGroups = THREADS / TPR;
   const int tid = threadIdx.x;
   KH_DEC_LAUNCH_DEPENDENTS();  // the key loop is done: the combine grid may be scheduled

@@ -7,7 +7,7 @@ for dev/attention/run_fp8_probe.sh; check_fp8.py is the acceptance check).
   python3 fp8_probe.py LIB write | varlen | graph
   python3 fp8_probe.py LIB prefill [INDEX]   # check_fp8.PREFILL_CASES (all, or one), sm90a builds
   python3 fp8_probe.py LIB prefill-bench     # fp8_prefill_bench.py's table (no hub needed)
-  python3 fp8_probe.py LIB prefill-once      # FP8 and bf16 prefill, d128 s8k: launches for a profiler
+  python3 fp8_probe.py LIB prefill-once [D]  # FP8 and bf16 prefill, d D (128) s8k: launches for a profiler
   python3 fp8_probe.py LIB times             # a KH_DECODE_PROBE_TIMES build: per-CTA timer marks of
                                              # the unsplit decode shapes (decode_probe.print_times)
 Prints one line per result; exit status 1 when one failed.
@@ -73,8 +73,9 @@ def main():
         fb.print_fp8_prefill(rows)
         for f in failures:
             res.add("fp8 prefill bench", target, "-", "bench", f, False)
-    elif what == "prefill-once":  # for a profiler: FP8 then bf16 prefill, twice (d128 s8k b2 h16 full)
-        b, s, h, d = 2, 8192, 16, 128
+    elif what == "prefill-once":  # for a profiler: FP8 then bf16 prefill, 3 times each (s8k b2 full, h d = 2048)
+        d = int(sys.argv[3]) if len(sys.argv) > 3 else 128
+        b, s, h = 2, 8192, 2048 // d
         u8 = [torch.randint(0, 120, (b * s, h, d), device="cuda", dtype=torch.uint8) for _ in range(3)]
         one = torch.ones(1, device="cuda")
         cu = torch.arange(0, b + 1, device="cuda", dtype=torch.int32) * s

@@ -221,9 +221,11 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
   // Ping-pong of the consumer warpgroups (below) everywhere but two warpgroups non-causal,
   // where it measured 1-3% slower at d = 128 on the H200 (and causal +10%, d = 64 with three
   // warpgroups +30%).
-  // FP8 keeps the same rule: ping-pong at two warpgroups non-causal measured 0.98-1.03x on the H100
-  // (cuda/NOTES.md, FP8 prefill).
-  constexpr bool kPingPong = kCausal || kWgs == 3;
+  // FP8 takes it everywhere: once the V transposer stopped setting the pace, its softmax (exp2 on
+  // the MUFU unit, 16 a clock an SM, as busy as the tensor cores) gained from running beside the
+  // other warpgroup's products: d128 s8k full +6-8%, d256 +1% (H100, A/B in one run; it had
+  // measured 0.98-1.03x while the transposer was the bound: cuda/NOTES.md, FP8 prefill).
+  constexpr bool kPingPong = kCausal || kWgs == 3 || kFp8;
   constexpr bool kGeneral = kMode == Sm90Mode::kGeneral;
   const uint32_t q_full = bars;
   auto full_k = [&](int s) { return bars + 8 * (1 + s); };

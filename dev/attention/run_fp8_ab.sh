@@ -9,6 +9,7 @@
 # across all, in one process each, the A/B tables of KH_AB_TABLES (default "prefill decode write":
 # fp8_prefill_ab.py, fp8_decode_ab.py, cache_write_ab.py). Every step is time-limited and prints
 # as it ends; keep a call within the GPU machine's 600 s (a build takes ~40 s alone, a check 10-40 s).
+# KH_AB_SASS=REGEX: also sass_waits.py on every variant's library (the prefill instances matching REGEX).
 #   KH_AB_CHECKS=prefill KH_AB_TABLES=prefill dev/attention/run_fp8_ab.sh STAGE base=. q=/tmp/src-q qss=/tmp/src-q:-DKH_DEV_FP8_QK_SS
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -54,6 +55,14 @@ for i in "${!names[@]}"; do
   done
 done
 [[ ${#ok[@]} -gt 0 ]] || exit 1
+if [[ -n "${KH_AB_SASS:-}" ]]; then  # where each variant's prefill instances wait for P V
+  PATH="$PATH:/usr/local/cuda/bin"
+  for i in "${!names[@]}"; do
+    [[ -f "${libs[$i]}" ]] || continue
+    echo "== ${names[$i]}: waits for P V"
+    timeout 60 python3 "$here/sass_waits.py" "${libs[$i]}" "$KH_AB_SASS" | sort -u
+  done
+fi
 for table in ${KH_AB_TABLES:-prefill decode write}; do
   case "$table" in
     prefill) timeout 150 python3 "$here/fp8_prefill_ab.py" "${ok[@]}" ;;

@@ -7,8 +7,9 @@
 # baseline, a tree already checked) the checks of KH_AB_CHECKS (fp8_probe.py modes; default
 # "prefill decode-all write": the FP8 prefill grid, the decode grid, the cache-write check), and
 # across all, in one process each, the A/B tables of KH_AB_TABLES (default "prefill decode write":
-# fp8_prefill_ab.py, fp8_decode_ab.py, cache_write_ab.py). Every step is time-limited and prints
-# as it ends; keep a call within the GPU machine's 600 s (a build takes ~40 s alone, a check 10-40 s).
+# fp8_prefill_ab.py, fp8_decode_ab.py, cache_write_ab.py; also "bf16": prefill_probe.py on the
+# 16-bit attention_fwd). Every step is time-limited and prints as it ends; keep a call within the
+# GPU machine's 600 s (a build takes ~40 s alone, a check 10-40 s).
 # KH_AB_SASS=REGEX: also sass_waits.py on every variant's library (the prefill instances matching REGEX).
 #   KH_AB_CHECKS=prefill KH_AB_TABLES=prefill dev/attention/run_fp8_ab.sh STAGE base=. q=/tmp/src-q qss=/tmp/src-q:-DKH_DEV_FP8_QK_SS
 set -uo pipefail
@@ -68,6 +69,9 @@ for table in ${KH_AB_TABLES:-prefill decode write}; do
     prefill) timeout 150 python3 "$here/fp8_prefill_ab.py" "${ok[@]}" ;;
     decode) timeout 200 python3 "$here/fp8_decode_ab.py" "${ok[@]}" ;;
     write) timeout 150 python3 "$here/cache_write_ab.py" "${ok[@]}" ;;
+    bf16)  # the 16-bit attention_fwd of every variant (prefill probes that also touch the 16-bit instances)
+      mods=(); for i in "${!names[@]}"; do [[ -f "${libs[$i]}" ]] && mods+=(--module "${names[$i]}=${libs[$i]}"); done
+      timeout 200 python3 "$here/prefill_probe.py" "${mods[@]}" --shapes b2s8192h16d128f,b2s8192h16d128c,b2s8192h8d256f,b2s8192h8d256c ;;
   esac
 done
 echo "total $(elapsed)"

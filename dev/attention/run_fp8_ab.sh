@@ -38,7 +38,7 @@ for v in "$@"; do
   name="${v%%=*}"; rest="${v#*=}"; src="${rest%%:*}"; flags=""
   [[ "$rest" == *:* ]] && flags="${rest#*:}"
   names+=("$name"); libs+=("$work/$name/libkh_attention_cuda.so")
-  rm -rf "$work/$name"
+  rm -rf "${work:?}/${name:?}"
   build "$name" "$src" "$flags" &
 done
 wait

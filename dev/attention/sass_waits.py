@@ -13,35 +13,50 @@ import sys
 
 
 def kernels(lib):
-    out = subprocess.run(["cuobjdump", "-sass", lib], capture_output=True, text=True, check=True).stdout
-    name, code = None, {}
-    for line in out.splitlines():
-        m = re.search(r"Function : (\S+)", line)
-        if m:
-            name = m.group(1)
-            code[name] = []
-        elif name and re.search(r"/\*[0-9a-f]{4,}\*/", line):
-            code[name].append(line.split(";")[0].split("*/", 1)[1].strip())
-    return code
+    """(name, instructions) of each function in LIB's SASS, as cuobjdump prints them (streamed: a
+    whole library's SASS takes cuobjdump most of a minute, and the caller prints as it goes)."""
+    with subprocess.Popen(["cuobjdump", "-sass", lib], stdout=subprocess.PIPE, text=True) as proc:
+        name, code = None, []
+        for line in proc.stdout:
+            m = re.search(r"Function : (\S+)", line)
+            if m:
+                if name:
+                    yield name, code
+                name, code = m.group(1), []
+            elif name and re.search(r"/\*[0-9a-f]{4,}\*/", line):
+                code.append(line.split(";")[0].split("*/", 1)[1].strip())
+        if name:
+            yield name, code
+    if proc.returncode:
+        sys.exit(f"cuobjdump -sass {lib} failed ({proc.returncode})")
+
+
+def label_of(name):
+    """d, operands, causal and mode from a kernel's mangled name; a name of another shape (a
+    function ptxas did not inline into the kernel) as itself, shortened."""
+    args = re.search(r"kernelILi(\d+)ELi(\d+)E(.*?)ELb([01])ELNS0_8Sm90ModeE(\d)", name)
+    if not args:
+        return f"(not a kernel instance) {name[:120]}"
+    return f"d{args.group(1)} {'fp8' if 'Fp8' in args.group(3) else '16-bit'} causal{args.group(4)} mode{args.group(5)}"
 
 
 def main():
     lib = sys.argv[1]
     pattern = re.compile(sys.argv[2] if len(sys.argv) > 2 else ".")
-    for name, code in sorted(kernels(lib).items()):
+    for name, code in kernels(lib):
         if "attention_fwd_sm90_kernel" not in name or not pattern.search(name):
             continue
-        args = re.search(r"kernelILi(\d+)ELi(\d+)E(.*?)ELb([01])ELNS0_8Sm90ModeE(\d)", name)
-        label = f"d{args.group(1)} {'fp8' if 'Fp8' in args.group(3) else '16-bit'} causal{args.group(4)} mode{args.group(5)}"
-        for i, ins in enumerate(code):
-            if "DEPBAR.LE gsb0, 0x1" not in ins:
-                continue
+        label = label_of(name)
+        waits = [i for i, ins in enumerate(code) if "DEPBAR.LE gsb0, 0x1" in ins]
+        if not waits:
+            print(f"{label}: no wait<1> in {len(code)} instructions", flush=True)
+        for i in waits:
             j = next((k for k in range(i + 1, len(code)) if "DEPBAR.LE gsb0, 0x0" in code[k]), len(code))
             between = code[i + 1:j]
             mufu = sum("MUFU.EX2" in x for x in between)
             after = sum("MUFU.EX2" in x for x in code[j + 1:j + 400])
             print(f"{label}: wait<1> at {i}, wait<0> {j - i} instructions later, MUFU.EX2 between {mufu}, "
-                  f"in the 400 after {after}")
+                  f"in the 400 after {after}", flush=True)
 
 
 if __name__ == "__main__":

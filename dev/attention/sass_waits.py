@@ -32,11 +32,14 @@ def kernels(lib):
 
 
 def label_of(name):
-    """d, operands, causal and mode from a kernel's mangled name; a name of another shape (a
-    function ptxas did not inline into the kernel) as itself, shortened."""
-    args = re.search(r"kernelILi(\d+)ELi(\d+)E(.*?)ELb([01])ELNS0_8Sm90ModeE(\d)", name)
+    """d, operands, causal and mode from a kernel instance's mangled name (16-bit operands are the
+    element type itself, `13__nv_bfloat16Lb0`; FP8 ones `NS0_11Fp8OperandsI...EELb0`); None for a
+    function ptxas kept out of line (its name: `$` + the kernel's + `$` + its own)."""
+    if name.startswith("$"):
+        return None
+    args = re.search(r"kernelILi(\d+)ELi(\d+)E(.*?)Lb([01])ELNS0_8Sm90ModeE(\d)", name)
     if not args:
-        return f"(not a kernel instance) {name[:120]}"
+        return None
     return f"d{args.group(1)} {'fp8' if 'Fp8' in args.group(3) else '16-bit'} causal{args.group(4)} mode{args.group(5)}"
 
 
@@ -48,6 +51,10 @@ def main():
             continue
         label = label_of(name)
         waits = [i for i, ins in enumerate(code) if "DEPBAR.LE gsb0, 0x1" in ins]
+        if label is None:  # an out-of-line function: of interest only if the loop's waits went there
+            if not waits:
+                continue
+            label = f"(out of line) {name[:160]}"
         if not waits:
             print(f"{label}: no wait<1> in {len(code)} instructions", flush=True)
         for i in waits:

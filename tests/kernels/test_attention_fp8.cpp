@@ -281,7 +281,8 @@ TEST_CASE("attention 1.2: descriptor (1.0 and 1.1 ops unchanged, three FP8 ops a
   CHECK(ops[4].schema() ==
         "attention_varlen_fwd_fp8(Tensor(a!) out, Tensor(b!)? lse, Tensor q, Tensor k, Tensor v, Tensor? q_scale, "
         "Tensor k_scale, Tensor v_scale, Tensor cu_seqlens_q, Tensor cu_seqlens_k, int max_seqlen_q, "
-        "int max_seqlen_k, float scale, bool causal, int window_left=-1, float softcap=0.0) -> ()");
+        "int max_seqlen_k, float scale, bool causal, int window_left=-1, float softcap=0.0, "
+        "Tensor(c!)? workspace=None) -> ()");
   CHECK(ops[5].schema() ==
         "paged_kv_cache_write(Tensor(a!) k_cache, Tensor(b!) v_cache, Tensor key, Tensor value, Tensor slot_mapping, "
         "Tensor? k_scale, Tensor? v_scale) -> ()");

@@ -23,6 +23,7 @@
 #include "attention_decode_fp8_launch.hpp"
 #include "attention_decode_launch.hpp"
 #include "attention_experiments.hpp"
+#include "attention_fp8_vt.hpp"
 #include "attention_fwd_sm80.hpp"
 #if defined(KH_ATTENTION_SM90A)
 #include "attention_fwd_sm90.hpp"
@@ -202,7 +203,16 @@ kh_status fp8_prefill(const OpContext& c, const AttentionParams& a) {
 #if defined(KH_ATTENTION_SM90A)
   if (a.empty()) return KH_OK;
   KH_KERNEL_TRY(check_prefill_limits(c, a));
-  const FwdLaunchParams p = launch_params(a);
+  FwdLaunchParams p = launch_params(a);
+  // With a workspace: V transposed there by a pre-pass (attention_fp8_vt.hpp), its header first.
+  // (Columns past int32 would not fit the header or a TMA coordinate: the kernel transposes then.)
+  if (a.workspace != nullptr && a.total_k > 0 && vt_columns(a.total_k, a.batch) < INT32_MAX) {
+    p.vt_col0 = static_cast<int32_t*>(a.workspace);
+    p.vt = static_cast<unsigned char*>(a.workspace) + vt_header_bytes(a.batch);
+    p.vt_columns = vt_columns(a.total_k, a.batch);
+    if (!aligned16(a.workspace))
+      return op_error(c, KH_ERROR_UNSUPPORTED, "workspace needs 16-byte aligned data (TMA reads it)");
+  }
   if (!(aligned16(p.q) && aligned16(p.k) && aligned16(p.v) && aligned16(p.out) &&
         multiples_of(16, p.q_row_stride, p.q_head_stride, p.k_row_stride) && p.k_head_stride % 16 == 0 &&
         multiples_of(16, p.v_row_stride, p.v_head_stride, 16) && multiples_of(8, p.o_row_stride, p.o_head_stride, 8)))

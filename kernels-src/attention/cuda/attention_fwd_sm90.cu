@@ -76,6 +76,26 @@ bool encode(CUtensorMap* map, TmaDimOrder* order, const void* data, TmaElement e
             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+// FP8 with a workspace: the 3-D map of V transposed there (attention_fp8_vt.hpp): columns (bytes
+// of keys), head-dim rows, KV heads; boxes of `box_cols` key bytes x `box_rows` rows, swizzled
+// by box_cols bytes (rows past head_dim_v come as zeros, as the bucket's wider Vt stage needs).
+bool encode_vt(CUtensorMap* map, const FwdLaunchParams& p, int box_cols, int box_rows) {
+  const EncodeTiledFn fn = encode_tiled();
+  if (fn == nullptr) return false;
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(p.vt_columns), static_cast<cuuint64_t>(p.head_dim_v),
+                              static_cast<cuuint64_t>(p.heads_kv)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(p.vt_columns),
+                                 static_cast<cuuint64_t>(p.vt_columns) * static_cast<cuuint64_t>(p.head_dim_v)};
+  const cuuint32_t box[3] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows), 1};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  const CUtensorMapSwizzle swz = box_cols == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
+                                 : box_cols == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                                  : CU_TENSOR_MAP_SWIZZLE_32B;
+  return fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, p.vt, dims, strides, box, elem_strides,
+            CU_TENSOR_MAP_INTERLEAVE_NONE, swz, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
 template <int kQKDim, int kVDim, ElementType kType>
 cudaError_t run_bucket(const FwdLaunchParams& p, cudaStream_t stream) {
   using Cfg = Sm90TileConfig<kQKDim, kVDim>;
@@ -115,7 +135,15 @@ cudaError_t run_fp8_bucket(const FwdLaunchParams& p, cudaStream_t stream) {
               keys ? p.v_row_stride : p.q_row_stride, keys ? p.v_head_stride : p.q_head_stride, 0, Cfg::kSwizzleV,
               Cfg::kBlockN))
     return cudaErrorNotSupported;
-  return run_attention_fwd_sm90_fp8_instance<kDim, kOutType>(p, maps, stream);
+  // With a workspace and keys to transpose: the pre-pass first (same stream), then the kernel.
+  FwdLaunchParams q = p;
+  if (!keys) q.vt = nullptr;
+  if (q.vt != nullptr) {
+    if (!encode_vt(&maps.vt, q, Cfg::kSwizzleVt, kDim)) return cudaErrorNotSupported;
+    const cudaError_t err = launch_fp8_vt_prepass(q, stream);
+    if (err != cudaSuccess) return err;
+  }
+  return run_attention_fwd_sm90_fp8_instance<kDim, kOutType>(q, maps, stream);
 }
 
 template <int kDim>

@@ -103,6 +103,16 @@ __device__ __forceinline__ void tma_load_box(uint32_t dst, const CUtensorMap* ma
       : "memory");
 }
 
+// FP8 with a workspace: one box of kVDim rows x kSwizzleVt key bytes of the transposed V
+// (attention_fp8_vt.hpp; a 3-D map: columns, head-dim rows, KV heads), as a Vt stage holds it.
+__device__ __forceinline__ void tma_load_vt_box(uint32_t dst, const CUtensorMap* map, uint32_t bar, int col, int head) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(
+          dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(col), "r"(0), "r"(head), "r"(bar)
+      : "memory");
+}
+
 // A tile of `kRows` x kWidth elements of kElemBytes is kWidth / kBoxCols boxes of
 // [kRows][kBoxCols = kSwizzle / kElemBytes], each box a run of swizzle atoms (8 rows x kSwizzle
 // bytes).
@@ -829,6 +839,10 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBy
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
+  // FP8 given a workspace: the pre-pass (attention_fp8_vt.cu) wrote V transposed there, and the
+  // TMA thread loads the Vt stages itself; unless the sequences' padded lengths did not fit the
+  // workspace (col0[batch] past its columns), when the producer's other warps transpose as without.
+  const bool vt_global = kFp8 && p.vt != nullptr && p.vt_col0[p.batch] <= p.vt_columns;
 
   const bool varlen = kMode == Sm90Mode::kVarlen || (kMode == Sm90Mode::kGeneral && p.cu_seqlens_q != nullptr);
   // Varlen on the persistent grid: tiles from the list every CTA builds below
@@ -1019,7 +1033,7 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBy
       mbar_init(empty_v(s), kFp8 ? Cfg::kTransposeWarps : Cfg::kConsumerWarps);
     }
     for (int s = 0; s < kStagesVt; ++s) {
-      mbar_init(vt_full(s), Cfg::kTransposeWarps);
+      mbar_init(vt_full(s), vt_global ? 1 : Cfg::kTransposeWarps);
       mbar_init(vt_empty(s), Cfg::kConsumerWarps);
     }
     mbar_init(q_empty, Cfg::kConsumerWarps);
@@ -1046,8 +1060,9 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBy
                                   tile_major_tail);
     } else if (kFp8 && warp > Cfg::kConsumerWarps) {
       // FP8: the other three warps transpose each V block the TMA thread loads into the Vt ring,
-      // walking the same tiles and blocks.
+      // walking the same tiles and blocks (with V transposed in the workspace: nothing to do).
       if constexpr (kFp8) {
+        if (vt_global) return;
         const int wt = warp - Cfg::kConsumerWarps - 1;
         int kv = 0;
         PairWalk walk;
@@ -1079,6 +1094,7 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBy
         const int n_blocks = tl.n_blocks();
         if (n_blocks == 0) continue;
         const int kv_head = tl.head / group;
+        const int vt_col0 = vt_global ? p.vt_col0[tl.batch] : 0;  // the sequence's first column there
         mbar_wait(q_empty, (q_tiles & 1) ^ 1);  // a fresh barrier passes parity 1
         mbar_expect_tx(q_full, Cfg::kQBytes);
         tma_load_tile<kBlockM, kQKDim, Cfg::kSwizzleQK, Operands<T>::kBytes>(sQ, &maps.q, maps.q_order, q_full,
@@ -1092,6 +1108,18 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBy
           tma_load_tile<kBlockN, kQKDim, Cfg::kSwizzleQK, Operands<T>::kBytes>(
               sK + sk * Cfg::kKStage, &maps.k, maps.k_order, full_k(sk), tl.k_row0 + n_block * kBlockN, kv_head,
               tl.tma_batch);
+          if constexpr (kFp8) {
+            if (vt_global) {  // the block's columns of the transposed V, straight into a Vt stage
+              const int st = kv % kStagesVt;
+              mbar_wait(vt_empty(st), ((kv / kStagesVt) & 1) ^ 1);
+              mbar_expect_tx(vt_full(st), Cfg::kVBytes);
+#pragma unroll
+              for (int box = 0; box < kBlockN / Cfg::kSwizzleVt; ++box)
+                tma_load_vt_box(sVt + st * Cfg::kVtStage + box * kVDim * Cfg::kSwizzleVt, &maps.vt, vt_full(st),
+                                vt_col0 + n_block * kBlockN + box * Cfg::kSwizzleVt, kv_head);
+              continue;
+            }
+          }
           mbar_wait(empty_v(sv), ((kv / kStagesV) & 1) ^ 1);
           mbar_expect_tx(full_v(sv), Cfg::kVBytes);
           tma_load_tile<kBlockN, kVDim, Cfg::kSwizzleV, Operands<T>::kBytes>(

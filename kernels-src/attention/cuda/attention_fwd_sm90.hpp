@@ -144,12 +144,17 @@ struct TmaDimOrder {
 // The tensor maps of one call (TMA loads of q, k and v tiles, swizzled per Sm90TileConfig).
 struct FwdTensorMaps {
   CUtensorMap q, k, v;
+  CUtensorMap vt;  // FP8 with a workspace: V transposed there (attention_fp8_vt.hpp); else unused
   TmaDimOrder q_order, k_order, v_order;
 };
 
 // Launches on `stream`. cudaErrorNotSupported: this call cannot take the sm90a path (tensor
 // maps the driver refused): run the sm80 kernel instead.
 cudaError_t run_attention_fwd_sm90(const FwdLaunchParams& p, cudaStream_t stream);
+
+// FP8 prefill with a workspace (p.vt, p.vt_col0, p.vt_columns set): the pre-pass that writes V
+// transposed there (attention_fp8_vt.cu), launched on `stream` before the prefill kernel.
+cudaError_t launch_fp8_vt_prepass(const FwdLaunchParams& p, cudaStream_t stream);
 
 // The driver's cuTensorMapEncodeTiled (through the runtime's entry-point query, so that the
 // library links no libcuda), or null where the driver lacks it. Shared with the decode op's TMA

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "attention_fp8_args.hpp"
+#include "attention_fp8_vt.hpp"
 #include "kh_kernel/args.hpp"
 
 namespace kh_attention {
@@ -222,13 +223,14 @@ namespace {
 // Where attention_varlen_fwd's and attention_varlen_fwd_fp8's arguments after v sit.
 struct VarlenArgAt {
   uint32_t cu_q, cu_k, max_q, max_k, scale, causal, window_left, softcap, nargs;
-  uint32_t q_scale, k_scale, v_scale;  // fp8 only
+  uint32_t q_scale, k_scale, v_scale, workspace;  // fp8 only
 };
 constexpr VarlenArgAt kVarlenAt = {kVarCuSeqlensQ, kVarCuSeqlensK, kVarMaxSeqlenQ, kVarMaxSeqlenK, kVarScale,
-                                   kVarCausal,     kVarWindowLeft, kVarSoftcap,    kAttentionVarlenNumArgs, 0, 0, 0};
+                                   kVarCausal,     kVarWindowLeft, kVarSoftcap,    kAttentionVarlenNumArgs, 0, 0, 0, 0};
 constexpr VarlenArgAt kVarlenFp8At = {kVf8CuSeqlensQ, kVf8CuSeqlensK, kVf8MaxSeqlenQ, kVf8MaxSeqlenK,
                                       kVf8Scale,      kVf8Causal,     kVf8WindowLeft, kVf8Softcap,
-                                      kAttentionVarlenFp8NumArgs, kVf8QScale, kVf8KScale, kVf8VScale};
+                                      kAttentionVarlenFp8NumArgs, kVf8QScale, kVf8KScale, kVf8VScale,
+                                      kVf8Workspace};
 
 kh_status parse_varlen(const OpContext& c, const kh_value* args, uint32_t nargs, const VarlenArgAt& at, bool fp8,
                        AttentionParams* p) {
@@ -278,7 +280,27 @@ kh_status parse_varlen(const OpContext& c, const kh_value* args, uint32_t nargs,
   KH_KERNEL_TRY(kh_kernels::double_arg(c, args, at.softcap, "softcap", &p->softcap));
   KH_KERNEL_TRY(kh_kernels::check_finite(c, "softcap", p->softcap));
   if (p->softcap < 0) return arg_error(c, "softcap", "must be 0 (none) or > 0, got %g", p->softcap);
-  const Named outputs[] = {{"out", &out}, {"lse", &t.lse}};
+  p->batch = batch, p->total_k = total_k, p->heads_kv = t.heads_kv, p->head_dim_v = t.head_dim_v;
+  TensorView ws;
+  // A size query (shapes_only) comes before the workspace exists: it is not read then.
+  if (fp8 && !c.shapes_only) {
+    KH_KERNEL_TRY(kh_kernels::tensor_arg(c, args, at.workspace, "workspace", Presence::kOptional, &ws));
+    if (ws.present()) {
+      KH_KERNEL_TRY(kh_kernels::check_same_device(c, "workspace", ws, "q", q));
+      KH_KERNEL_TRY(kh_kernels::check_dtype(c, "workspace", ws, KH_DTYPE_U8));
+      KH_KERNEL_TRY(kh_kernels::check_ndim(c, "workspace", ws, 1, 1));
+      KH_KERNEL_TRY(kh_kernels::check_contiguous(c, "workspace", ws));
+      const int64_t need = fp8_prefill_workspace_bytes(*p);
+      if (ws.numel() < need)
+        return arg_error(c, "workspace",
+                         "has %lld bytes; this call needs at least %lld (V transposed: heads_kv %lld x head_dim %lld x "
+                         "(total_k %lld + batch %lld x 191, rounded up to 64) bytes, and a header of (batch + 1) "
+                         "int32 rounded up to 128); kh_op_workspace_size gives the size a call needs, or pass None",
+                         (long long)ws.numel(), (long long)need, (long long)t.heads_kv, (long long)t.head_dim_v,
+                         (long long)total_k, (long long)batch);
+    }
+  }
+  const Named outputs[] = {{"out", &out}, {"lse", &t.lse}, {"workspace", &ws}};
   const Named inputs[] = {{"q", &q},          {"k", &k},           {"v", &v},         {"cu_seqlens_q", &cu_q},
                           {"cu_seqlens_k", &cu_k}, {"q_scale", &qs}, {"k_scale", &ks}, {"v_scale", &vs}};
   KH_KERNEL_TRY(check_outputs_apart(c, outputs, inputs));
@@ -295,6 +317,7 @@ kh_status parse_varlen(const OpContext& c, const kh_value* args, uint32_t nargs,
   p->total_q = total_q;
   p->total_k = total_k;
   if (fp8) p->dtype = out.dtype;  // the output's: q may be e4m3
+  if (ws.present()) p->workspace = ws.ptr<void>(), p->workspace_bytes = ws.numel();
   return KH_OK;
 }
 
@@ -308,6 +331,25 @@ kh_status parse_attention_varlen_fwd_args(const kh_value* args, uint32_t nargs, 
 kh_status parse_attention_varlen_fwd_fp8_args(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,
                                               AttentionParams* p) {
   return parse_varlen({"attention_varlen_fwd_fp8", ctx, KH_DEVICE_TYPE}, args, nargs, kVarlenFp8At, true, p);
+}
+
+int64_t fp8_prefill_workspace_bytes(const AttentionParams& a) {
+#if defined(KH_ATTENTION_SM90A)
+  if (a.q_fp8) return vt_workspace_bytes(a.total_k, a.batch, a.heads_kv, a.head_dim_v);
+#endif
+  (void)a;
+  return 0;
+}
+
+kh_status attention_varlen_fwd_fp8_workspace(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,
+                                             uint64_t* bytes) {
+  const OpContext c{"attention_varlen_fwd_fp8", ctx, KH_DEVICE_TYPE, true};
+  return kh_kernels::guarded(c, [&] {
+    AttentionParams p;
+    KH_KERNEL_TRY(parse_varlen(c, args, nargs, kVarlenFp8At, true, &p));
+    *bytes = static_cast<uint64_t>(fp8_prefill_workspace_bytes(p));
+    return KH_OK;
+  });
 }
 
 

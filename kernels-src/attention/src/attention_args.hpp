@@ -35,7 +35,8 @@ enum AttentionVarlenArg : uint32_t {
 // attention_varlen_fwd_fp8(Tensor(a!) out, Tensor(b!)? lse, Tensor q, Tensor k, Tensor v,
 //     Tensor? q_scale, Tensor k_scale, Tensor v_scale, Tensor cu_seqlens_q, Tensor cu_seqlens_k,
 //     int max_seqlen_q, int max_seqlen_k, float scale, bool causal, int window_left,
-//     float softcap) -> ()   (1.2.0; out, lse, q, k, v where attention_fwd has them)
+//     float softcap, Tensor(c!)? workspace) -> ()   (1.2.0; out, lse, q, k, v where attention_fwd
+//     has them)
 enum AttentionVarlenFp8Arg : uint32_t {
   kVf8QScale = kV + 1,
   kVf8KScale,
@@ -48,6 +49,7 @@ enum AttentionVarlenFp8Arg : uint32_t {
   kVf8Causal,
   kVf8WindowLeft,
   kVf8Softcap,
+  kVf8Workspace,
   kAttentionVarlenFp8NumArgs
 };
 
@@ -113,6 +115,10 @@ struct AttentionParams {
   const float* k_scale = nullptr;
   const float* v_scale = nullptr;
   int64_t q_scale_stride = 0, k_scale_stride = 0, v_scale_stride = 0;
+  // attention_varlen_fwd_fp8's optional workspace (uint8, at least fp8_prefill_workspace_bytes when
+  // q is e4m3), or null: where the sm90a build's FP8 prefill transposes V (attention_fp8_vt.hpp).
+  void* workspace = nullptr;
+  int64_t workspace_bytes = 0;
   DLDevice device = {kDLCPU, 0};
 
   bool varlen() const { return cu_seqlens_q != nullptr; }
@@ -130,6 +136,12 @@ kh_status parse_attention_varlen_fwd_fp8_args(const kh_value* args, uint32_t nar
 // The GPU kernels' view of a validated call (sizes narrowed to int: the GPU entries check the
 // limits first).
 FwdLaunchParams launch_params(const AttentionParams& a);
+
+// The workspace attention_varlen_fwd_fp8 uses for a call: the transposed V of an FP8 prefill
+// (e4m3 q) on the sm90a build, else none (0 bytes: the CPU and sm80 builds, an FP8-KV call).
+int64_t fp8_prefill_workspace_bytes(const AttentionParams& a);
+kh_status attention_varlen_fwd_fp8_workspace(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,
+                                             uint64_t* bytes);
 
 // A tensor that must look like q (the attention ops check their k/v or caches and out so): q's
 // rank, device and dtype, the last dimension contiguous.

@@ -60,6 +60,12 @@ struct FwdLaunchParams {
   const float* k_scale = nullptr;
   const float* v_scale = nullptr;
   int64_t q_scale_stride = 0, k_scale_stride = 0, v_scale_stride = 0;
+  // FP8 prefill given a workspace (attention_fp8_vt.hpp): V transposed by a pre-pass into vt
+  // (vt_columns bytes a head-dim row), each sequence's first column in vt_col0 (batch + 1 of
+  // them, written on the device). Null vt: the kernel transposes each V block itself.
+  void* vt = nullptr;
+  int32_t* vt_col0 = nullptr;
+  int64_t vt_columns = 0;
 };
 
 }  // namespace kh_attention

@@ -39,6 +39,7 @@ constexpr kh_op_desc kOps[] = {KH_MANIFEST_OPS(KH_MANIFEST_OP_DESC)};
 constexpr kh_kernels::OpWorkspace kWorkspaces[] = {
     {"attention_decode_paged", kDecWorkspace, &attention_decode_paged_workspace},
     {"attention_decode_paged_fp8", kDf8Workspace, &attention_decode_paged_fp8_workspace},
+    {"attention_varlen_fwd_fp8", kVf8Workspace, &attention_varlen_fwd_fp8_workspace},
 };
 static_assert(kh_kernels::names_ops(kOps, kWorkspaces), "a workspace entry names no op of kernel.json");
 constexpr auto kOpExt = kh_kernels::op_ext_table(kOps, kWorkspaces);

@@ -542,6 +542,26 @@ PREFILL_CASES = [(c[0].replace("kv", "prefill"),) + c[1:] + (NORMAL, "normal") f
 FP8_QK_REL = 2.0 ** -10  # the FP8 prefill's lse rule: its share of the largest |score|
 
 
+def vt_workspace_bytes(total_k, batch, hkv, d):
+    """The docs' size of attention_varlen_fwd_fp8's workspace (sm90a, e4m3 q): V transposed,
+    heads_kv x head_dim x (total_k + 191 batch rounded up to 64) bytes, after a header of (batch + 1)
+    int32 rounded up to 128 bytes."""
+    up = lambda n, m: (n + m - 1) // m * m
+    return up((batch + 1) * 4, 128) + hkv * d * up(total_k + batch * 191, 64)
+
+
+def prefill_workspace(op, args, problems):
+    """The workspace kh_op_workspace_size asks for (checked against the docs' rule), filled with e4m3
+    NaN bytes (0x7f), so that a column the pre-pass should have zeroed shows up as NaN rows."""
+    out, lse, q, k, v, qsc, ks, vs, cu_q, cu_k, max_q, max_k, scale, causal, window, softcap = args
+    asked = op.workspace_size(out, lse, q, k, v, qsc, ks, vs, cu_q, cu_k, max_q, max_k, scale, causal, window,
+                              softcap, None)
+    rule = vt_workspace_bytes(k.shape[0], cu_k.numel() - 1, k.shape[1], k.shape[2])
+    if asked != rule:
+        problems.append(f"kh_op_workspace_size {asked} bytes, the docs' rule {rule}")
+    return torch.full((max(asked, rule, 1),), 0x7F, device="cuda", dtype=torch.uint8)
+
+
 def fp8_values(shape, scale, values, gen):
     """e4m3 bytes whose dequantized values are N(0, 1) x scale (scale per head on dim -2), or with
     values 'limits': a third saturated at +-448 x scale, a third subnormal, a third x100."""
@@ -553,9 +573,12 @@ def fp8_values(shape, scale, values, gen):
     return quantize(x * sv, scale)
 
 
-def varlen_fp8_case(res, op, target, gen, dtype, case, q_fp8):
+def varlen_fp8_case(res, op, target, gen, dtype, case, q_fp8, workspace=False):
     """One attention_varlen_fwd_fp8 call (q bf16/fp16, or e4m3 with q_fp8) against ref64 by the
-    pass rule; the float32 rule rounds P to e4m3 when q is e4m3 (the kernel's P.V operand)."""
+    pass rule; the float32 rule rounds P to e4m3 when q is e4m3 (the kernel's P.V operand). With
+    workspace (e4m3 q): the call also runs with the workspace the op asks for (V transposed by a
+    pre-pass), whose out and lse must be bit-identical to the call without it (the kernel reads the
+    same bytes for P V either way)."""
     cls, lq, lk, hq, hkv, d, causal, window, softcap = case[:9]
     (q_lo, q_hi), (k_lo, k_hi) = case[9] if len(case) > 9 else ((1e-3, 300.0), (1e-3, 300.0))
     values = case[10] if len(case) > 10 else "normal"
@@ -585,6 +608,20 @@ def varlen_fp8_case(res, op, target, gen, dtype, case, q_fp8):
     scale = 1.0 / math.sqrt(d)
     op(out, lse, q, k, v, qsc, ks, vs, cu_q, cu_k, max(lq), max(lk), scale, causal, window, softcap)
     torch.cuda.synchronize()
+    ws_problems = []
+    if workspace:
+        name += " workspace"
+        call = [out, lse, q, k, v, qsc, ks, vs, cu_q, cu_k, max(lq), max(lk), scale, causal, window, softcap]
+        ws = prefill_workspace(op, call, ws_problems)
+        out_plain, lse_plain = out.clone(), lse.clone()
+        out.fill_(float("nan"))
+        lse.fill_(float("nan"))
+        op(*call, ws)
+        torch.cuda.synchronize()
+        if not (torch.equal(out.view(torch.int16), out_plain.view(torch.int16)) and
+                torch.equal(lse.nan_to_num(), lse_plain.nan_to_num())):
+            diff = (out.float() - out_plain.float()).abs().nan_to_num(float("inf")).max().item()
+            ws_problems.append(f"with the workspace out/lse differ from the call without it (max |diff| {diff:.2e})")
     ref_o = torch.zeros(tq, hq, d, device="cuda", dtype=torch.float64)
     ref_l = torch.full((hq, tq), -math.inf, device="cuda", dtype=torch.float64)
     tp_o = torch.zeros_like(ref_o)
@@ -617,12 +654,14 @@ def varlen_fp8_case(res, op, target, gen, dtype, case, q_fp8):
         # the scores at a model's magnitudes (|s| up to ~100).
         lse_tol += FP8_QK_REL * max_score
     err, lse_err, problems = errors(out, lse, ref_o, ref_l, seen, lse_tol)
+    problems += ws_problems
     tol = 2.0 * torch_err + 1e-5
     if err > tol:
         problems.append(f"err {err:.2e} > tol {tol:.2e}")
     res.add("attention_varlen_fwd_fp8", target, DT_NAMES[dtype], cls, name, not problems, err, tol,
             "; ".join(problems) or f"torch {torch_err:.2e} lse_err {lse_err:.1e}")
-    return (out, lse, q, k, v, qsc, ks, vs, cu_q, cu_k, max(lq), max(lk), scale, causal, window, softcap)
+    return (out, lse, q, k, v, qsc, ks, vs, cu_q, cu_k, max(lq), max(lk), scale, causal, window, softcap) + \
+        ((ws,) if workspace else ())
 
 
 def check_varlen_fp8(res, op, target, gen, expect_error=None):
@@ -648,14 +687,16 @@ def check_varlen_fp8(res, op, target, gen, expect_error=None):
 
 
 def check_fp8_prefill(res, op, target, gen, cases=None):
-    """The FP8 prefill grid (PREFILL_CASES; quick: one case per class) for both out dtypes, then a
-    CUDA graph replay of one call, bit-identical to the eager call."""
+    """The FP8 prefill grid (PREFILL_CASES; quick: one case per class) for both out dtypes, each case
+    without and with the workspace, then a CUDA graph replay of one call with the workspace (the
+    pre-pass and the kernel), bit-identical to the eager call, and sequences that overlap in k (the
+    workspace then too small for their padded lengths: the kernel transposes itself)."""
     cases = cases or ([c for c in PREFILL_CASES if c[5] in (64, 128, 256)][:12] if quick() else PREFILL_CASES)
     last = None
     for dtype in (torch.bfloat16, torch.float16):
         for case in cases:
             try:
-                last = varlen_fp8_case(res, op, target, gen, dtype, case, q_fp8=True)
+                last = varlen_fp8_case(res, op, target, gen, dtype, case, q_fp8=True, workspace=True)
             except Exception as e:  # noqa: BLE001 - any failure is this case's finding
                 res.add("attention_varlen_fwd_fp8", target, DT_NAMES[dtype], case[0], str(case[1:]), False,
                         detail=f"{type(e).__name__}: {e}")
@@ -677,6 +718,46 @@ def check_fp8_prefill(res, op, target, gen, cases=None):
     except Exception as e:  # noqa: BLE001
         res.add("attention_varlen_fwd_fp8", target, "-", "fp8 prefill graph", "replay == eager", False,
                 detail=f"{type(e).__name__}: {e}")
+    try:
+        check_fp8_prefill_overlap(res, op, target, gen)
+    except Exception as e:  # noqa: BLE001
+        res.add("attention_varlen_fwd_fp8", target, "-", "fp8 prefill overlap", "workspace", False,
+                detail=f"{type(e).__name__}: {e}")
+
+
+def check_fp8_prefill_overlap(res, op, target, gen):
+    """Sequences whose keys overlap (cu_seqlens_k not ascending: the clamping rules allow it) pad to
+    more columns than the workspace holds: the kernel must transpose in shared memory then, and give
+    the call without a workspace's bits. Also a call whose sequences fit, for the contrast."""
+    d, hq, hkv = 128, 4, 2
+    for label, cu_k_list, lens_q in (("overlapping k", [0, 600, 0, 600, 0, 600], [70, 0, 130, 0, 200]),
+                                     ("ascending k", [0, 300, 301, 900, 900, 1000], [70, 5, 130, 0, 200])):
+        cu_q = torch.tensor([0] + list(itertools.accumulate(lens_q)), device="cuda", dtype=torch.int32)
+        cu_k = torch.tensor(cu_k_list, device="cuda", dtype=torch.int32)
+        tq, tk = int(cu_q[-1]), max(cu_k_list)
+        one = torch.ones(1, device="cuda")
+        q = fp8_values((tq, hq, d), one, "normal", gen)
+        k = fp8_values((tk, hkv, d), one, "normal", gen)
+        v = fp8_values((tk, hkv, d), one, "normal", gen)
+        max_k = max(max(0, b - a) for a, b in zip(cu_k_list, cu_k_list[1:]))
+        outs = []
+        for with_ws in (False, True):
+            out = torch.full((tq, hq, d), float("nan"), device="cuda", dtype=torch.bfloat16)
+            lse = torch.full((hq, tq), float("nan"), device="cuda", dtype=torch.float32)
+            call = [out, lse, q, k, v, one, one, one, cu_q, cu_k, max(lens_q), max_k, d ** -0.5, True, -1, 0.0]
+            problems = []
+            if with_ws:
+                call.append(prefill_workspace(op, call, problems))
+            op(*call)
+            torch.cuda.synchronize()
+            outs.append((out, lse))
+        (o0, l0), (o1, l1) = outs
+        same = torch.equal(o0.view(torch.int16), o1.view(torch.int16)) and torch.equal(l0.nan_to_num(), l1.nan_to_num())
+        finite = bool(torch.isfinite(o0).all())
+        res.add("attention_varlen_fwd_fp8", target, "bf16", "fp8 prefill overlap", f"{label} workspace",
+                same and finite and not problems,
+                detail="; ".join(problems) or ("bit-identical to the call without it" if same and finite else
+                                               "differs from the call without it, or NaN rows"))
 
 
 def check_fp8_bad_args(res, op, target, expect_error):

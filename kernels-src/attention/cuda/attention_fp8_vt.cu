@@ -1,0 +1,135 @@
+// attention_fp8_vt.cu: the FP8 prefill's pre-pass (sm90a build): V transposed into the caller's
+// workspace in the layout of attention_fp8_vt.hpp, so that the prefill kernel's TMA loads each
+// key block as P V reads it and its producer warps transpose nothing (cuda/NOTES.md, FP8
+// prefill: the transposer's instructions and shared-memory traffic share the SM with the
+// consumers). Two launches on the caller's stream before the prefill kernel: the sequences'
+// first columns (one CTA), then the transpose (a CTA per 64 columns x 64 head-dim rows of a KV
+// head). Neither allocates or synchronizes with the host; both are graph-capturable, and a replay
+// reads cu_seqlens as they are then.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "attention_fp8_vt.hpp"
+#include "attention_fwd_sm90.hpp"
+#include "attention_visibility.hpp"
+
+namespace kh_attention::sm90 {
+namespace {
+
+constexpr int kScanThreads = 1024;
+constexpr int kTileCols = 64, kTileRows = 64, kTileThreads = 256;
+
+// col0[b] = the padded key lengths of sequences 0..b-1, col0[batch] their sum; a sum past
+// vt_columns is written as vt_columns + 1 (and int32 holds it: the host keeps vt_columns below
+// INT32_MAX), which tells the prefill kernel to transpose in shared memory instead.
+__global__ void __launch_bounds__(kScanThreads) vt_columns_kernel(const __grid_constant__ FwdLaunchParams p) {
+  __shared__ int64_t warp_sums[kScanThreads / 32];
+  __shared__ int64_t carry;
+  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  if (tid == 0) carry = 0;
+  __syncthreads();
+  const int64_t cap = p.vt_columns + 1;
+  for (int base = 0; base < p.batch; base += kScanThreads) {
+    const int b = base + tid;
+    int64_t x = b < p.batch ? vt_round_up(launch_seq_bounds<true>(p, b).len_k, kVtBlock) : 0;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const int64_t y = __shfl_up_sync(0xffffffffu, x, o);
+      if (lane >= o) x += y;
+    }
+    if (lane == 31) warp_sums[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+      int64_t w = warp_sums[lane];
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int64_t y = __shfl_up_sync(0xffffffffu, w, o);
+        if (lane >= o) w += y;
+      }
+      warp_sums[lane] = w;  // inclusive over warps
+    }
+    __syncthreads();
+    const int64_t inclusive = carry + x + (warp > 0 ? warp_sums[warp - 1] : 0);
+    const int64_t len = b < p.batch ? vt_round_up(launch_seq_bounds<true>(p, b).len_k, kVtBlock) : 0;
+    if (b < p.batch) p.vt_col0[b] = static_cast<int32_t>(inclusive - len < cap ? inclusive - len : cap);
+    __syncthreads();
+    if (tid == kScanThreads - 1) carry = inclusive;
+    __syncthreads();
+  }
+  if (tid == 0) p.vt_col0[p.batch] = static_cast<int32_t>(carry < cap ? carry : cap);
+}
+
+// The last sequence whose first column is at or before column c (col0 ascending; sequences with no
+// keys share their successor's first column and are skipped so).
+__device__ int vt_sequence_of(const int32_t* col0, int batch, int64_t c) {
+  int lo = 0, hi = batch - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) >> 1;
+    if (col0[mid] <= c) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+// One tile: kTileCols columns x kTileRows head-dim rows of KV head blockIdx.y. Each column's key
+// (or none: a sequence's padding) is found first; then every thread loads 16 bytes of a key's row
+// into shared memory and writes 16 columns of a head-dim row (the bytes gathered down the tile).
+__global__ void __launch_bounds__(kTileThreads) vt_transpose_kernel(const __grid_constant__ FwdLaunchParams p) {
+  constexpr int kPitch = kTileRows + 16;  // bytes a column row in shared memory: 16-byte aligned
+  __shared__ int64_t src_row[kTileCols];
+  __shared__ __align__(16) unsigned char tile[kTileCols * kPitch];
+  const int64_t used = p.vt_col0[p.batch];
+  const int64_t c_tile = static_cast<int64_t>(blockIdx.x) * kTileCols;
+  if (used > p.vt_columns || c_tile >= used) return;  // the kernel transposes itself, or no key here
+  const int tid = static_cast<int>(threadIdx.x);
+  const int head = static_cast<int>(blockIdx.y), d0 = static_cast<int>(blockIdx.z) * kTileRows;
+  if (tid < kTileCols) {
+    const int64_t c = c_tile + tid;
+    int64_t row = -1;
+    if (c < used) {
+      const int b = vt_sequence_of(p.vt_col0, p.batch, c);
+      const SeqBounds s = launch_seq_bounds<true>(p, b);
+      const int64_t rel = c - p.vt_col0[b];
+      const int64_t key = (rel & ~int64_t(15)) + vt_key_at(static_cast<int>(rel & 15));
+      if (key < s.len_k) row = s.k_start + key;
+    }
+    src_row[tid] = row;
+  }
+  __syncthreads();
+  {
+    const int col = tid / 4, chunk = tid % 4, d = d0 + 16 * chunk;
+    uint4 x = make_uint4(0, 0, 0, 0);
+    const int64_t row = src_row[col];
+    if (row >= 0 && d < p.head_dim_v)
+      x = __ldg(reinterpret_cast<const uint4*>(static_cast<const unsigned char*>(p.v) + row * p.v_row_stride +
+                                               head * p.v_head_stride + d));
+    *reinterpret_cast<uint4*>(tile + col * kPitch + 16 * chunk) = x;
+  }
+  __syncthreads();
+  // A warp takes 32 rows of one 16-column chunk: its byte reads fall in 8 words (broadcasts).
+  const int r = tid % kTileRows, cc = tid / kTileRows;
+  if (d0 + r >= p.head_dim_v) return;
+  uint32_t w[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const unsigned char* t = tile + (16 * cc + 4 * i) * kPitch + r;
+    w[i] = static_cast<uint32_t>(t[0]) | static_cast<uint32_t>(t[kPitch]) << 8 |
+           static_cast<uint32_t>(t[2 * kPitch]) << 16 | static_cast<uint32_t>(t[3 * kPitch]) << 24;
+  }
+  unsigned char* const dst = static_cast<unsigned char*>(p.vt) +
+                             (static_cast<int64_t>(head) * p.head_dim_v + d0 + r) * p.vt_columns + c_tile + 16 * cc;
+  *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+}  // namespace
+
+cudaError_t launch_fp8_vt_prepass(const FwdLaunchParams& p, cudaStream_t stream) {
+  vt_columns_kernel<<<1, kScanThreads, 0, stream>>>(p);
+  const dim3 grid(static_cast<unsigned>(p.vt_columns / kTileCols), static_cast<unsigned>(p.heads_kv),
+                  static_cast<unsigned>((p.head_dim_v + kTileRows - 1) / kTileRows));
+  vt_transpose_kernel<<<grid, kTileThreads, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
+}  // namespace kh_attention::sm90

@@ -1,0 +1,51 @@
+// attention_fp8_vt.hpp: the layout of V transposed into the workspace of the FP8 prefill (host and
+// device code; checked on the CPU in tests/kernels/test_attention_fp8_vt.cpp).
+//
+// FP8 wgmma reads its B operand K-major only, and V arrives keys x head_dim. Without a workspace the
+// sm90a kernel's producer warps transpose each V block in shared memory (attention_fwd_sm90.cuh,
+// transpose_v_block); with one, a pre-pass writes the whole of V transposed once, and the kernel's
+// TMA loads the blocks ready for P V. The layout, per KV head h and head-dim row r (r < head_dim):
+//   vt[(h * head_dim + r) * columns + c]
+// where sequence b's keys start at column col0(b) (the padded lengths of the sequences before
+// it) and take round_up(len_k(b), kVtBlock) columns: the kernel's key blocks (kVtBlock keys or a
+// divisor of it) never leave their sequence's columns, and the columns past len_k hold zeros (0
+// and not a neighbour's bytes, which may be NaN: P is 0 there, and 0 x NaN would be NaN).
+// Within each 16 columns of a sequence, column 4t + i holds key 8 (i / 2) + 2t + i % 2 of those 16:
+// the order the kernel's P fragments hold the keys in (consume_tile's pack_p), as the in-kernel
+// transposer writes them.
+// The workspace starts with a header: col0 of every sequence (int32, batch + 1 of them; the last
+// is the columns used), then the transposed bytes at a 128-byte aligned offset. A call whose
+// padded lengths do not fit the columns its size promised (sequences that overlap in k: the
+// clamping rules allow it) keeps the in-kernel transposer: the header's col0[batch] says so.
+#pragma once
+
+#include <cstdint>
+
+#include "attention_visibility.hpp"
+
+namespace kh_attention {
+
+// Sequences' columns are multiples of this (the largest FP8 key block, d = 128's 192, is one).
+constexpr int64_t kVtBlock = 192;
+
+KH_ATTN_HD int64_t vt_round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+
+// The columns a call's transposed V may take: every key once, plus each sequence's padding (less
+// than one block each), rounded to 64 (a pre-pass tile) when the sequences do not overlap.
+KH_ATTN_HD int64_t vt_columns(int64_t total_k, int64_t batch) {
+  return vt_round_up(total_k + batch * (kVtBlock - 1), 64);
+}
+
+// The header's bytes: col0[batch + 1] as int32, rounded up to 128 (the data's alignment).
+KH_ATTN_HD int64_t vt_header_bytes(int64_t batch) { return vt_round_up((batch + 1) * 4, 128); }
+
+// The workspace a call needs, in bytes.
+KH_ATTN_HD int64_t vt_workspace_bytes(int64_t total_k, int64_t batch, int64_t heads_kv, int64_t head_dim) {
+  return vt_header_bytes(batch) + heads_kv * head_dim * vt_columns(total_k, batch);
+}
+
+// The key (0..15) that column position p (0..15) of a 16-key group holds, and its inverse.
+KH_ATTN_HD int vt_key_at(int p) { return 8 * ((p & 3) >> 1) + 2 * (p >> 2) + (p & 1); }
+KH_ATTN_HD int vt_position_of(int key) { return 4 * ((key & 7) >> 1) + 2 * (key >> 3) + (key & 1); }
+
+}  // namespace kh_attention

@@ -60,18 +60,6 @@ __global__ void __launch_bounds__(kScanThreads) vt_columns_kernel(const __grid_c
   if (tid == 0) p.vt_col0[p.batch] = static_cast<int32_t>(carry < cap ? carry : cap);
 }
 
-// The last sequence whose first column is at or before column c (col0 ascending; sequences with no
-// keys share their successor's first column and are skipped so).
-__device__ int vt_sequence_of(const int32_t* col0, int batch, int64_t c) {
-  int lo = 0, hi = batch - 1;
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) >> 1;
-    if (col0[mid] <= c) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
-}
-
 // One tile: kTileCols columns x kTileRows head-dim rows of KV head blockIdx.y. Each column's key
 // (or none: a sequence's padding) is found first; then every thread loads 16 bytes of a key's row
 // into shared memory and writes 16 columns of a head-dim row (the bytes gathered down the tile).
@@ -90,9 +78,8 @@ __global__ void __launch_bounds__(kTileThreads) vt_transpose_kernel(const __grid
     if (c < used) {
       const int b = vt_sequence_of(p.vt_col0, p.batch, c);
       const SeqBounds s = launch_seq_bounds<true>(p, b);
-      const int64_t rel = c - p.vt_col0[b];
-      const int64_t key = (rel & ~int64_t(15)) + vt_key_at(static_cast<int>(rel & 15));
-      if (key < s.len_k) row = s.k_start + key;
+      const int64_t key = vt_key_of_column(c - p.vt_col0[b], s.len_k);
+      if (key >= 0) row = s.k_start + key;
     }
     src_row[tid] = row;
   }

@@ -18,10 +18,10 @@ using namespace kh_attention;
 namespace {
 
 // What vt_columns_kernel writes: col0[b] = the padded lengths before b, col0[batch] their sum.
-std::vector<int32_t> first_columns(const std::vector<int64_t>& lens) {
+std::vector<int32_t> first_columns(const std::vector<int64_t>& lens, int64_t head_dim) {
   std::vector<int32_t> col0(lens.size() + 1, 0);
   for (size_t b = 0; b < lens.size(); ++b)
-    col0[b + 1] = col0[b] + static_cast<int32_t>(vt_round_up(lens[b], kVtBlock));
+    col0[b + 1] = col0[b] + static_cast<int32_t>(vt_round_up(lens[b], vt_key_block(head_dim)));
   return col0;
 }
 
@@ -50,15 +50,19 @@ TEST_CASE("FP8 Vt: padded sequences fit the workspace's columns") {
       l = static_cast<int64_t>(rng() % (rng() % 4 == 0 ? 3000 : 200));
       total += l;
     }
-    const int64_t columns = vt_columns(total, batch);
-    CHECK(columns % 64 == 0);
-    CHECK(first_columns(lens).back() <= columns);
+    for (int64_t d : {32, 64, 80, 128, 144, 256}) {
+      const int64_t columns = vt_columns(total, batch, d);
+      CHECK(columns % 64 == 0);
+      CHECK(first_columns(lens, d).back() <= columns);
+    }
   }
   // The header: batch + 1 int32, whole 128-byte units; the size is header + heads x dim x columns.
   CHECK(vt_header_bytes(0) == 128);
   CHECK(vt_header_bytes(31) == 128);
   CHECK(vt_header_bytes(32) == 256);
   CHECK(vt_workspace_bytes(1000, 3, 2, 128) == 128 + 2 * 128 * vt_round_up(1000 + 3 * 191, 64));
+  CHECK(vt_workspace_bytes(1000, 3, 2, 64) == 128 + 2 * 64 * vt_round_up(1000 + 3 * 127, 64));
+  CHECK(vt_workspace_bytes(1000, 3, 2, 256) == 128 + 2 * 256 * vt_round_up(1000 + 3 * 63, 64));
 }
 
 TEST_CASE("FP8 Vt: each key block's columns hold its keys in P order, zeros past the sequence") {
@@ -67,22 +71,24 @@ TEST_CASE("FP8 Vt: each key block's columns hold its keys in P order, zeros past
     const int batch = 1 + static_cast<int>(rng() % 12);
     std::vector<int64_t> lens(static_cast<size_t>(batch));
     for (auto& l : lens) l = rng() % 3 == 0 ? 0 : static_cast<int64_t>(rng() % 900);
-    const std::vector<int32_t> col0 = first_columns(lens);
-    // The pre-pass: every column of every sequence gets (sequence, key) or padding.
-    std::vector<int> seq_at(static_cast<size_t>(col0.back()));
-    std::vector<int64_t> key_at(static_cast<size_t>(col0.back()));
-    for (int64_t c = 0; c < col0.back(); ++c) {
-      const int b = vt_sequence_of(col0.data(), batch, c);
-      REQUIRE(b >= 0);
-      REQUIRE(b < batch);
-      REQUIRE(col0[static_cast<size_t>(b)] <= c);
-      REQUIRE(c < col0[static_cast<size_t>(b) + 1]);
-      seq_at[static_cast<size_t>(c)] = b;
-      key_at[static_cast<size_t>(c)] = vt_key_of_column(c - col0[static_cast<size_t>(b)], lens[static_cast<size_t>(b)]);
-    }
-    // The kernel: block n of sequence b (any key block size dividing kVtBlock) reads columns
-    // col0[b] + n N .. + N; position q of each 16 there must be key n N + 16 (q / 16) + vt_key_at(q % 16).
-    for (int64_t block_n : {64, 128, 192}) {
+    for (int64_t d : {64, 128, 256}) {
+      const int64_t block_n = vt_key_block(d);
+      const std::vector<int32_t> col0 = first_columns(lens, d);
+      // The pre-pass: every column of every sequence gets (sequence, key) or padding.
+      std::vector<int> seq_at(static_cast<size_t>(col0.back()));
+      std::vector<int64_t> key_at(static_cast<size_t>(col0.back()));
+      for (int64_t c = 0; c < col0.back(); ++c) {
+        const int b = vt_sequence_of(col0.data(), batch, c);
+        REQUIRE(b >= 0);
+        REQUIRE(b < batch);
+        REQUIRE(col0[static_cast<size_t>(b)] <= c);
+        REQUIRE(c < col0[static_cast<size_t>(b) + 1]);
+        seq_at[static_cast<size_t>(c)] = b;
+        key_at[static_cast<size_t>(c)] =
+            vt_key_of_column(c - col0[static_cast<size_t>(b)], lens[static_cast<size_t>(b)]);
+      }
+      // The kernel: block n of sequence b reads columns col0[b] + n N .. + N; position q of each
+      // 16 there must hold key n N + 16 (q / 16) + vt_key_at(q % 16), or padding past len_k.
       for (int b = 0; b < batch; ++b) {
         const int64_t len = lens[static_cast<size_t>(b)];
         for (int64_t n = 0; n * block_n < len; ++n)

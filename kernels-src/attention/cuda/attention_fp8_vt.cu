@@ -17,6 +17,11 @@
 namespace kh_attention::sm90 {
 namespace {
 
+static_assert(Sm90TileConfig<64, 64, 1>::kBlockN == vt_key_block(64) &&
+                  Sm90TileConfig<128, 128, 1>::kBlockN == vt_key_block(128) &&
+                  Sm90TileConfig<256, 256, 1>::kBlockN == vt_key_block(256),
+              "attention_fp8_vt.hpp's key blocks are not the FP8 kernel's");
+
 constexpr int kScanThreads = 1024;
 constexpr int kTileCols = 64, kTileRows = 64, kTileThreads = 256;
 
@@ -30,9 +35,10 @@ __global__ void __launch_bounds__(kScanThreads) vt_columns_kernel(const __grid_c
   if (tid == 0) carry = 0;
   __syncthreads();
   const int64_t cap = p.vt_columns + 1;
+  const int64_t block = vt_key_block(p.head_dim_v);
   for (int base = 0; base < p.batch; base += kScanThreads) {
     const int b = base + tid;
-    int64_t x = b < p.batch ? vt_round_up(launch_seq_bounds<true>(p, b).len_k, kVtBlock) : 0;
+    int64_t x = b < p.batch ? vt_round_up(launch_seq_bounds<true>(p, b).len_k, block) : 0;
 #pragma unroll
     for (int o = 1; o < 32; o <<= 1) {
       const int64_t y = __shfl_up_sync(0xffffffffu, x, o);
@@ -51,7 +57,7 @@ __global__ void __launch_bounds__(kScanThreads) vt_columns_kernel(const __grid_c
     }
     __syncthreads();
     const int64_t inclusive = carry + x + (warp > 0 ? warp_sums[warp - 1] : 0);
-    const int64_t len = b < p.batch ? vt_round_up(launch_seq_bounds<true>(p, b).len_k, kVtBlock) : 0;
+    const int64_t len = b < p.batch ? vt_round_up(launch_seq_bounds<true>(p, b).len_k, block) : 0;
     if (b < p.batch) p.vt_col0[b] = static_cast<int32_t>(inclusive - len < cap ? inclusive - len : cap);
     __syncthreads();
     if (tid == kScanThreads - 1) carry = inclusive;

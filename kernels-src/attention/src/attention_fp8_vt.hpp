@@ -7,8 +7,8 @@
 // TMA loads the blocks ready for P V. The layout, per KV head h and head-dim row r (r < head_dim):
 //   vt[(h * head_dim + r) * columns + c]
 // where sequence b's keys start at column col0(b) (the padded lengths of the sequences before
-// it) and take round_up(len_k(b), kVtBlock) columns: the kernel's key blocks (kVtBlock keys or a
-// divisor of it) never leave their sequence's columns, and the columns past len_k hold zeros (0
+// it) and take round_up(len_k(b), vt_key_block(head_dim)) columns: the kernel's key blocks never
+// leave their sequence's columns, and the columns past len_k hold zeros (0
 // and not a neighbour's bytes, which may be NaN: P is 0 there, and 0 x NaN would be NaN).
 // Within each 16 columns of a sequence, column 4t + i holds key 8 (i / 2) + 2t + i % 2 of those 16:
 // the order the kernel's P fragments hold the keys in (consume_tile's pack_p), as the in-kernel
@@ -25,15 +25,17 @@
 
 namespace kh_attention {
 
-// Sequences' columns are multiples of this (the largest FP8 key block, d = 128's 192, is one).
-constexpr int64_t kVtBlock = 192;
+// The key block of the FP8 kernel for a head dim (Sm90TileConfig<d, d, 1>::kBlockN of its bucket
+// 64, 128 or 256; attention_fp8_vt.cu asserts they agree): each sequence's columns are a multiple
+// of it, so that a block never reads past its sequence's columns.
+KH_ATTN_HD constexpr int64_t vt_key_block(int64_t head_dim) { return head_dim <= 64 ? 128 : head_dim <= 128 ? 192 : 64; }
 
 KH_ATTN_HD int64_t vt_round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
 // The columns a call's transposed V may take: every key once, plus each sequence's padding (less
 // than one block each), rounded to 64 (a pre-pass tile) when the sequences do not overlap.
-KH_ATTN_HD int64_t vt_columns(int64_t total_k, int64_t batch) {
-  return vt_round_up(total_k + batch * (kVtBlock - 1), 64);
+KH_ATTN_HD int64_t vt_columns(int64_t total_k, int64_t batch, int64_t head_dim) {
+  return vt_round_up(total_k + batch * (vt_key_block(head_dim) - 1), 64);
 }
 
 // The header's bytes: col0[batch + 1] as int32, rounded up to 128 (the data's alignment).
@@ -41,7 +43,7 @@ KH_ATTN_HD int64_t vt_header_bytes(int64_t batch) { return vt_round_up((batch + 
 
 // The workspace a call needs, in bytes.
 KH_ATTN_HD int64_t vt_workspace_bytes(int64_t total_k, int64_t batch, int64_t heads_kv, int64_t head_dim) {
-  return vt_header_bytes(batch) + heads_kv * head_dim * vt_columns(total_k, batch);
+  return vt_header_bytes(batch) + heads_kv * head_dim * vt_columns(total_k, batch, head_dim);
 }
 
 // The key (0..15) that column position p (0..15) of a 16-key group holds, and its inverse.

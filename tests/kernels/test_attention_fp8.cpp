@@ -753,3 +753,40 @@ TEST_CASE("attention_varlen_fwd_fp8: bad calls are refused") {
   CHECK(error_names("k_scale"));
   CHECK(run(targ(out16), q8.arg(), k.arg(), targ(s1), targ(s1)) == KH_OK);  // e4m3 q: out either dtype
 }
+
+TEST_CASE("attention_varlen_fwd_fp8: the optional workspace (the sm90a build's; none needed here)") {
+  const int64_t total = 40, hq = 4, hkv = 2, d = 64;
+  ByteTensor q8({total, hq, d}), k({total, hkv, d}), v({total, hkv, d});
+  std::mt19937_64 rng(31);
+  fill_codes(q8, rng, 0, 0x60);
+  fill_codes(k, rng);
+  fill_codes(v, rng);
+  IntTensor cu({3});
+  cu.at(0) = 0, cu.at(1) = 17, cu.at(2) = static_cast<int32_t>(total);
+  Tensor s1 = scale_tensor({0.5}), out = make_tensor(Dt::bf16, {total, hq, d}), out2 = make_tensor(Dt::bf16, {total, hq, d});
+  const kh::Op& op = op_named("attention_varlen_fwd_fp8");
+  CHECK(op.workspace_arg() == 16);
+  auto args = [&](Tensor& o, kh_value ws) {
+    return std::vector<kh_value>{targ(o), kh::none(), q8.arg(), k.arg(), v.arg(), targ(s1), targ(s1), targ(s1),
+                                 cu.arg(), cu.arg(), kh::arg(int64_t{23}), kh::arg(int64_t{23}), kh::arg(0.125),
+                                 kh::arg(true), kh::arg(int64_t{-1}), kh::arg(0.0), ws};
+  };
+  // The CPU build transposes nothing: it asks for no bytes, and a call with or without a workspace
+  // gives the same output.
+  CHECK(op.workspace_size(args(out, kh::none())) == 0);
+  ByteTensor ws({64});
+  REQUIRE(call(op, args(out, kh::none())) == KH_OK);
+  REQUIRE(call(op, args(out2, ws.arg())) == KH_OK);
+  CHECK(*out.buffer == *out2.buffer);
+  // A workspace of another dtype, or one that is the output itself, is refused.
+  Tensor f32ws = make_tensor(Dt::f32, {64});
+  CHECK(call(op, args(out, targ(f32ws))) == KH_ERROR_INVALID_ARGUMENT);
+  CHECK(error_names("workspace"));
+  DLTensor out_bytes = out.dl;
+  int64_t out_len[1] = {total * hq * d * 2};
+  out_bytes.ndim = 1, out_bytes.shape = out_len, out_bytes.strides = nullptr;
+  out_bytes.dtype = DLDataType{kDLUInt, 8, 1};
+  CHECK(call(op, args(out, kh::arg(&out_bytes))) == KH_ERROR_INVALID_ARGUMENT);
+  CHECK(error_names("out"));
+  CHECK(std::string(kh_last_error()).find("workspace") != std::string::npos);
+}

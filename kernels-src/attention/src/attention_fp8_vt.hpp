@@ -21,6 +21,7 @@
 
 #include <cstdint>
 
+#include "attention_varlen_schedule.hpp"
 #include "attention_visibility.hpp"
 
 namespace kh_attention {
@@ -50,17 +51,11 @@ KH_ATTN_HD int64_t vt_workspace_bytes(int64_t total_k, int64_t batch, int64_t he
 KH_ATTN_HD int vt_key_at(int p) { return 8 * ((p & 3) >> 1) + 2 * (p >> 2) + (p & 1); }
 KH_ATTN_HD int vt_position_of(int key) { return 4 * ((key & 7) >> 1) + 2 * (key >> 3) + (key & 1); }
 
-// The sequence that column c (below col0[batch]) belongs to: the last one whose first column is
-// at or before c (col0 ascending; a sequence without keys shares its successor's first column
-// and is passed over so).
+// The sequence that column c (below col0[batch] <= INT32_MAX) belongs to: the last one whose first
+// column is at or before c (col0 ascending; a sequence without keys shares its successor's first
+// column and is passed over so): the varlen schedule's search.
 KH_ATTN_HD int vt_sequence_of(const int32_t* col0, int batch, int64_t c) {
-  int lo = 0, hi = batch - 1;
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) >> 1;
-    if (col0[mid] <= c) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
+  return varlen_rank_at(col0, batch, static_cast<int32_t>(c));
 }
 
 // The key of its sequence that column `rel` of the sequence's columns holds (rel: c - col0[b]), or

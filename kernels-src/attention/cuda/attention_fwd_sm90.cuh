@@ -208,7 +208,7 @@ struct Sm90Tile {
 template <int kQKDim, int kVDim, typename T, bool kCausal, Sm90Mode kMode>
 __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned char* o_stage, uint32_t sQ,
                                              uint32_t sK, uint32_t sV, uint32_t bars, const Sm90Tile& tl, int warp,
-                                             int lane, int kv_base, int q_phase, bool vt_ring) {
+                                             int lane, int kv_base, int q_phase) {
   using namespace detail;
   using Ops = Operands<T>;
   using Out = typename Ops::Out;
@@ -243,36 +243,16 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
   auto empty_k = [&](int s) { return bars + 8 * (1 + kStagesK + kStagesV + s); };
   auto empty_v = [&](int s) { return bars + 8 * (1 + 2 * kStagesK + kStagesV + s); };
   const uint32_t q_empty = bars + 8 * (1 + 2 * kStagesK + 2 * kStagesV);
-  // P V's operand: V as loaded, or (FP8) the transposers' Vt stage: ready / consumed. FP8 with
-  // the workspace (vt_ring: TMA brings the blocks transposed, no V stage is needed as loaded):
-  // the V stages and the Vt stages after them in shared memory are one ring, the V stages'
-  // barriers first.
+  // P V's operand: V as loaded, or (FP8) the transposers' Vt stage: ready / consumed.
   constexpr int kVtBar = 2 + 2 * kStagesK + 2 * kStagesV;
-  const int vt_first = kFp8 && vt_ring ? kStagesV : 0;
-  auto v_ready = [&](int s) {
-    return !kFp8 ? full_v(s) : s < vt_first ? full_v(s) : bars + 8 * (kVtBar + s - vt_first);
-  };
-  auto v_done = [&](int s) {
-    return !kFp8 ? empty_v(s) : s < vt_first ? empty_v(s) : bars + 8 * (kVtBar + Cfg::kStagesVt + s - vt_first);
-  };
+  auto v_ready = [&](int s) { return kFp8 ? bars + 8 * (kVtBar + s) : full_v(s); };
+  auto v_done = [&](int s) { return kFp8 ? bars + 8 * (kVtBar + Cfg::kStagesVt + s) : empty_v(s); };
   // Ring positions of this tile's block it: stage and phase parity in the K ring and in the
   // ring P V reads.
   auto stage = [&](int it) { return (kv_base + it) % kStagesK; };
   auto phase = [&](int it) { return ((kv_base + it) / kStagesK) & 1; };
   auto pv_stage = [&](int it) { return (kv_base + it) % kStagesPV; };
   auto pv_phase = [&](int it) { return ((kv_base + it) / kStagesPV) & 1; };
-  // FP8: the ring P V reads has a count known at run time (the Vt stages, or with vt_ring the V
-  // and Vt stages), so its position is carried from block to block (a division a tile, not two
-  // a block), stage and phase in one register (2 stage + phase: the d128 varlen instance
-  // spilled 8 bytes with two).
-  int pv_pos = 0;
-  if constexpr (kFp8) pv_pos = 2 * (kv_base % (vt_first + kStagesPV)) + ((kv_base / (vt_first + kStagesPV)) & 1);
-  auto pv_advance = [&] {
-    if constexpr (kFp8) {
-      pv_pos += 2;
-      if ((pv_pos >> 1) == vt_first + kStagesPV) pv_pos = (pv_pos & 1) ^ 1;
-    }
-  };
   const int n_blocks = tl.n_blocks();
 
   const int wg = warp >> 2;
@@ -519,15 +499,14 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     // serializes them, warning C7514).
     int it = 0;
     for (; it + 1 < n_blocks; ++it) {
-      const int s = kFp8 ? pv_pos >> 1 : pv_stage(it);
-      const int s_phase = kFp8 ? pv_pos & 1 : pv_phase(it);
+      const int s = pv_stage(it);
       const int s_next = stage(it + 1);
       mbar_wait(full_k(s_next), phase(it + 1));
       turn_sync();
       fence_operands(acc_s);
       issue_qk(s_next);
       fence_operands(acc_o);
-      mbar_wait(v_ready(s), s_phase);
+      mbar_wait(v_ready(s), pv_phase(it));
       if (!kZeroFirst && it == 0 && zero_tail) zero_v_tail(s);
       issue_pv(s);
       turn_pass();
@@ -540,13 +519,12 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
       release(v_done(s));
       rescale_o(correction);
       pack_p();
-      pv_advance();
     }
     // Every S of the tile is done: the producer may load the next Q tile.
     release(q_empty);
     // The last block's P V.
-    const int s = kFp8 ? pv_pos >> 1 : pv_stage(it);
-    mbar_wait(v_ready(s), kFp8 ? pv_pos & 1 : pv_phase(it));
+    const int s = pv_stage(it);
+    mbar_wait(v_ready(s), pv_phase(it));
     if (!kZeroFirst && it == 0 && zero_tail) zero_v_tail(s);
     turn_sync();
     fence_operands(acc_o);
@@ -1052,7 +1030,7 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBy
     for (int s = 0; s < kStagesV; ++s) {
       mbar_init(full_v(s), 1);
       // FP8: the transposers read V; the consumers read their Vt.
-      mbar_init(empty_v(s), kFp8 && !vt_global ? Cfg::kTransposeWarps : Cfg::kConsumerWarps);
+      mbar_init(empty_v(s), kFp8 ? Cfg::kTransposeWarps : Cfg::kConsumerWarps);
     }
     for (int s = 0; s < kStagesVt; ++s) {
       mbar_init(vt_full(s), vt_global ? 1 : Cfg::kTransposeWarps);
@@ -1131,18 +1109,13 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBy
               sK + sk * Cfg::kKStage, &maps.k, maps.k_order, full_k(sk), tl.k_row0 + n_block * kBlockN, kv_head,
               tl.tma_batch);
           if constexpr (kFp8) {
-            if (vt_global) {  // the block's columns of the transposed V, straight into a stage of the
-                              // ring of V and Vt stages (consume_tile's vt_ring)
-              static_assert(Cfg::kVtOffset == Cfg::kVOffset + kStagesV * Cfg::kVStage && Cfg::kVtStage == Cfg::kVStage,
-                            "the Vt stages must follow the V stages, a stage apart, to make one ring");
-              constexpr int kRing = kStagesV + kStagesVt;
-              const int st = kv % kRing, par = ((kv / kRing) & 1) ^ 1;
-              const uint32_t full = st < kStagesV ? full_v(st) : vt_full(st - kStagesV);
-              mbar_wait(st < kStagesV ? empty_v(st) : vt_empty(st - kStagesV), par);
-              mbar_expect_tx(full, Cfg::kVBytes);
+            if (vt_global) {  // the block's columns of the transposed V, straight into a Vt stage
+              const int st = kv % kStagesVt;
+              mbar_wait(vt_empty(st), ((kv / kStagesVt) & 1) ^ 1);
+              mbar_expect_tx(vt_full(st), Cfg::kVBytes);
 #pragma unroll
               for (int box = 0; box < kBlockN / Cfg::kSwizzleVt; ++box)
-                tma_load_vt_box(sV + st * Cfg::kVStage + box * kVDim * Cfg::kSwizzleVt, &maps.vt, full,
+                tma_load_vt_box(sVt + st * Cfg::kVtStage + box * kVDim * Cfg::kSwizzleVt, &maps.vt, vt_full(st),
                                 vt_col0 + n_block * kBlockN + box * Cfg::kSwizzleVt, kv_head);
               continue;
             }
@@ -1161,8 +1134,8 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBy
     PairWalk walk;
     for (int k = 0, t; (t = next_tile(k, walk)) < num_tiles; ++k) {
       const Sm90Tile tl = tile_of(t);
-      consume_tile<kQKDim, kVDim, T, kCausal, kMode>(p, o_stage, sQ, sK, kFp8 && !vt_global ? sVt : sV, bars, tl, warp,
-                                                     lane, kv, q_tiles & 1, vt_global);
+      consume_tile<kQKDim, kVDim, T, kCausal, kMode>(p, o_stage, sQ, sK, kFp8 ? sVt : sV, bars, tl, warp, lane, kv,
+                                                     q_tiles & 1);
       if (tl.n_blocks() > 0) {
         kv += tl.n_blocks();
         ++q_tiles;

@@ -12,6 +12,22 @@ import torch  # noqa: E402 - after ab_libs' paths
 import gpu_bench as gb  # noqa: E402
 
 names, ops = ab_libs.ops_of(sys.argv[1:], "attention_varlen_fwd_fp8")
+
+
+def kernel_split(call, reps=5):
+    """The GPU time of each kernel a call launches (the pre-pass's and the prefill's), median-free
+    means over `reps` calls from the profiler's trace: "name us, ...". """
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            call()
+        torch.cuda.synchronize()
+    times = {}
+    for e in prof.events():
+        if e.device_type.name == "CUDA":
+            key = "prepass" if "vt_" in e.name else "prefill" if "attention_fwd" in e.name else e.name[:20]
+            times[key] = times.get(key, 0.0) + e.device_time / reps
+    return ", ".join(f"{k} {v:.1f} us" for k, v in sorted(times.items()))
 print(torch.cuda.get_device_name())
 gen = torch.Generator(device="cuda")
 for d in (128, 256):
@@ -44,4 +60,9 @@ for d in (128, 256):
                 ref = out.clone() if ref is None else ref
                 t = gb.Timing([call], 10)
                 line += f"  {label} {t.ms:.3f} ms {flops / t.ms / 1e9:.0f} TF/s (vs first {err:.1e})"
+                if label.endswith("+ws"):
+                    try:
+                        line += " [" + kernel_split(call) + "]"
+                    except Exception as e:  # noqa: BLE001 - the split is extra: keep the table
+                        line += f" [no split: {type(e).__name__}: {e}]"
         print(line, flush=True)

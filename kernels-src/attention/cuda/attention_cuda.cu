@@ -206,7 +206,8 @@ kh_status fp8_prefill(const OpContext& c, const AttentionParams& a) {
   FwdLaunchParams p = launch_params(a);
   // With a workspace: V transposed there by a pre-pass (attention_fp8_vt.hpp), its header first.
   // (Columns past int32 would not fit the header or a TMA coordinate: the kernel transposes then.)
-  if (a.workspace != nullptr && a.total_k > 0 && vt_columns(a.total_k, a.batch, a.head_dim_v) < INT32_MAX) {
+  if (a.workspace != nullptr && a.total_k > 0 && vt_pays(a.head_dim_v) &&
+      vt_columns(a.total_k, a.batch, a.head_dim_v) < INT32_MAX) {
     p.vt_col0 = static_cast<int32_t*>(a.workspace);
     p.vt = static_cast<unsigned char*>(a.workspace) + vt_header_bytes(a.batch);
     p.vt_columns = vt_columns(a.total_k, a.batch, a.head_dim_v);

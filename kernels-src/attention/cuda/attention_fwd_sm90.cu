@@ -136,14 +136,14 @@ cudaError_t run_fp8_bucket(const FwdLaunchParams& p, cudaStream_t stream) {
               Cfg::kBlockN))
     return cudaErrorNotSupported;
   // With a workspace and keys to transpose: the pre-pass first (same stream), then the kernel.
-  FwdLaunchParams q = p;
-  if (!keys) q.vt = nullptr;
-  if (q.vt != nullptr) {
-    if (!encode_vt(&maps.vt, q, Cfg::kSwizzleVt, kDim)) return cudaErrorNotSupported;
-    const cudaError_t err = launch_fp8_vt_prepass(q, stream);
+  FwdLaunchParams launch = p;
+  if (!keys) launch.vt = nullptr;
+  if (launch.vt != nullptr) {
+    if (!encode_vt(&maps.vt, launch, Cfg::kSwizzleVt, kDim)) return cudaErrorNotSupported;
+    const cudaError_t err = launch_fp8_vt_prepass(launch, stream);
     if (err != cudaSuccess) return err;
   }
-  return run_attention_fwd_sm90_fp8_instance<kDim, kOutType>(q, maps, stream);
+  return run_attention_fwd_sm90_fp8_instance<kDim, kOutType>(launch, maps, stream);
 }
 
 template <int kDim>

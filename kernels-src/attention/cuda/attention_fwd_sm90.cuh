@@ -31,6 +31,9 @@
 // the last one, whatever the caller left there): their scores are masked, and the consumers
 // zero those rows of V before P V reads them (0 x NaN would be NaN); Q rows of another sequence
 // compute rows that are never stored.
+// FP8 (e4m3 operands): V is transposed for P V by the producer's three spare warps, or, given the
+// caller's workspace, once before the kernel by a pre-pass (attention_fp8_vt.cu), whose blocks the
+// TMA thread then loads straight into the Vt stages.
 // Included by the generated attention_fwd_sm90_qk<Q>_v<V>_<dtype>.cu only; built for sm_90a.
 #pragma once
 

@@ -38,7 +38,8 @@ __global__ void __launch_bounds__(kScanThreads) vt_columns_kernel(const __grid_c
   const int64_t block = vt_key_block(p.head_dim_v);
   for (int base = 0; base < p.batch; base += kScanThreads) {
     const int b = base + tid;
-    int64_t x = b < p.batch ? vt_round_up(launch_seq_bounds<true>(p, b).len_k, block) : 0;
+    const int64_t len = b < p.batch ? vt_round_up(launch_seq_bounds<true>(p, b).len_k, block) : 0;
+    int64_t x = len;
 #pragma unroll
     for (int o = 1; o < 32; o <<= 1) {
       const int64_t y = __shfl_up_sync(0xffffffffu, x, o);
@@ -57,7 +58,6 @@ __global__ void __launch_bounds__(kScanThreads) vt_columns_kernel(const __grid_c
     }
     __syncthreads();
     const int64_t inclusive = carry + x + (warp > 0 ? warp_sums[warp - 1] : 0);
-    const int64_t len = b < p.batch ? vt_round_up(launch_seq_bounds<true>(p, b).len_k, block) : 0;
     if (b < p.batch) p.vt_col0[b] = static_cast<int32_t>(inclusive - len < cap ? inclusive - len : cap);
     __syncthreads();
     if (tid == kScanThreads - 1) carry = inclusive;

@@ -280,7 +280,6 @@ kh_status parse_varlen(const OpContext& c, const kh_value* args, uint32_t nargs,
   KH_KERNEL_TRY(kh_kernels::double_arg(c, args, at.softcap, "softcap", &p->softcap));
   KH_KERNEL_TRY(kh_kernels::check_finite(c, "softcap", p->softcap));
   if (p->softcap < 0) return arg_error(c, "softcap", "must be 0 (none) or > 0, got %g", p->softcap);
-  p->batch = batch, p->total_k = total_k, p->heads_kv = t.heads_kv, p->head_dim_v = t.head_dim_v;
   TensorView ws;
   // A size query (shapes_only) comes before the workspace exists: it is not read then.
   if (fp8 && !c.shapes_only) {
@@ -290,14 +289,6 @@ kh_status parse_varlen(const OpContext& c, const kh_value* args, uint32_t nargs,
       KH_KERNEL_TRY(kh_kernels::check_dtype(c, "workspace", ws, KH_DTYPE_U8));
       KH_KERNEL_TRY(kh_kernels::check_ndim(c, "workspace", ws, 1, 1));
       KH_KERNEL_TRY(kh_kernels::check_contiguous(c, "workspace", ws));
-      const int64_t need = fp8_prefill_workspace_bytes(*p);
-      if (ws.numel() < need)
-        return arg_error(c, "workspace",
-                         "has %lld bytes; this call needs at least %lld (V transposed: heads_kv %lld x head_dim %lld x "
-                         "(total_k %lld + batch %lld x %lld, rounded up to 64) bytes, and a header of (batch + 1) "
-                         "int32 rounded up to 128); kh_op_workspace_size gives the size a call needs, or pass None",
-                         (long long)ws.numel(), (long long)need, (long long)t.heads_kv, (long long)t.head_dim_v,
-                         (long long)total_k, (long long)batch, (long long)(vt_key_block(t.head_dim_v) - 1));
     }
   }
   const Named outputs[] = {{"out", &out}, {"lse", &t.lse}, {"workspace", &ws}};
@@ -317,7 +308,17 @@ kh_status parse_varlen(const OpContext& c, const kh_value* args, uint32_t nargs,
   p->total_q = total_q;
   p->total_k = total_k;
   if (fp8) p->dtype = out.dtype;  // the output's: q may be e4m3
-  if (ws.present()) p->workspace = ws.ptr<void>(), p->workspace_bytes = ws.numel();
+  if (ws.present()) {  // its size once the call's sizes are in p
+    const int64_t need = fp8_prefill_workspace_bytes(*p);
+    if (ws.numel() < need)
+      return arg_error(c, "workspace",
+                       "has %lld bytes; this call needs at least %lld (V transposed: heads_kv %lld x head_dim %lld x "
+                       "(total_k %lld + batch %lld x %lld, rounded up to 64) bytes, and a header of (batch + 1) "
+                       "int32 rounded up to 128); kh_op_workspace_size gives the size a call needs, or pass None",
+                       (long long)ws.numel(), (long long)need, (long long)t.heads_kv, (long long)t.head_dim_v,
+                       (long long)total_k, (long long)batch, (long long)(vt_key_block(t.head_dim_v) - 1));
+    p->workspace = ws.ptr<void>();
+  }
   return KH_OK;
 }
 

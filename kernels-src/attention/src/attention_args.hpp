@@ -118,7 +118,6 @@ struct AttentionParams {
   // attention_varlen_fwd_fp8's optional workspace (uint8, at least fp8_prefill_workspace_bytes when
   // q is e4m3), or null: where the sm90a build's FP8 prefill transposes V (attention_fp8_vt.hpp).
   void* workspace = nullptr;
-  int64_t workspace_bytes = 0;
   DLDevice device = {kDLCPU, 0};
 
   bool varlen() const { return cu_seqlens_q != nullptr; }

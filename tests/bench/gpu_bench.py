@@ -531,8 +531,12 @@ def bench_fp8(kernels, reps, copy_tbs, failures):
                 continue
             t = Timing(calls, reps)
             tbs = w.bytes / t.ms / 1e9
+            # A copy of the same bytes (rotated over as many sets) pays the same ramp and launch as the
+            # write; copy_tbs is the rate of a 1 GiB copy, which a 16384-token write's 50 MB cannot reach.
+            same_ms = one_pass_ms(w.bytes, w.nsets, reps)
             rows.append(dict(kind="cache write", build="sm90a", name=name, us=t.ms * 1e3, spread=t.spread,
-                             tbs=tbs, copy_ratio=tbs / copy_tbs, target=">=0.85 copy bandwidth",
+                             tbs=tbs, copy_ratio=tbs / copy_tbs, same_copy_us=same_ms * 1e3,
+                             same_copy_ratio=same_ms / t.ms, target=">=0.85 copy bandwidth",
                              met=tbs / copy_tbs >= 0.85 if tokens >= 16384 else None))
             if rows[-1]["met"] is None:
                 del rows[-1]["met"], rows[-1]["target"]  # a decode step's size: launch-bound, no target
@@ -553,13 +557,14 @@ def print_fp8(rows, copy_tbs):
               f"| {r['kh_bf16_us']:.1f} | {r['time_vs_kh_bf16']:.2f}x | {r['floor_us']:.1f} | {r['floor_ratio']:.2f} "
               f"| {r['bf16_floor_ratio']:.2f} | {r['tbs']:.2f} | {100 * r['spread']:.1f}% | {r.get('target', '-')} | {met} |")
     print(f"\n| paged_kv_cache_write (bf16 in) | build | us | TB/s (read + write) | of copy {copy_tbs:.2f} TB/s "
-          "| spread | target | met |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+          "| same-size copy us | of same-size copy | spread | target | met |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         if r["kind"] != "cache write":
             continue
         met = "-" if "met" not in r else ("met" if r["met"] else "MISSED")
         print(f"| {r['name']} | {r['build']} | {r['us']:.1f} | {r['tbs']:.2f} | {r['copy_ratio']:.2f} "
+              f"| {r['same_copy_us']:.1f} | {r['same_copy_ratio']:.2f} "
               f"| {100 * r['spread']:.1f}% | {r.get('target', '-')} | {met} |")
 
 

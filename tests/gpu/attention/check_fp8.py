@@ -727,6 +727,7 @@ def check_fp8_prefill(res, op, target, gen, cases=None):
     except Exception as e:  # noqa: BLE001
         res.add("attention_varlen_fwd_fp8", target, "-", "fp8 prefill overlap", "workspace", False,
                 detail=f"{type(e).__name__}: {e}")
+    check_fp8_prefill_short_workspace(res, op, target, gen)
 
 
 def check_fp8_prefill_overlap(res, op, target, gen):
@@ -762,6 +763,26 @@ def check_fp8_prefill_overlap(res, op, target, gen):
                 same and finite and not problems,
                 detail="; ".join(problems) or ("bit-identical to the call without it" if same and finite else
                                                "differs from the call without it, or NaN rows"))
+
+
+def check_fp8_prefill_short_workspace(res, op, target, gen):
+    """A workspace one byte shorter than kh_op_workspace_size asks for (at d256, where one is used) is
+    refused before launch, naming 'workspace', with the output left as it was."""
+    d, hq, hkv, n = 256, 4, 2, 300
+    one = torch.ones(1, device="cuda")
+    q = fp8_values((n, hq, d), one, "normal", gen)
+    k = fp8_values((n, hkv, d), one, "normal", gen)
+    cu = torch.tensor([0, n], device="cuda", dtype=torch.int32)
+    out = torch.full((n, hq, d), float("nan"), device="cuda", dtype=torch.bfloat16)
+    call = [out, None, q, k, k, one, one, one, cu, cu, n, n, d ** -0.5, True, -1, 0.0]
+    asked = op.workspace_size(*call, None)
+    if asked <= 0:
+        res.add("attention_varlen_fwd_fp8", target, "-", "bad args", "workspace one byte short", False,
+                detail=f"kh_op_workspace_size asked {asked} bytes at d{d}; expected a workspace")
+        return
+    ws = torch.zeros(asked - 1, device="cuda", dtype=torch.uint8)
+    expect_error(res, target, "workspace one byte short", lambda: op(*call, ws), out, kh.KH_ERROR_INVALID_ARGUMENT,
+                 "workspace", "attention_varlen_fwd_fp8")
 
 
 def check_fp8_bad_args(res, op, target, expect_error):

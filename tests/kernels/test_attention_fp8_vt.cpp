@@ -52,7 +52,7 @@ TEST_CASE("FP8 Vt: padded sequences fit the workspace's columns") {
     }
     for (int64_t d : {32, 64, 80, 128, 144, 256}) {
       const int64_t columns = vt_columns(total, batch, d);
-      CHECK(columns % 64 == 0);
+      CHECK(columns % 128 == 0);
       CHECK(first_columns(lens, d).back() <= columns);
     }
   }
@@ -60,9 +60,9 @@ TEST_CASE("FP8 Vt: padded sequences fit the workspace's columns") {
   CHECK(vt_header_bytes(0) == 128);
   CHECK(vt_header_bytes(31) == 128);
   CHECK(vt_header_bytes(32) == 256);
-  CHECK(vt_workspace_bytes(1000, 3, 2, 128) == 128 + 2 * 128 * vt_round_up(1000 + 3 * 191, 64));
-  CHECK(vt_workspace_bytes(1000, 3, 2, 64) == 128 + 2 * 64 * vt_round_up(1000 + 3 * 127, 64));
-  CHECK(vt_workspace_bytes(1000, 3, 2, 256) == 128 + 2 * 256 * vt_round_up(1000 + 3 * 63, 64));
+  CHECK(vt_workspace_bytes(1000, 3, 2, 128) == 128 + 2 * 128 * vt_round_up(1000 + 3 * 191, 128));
+  CHECK(vt_workspace_bytes(1000, 3, 2, 64) == 128 + 2 * 64 * vt_round_up(1000 + 3 * 127, 128));
+  CHECK(vt_workspace_bytes(1000, 3, 2, 256) == 128 + 2 * 256 * vt_round_up(1000 + 3 * 63, 128));
 }
 
 TEST_CASE("FP8 Vt: each key block's columns hold its keys in P order, zeros past the sequence") {

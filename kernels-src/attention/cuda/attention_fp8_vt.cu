@@ -23,7 +23,7 @@ static_assert(Sm90TileConfig<64, 64, 1>::kBlockN == vt_key_block(64) &&
               "attention_fp8_vt.hpp's key blocks are not the FP8 kernel's");
 
 constexpr int kScanThreads = 1024;
-constexpr int kTileCols = 64, kTileRows = 64, kTileThreads = 256;
+constexpr int kTileCols = 128, kTileRows = 64, kTileThreads = 128;
 
 // col0[b] = the padded key lengths of sequences 0..b-1, col0[batch] their sum; a sum past
 // vt_columns is written as vt_columns + 1 (and int32 holds it: the host keeps vt_columns below
@@ -66,20 +66,26 @@ __global__ void __launch_bounds__(kScanThreads) vt_columns_kernel(const __grid_c
   if (tid == 0) p.vt_col0[p.batch] = static_cast<int32_t>(carry < cap ? carry : cap);
 }
 
-// One tile: kTileCols columns x kTileRows head-dim rows of KV head blockIdx.y. Each column's key
-// (or none: a sequence's padding) is found first; then every thread loads 16 bytes of a key's row
-// into shared memory and writes 16 columns of a head-dim row (the bytes gathered down the tile).
+// One tile: kTileCols columns x kTileRows head-dim rows of KV head blockIdx.y, 128 threads. Each
+// column's key (or none: a sequence's padding) is found first; the keys' 64-byte row pieces come
+// into shared memory (4 threads a row, 8 rows a warp instruction); then each thread turns a 16
+// column x 4 row block around with byte permutes (16 word loads, 4 x 4 blocks) and writes its 4
+// rows' 16 bytes (a warp instruction: 16 rows x 32 contiguous bytes). The first version gathered
+// single bytes and wrote 16 bytes of 32 rows a warp instruction: 38 us for d128 b2 s8k's 33 MB of
+// V on the H200, about 2.7 times the copy floor (cuda/NOTES.md, FP8 prefill).
 __global__ void __launch_bounds__(kTileThreads) vt_transpose_kernel(const __grid_constant__ FwdLaunchParams p) {
-  constexpr int kPitch = kTileRows + 16;  // bytes a column row in shared memory: 16-byte aligned
+  // A column's row piece: kTileRows bytes + 4, so that the 16 columns a thread reads (its rows'
+  // words, 4 kTilePitch bytes apart) fall in banks apart from the other column group of its warp.
+  constexpr int kPitch = kTileRows + 4;
   __shared__ int64_t src_row[kTileCols];
-  __shared__ __align__(16) unsigned char tile[kTileCols * kPitch];
+  __shared__ __align__(16) uint32_t tile[kTileCols * kPitch / 4];
   const int64_t used = p.vt_col0[p.batch];
   const int64_t c_tile = static_cast<int64_t>(blockIdx.x) * kTileCols;
   if (used > p.vt_columns || c_tile >= used) return;  // the kernel transposes itself, or no key here
   const int tid = static_cast<int>(threadIdx.x);
   const int head = static_cast<int>(blockIdx.y), d0 = static_cast<int>(blockIdx.z) * kTileRows;
-  if (tid < kTileCols) {
-    const int64_t c = c_tile + tid;
+  for (int col = tid; col < kTileCols; col += kTileThreads) {
+    const int64_t c = c_tile + col;
     int64_t row = -1;
     if (c < used) {
       const int b = vt_sequence_of(p.vt_col0, p.batch, c);
@@ -87,32 +93,44 @@ __global__ void __launch_bounds__(kTileThreads) vt_transpose_kernel(const __grid
       const int64_t key = vt_key_of_column(c - p.vt_col0[b], s.len_k);
       if (key >= 0) row = s.k_start + key;
     }
-    src_row[tid] = row;
+    src_row[col] = row;
   }
   __syncthreads();
-  {
-    const int col = tid / 4, chunk = tid % 4, d = d0 + 16 * chunk;
+  for (int col = tid / 4; col < kTileCols; col += kTileThreads / 4) {
+    const int chunk = tid % 4, d = d0 + 16 * chunk;
     uint4 x = make_uint4(0, 0, 0, 0);
     const int64_t row = src_row[col];
     if (row >= 0 && d < p.head_dim_v)
       x = __ldg(reinterpret_cast<const uint4*>(static_cast<const unsigned char*>(p.v) + row * p.v_row_stride +
                                                head * p.v_head_stride + d));
-    *reinterpret_cast<uint4*>(tile + col * kPitch + 16 * chunk) = x;
+    uint32_t* const t = tile + (col * kPitch + 16 * chunk) / 4;
+    t[0] = x.x, t[1] = x.y, t[2] = x.z, t[3] = x.w;
   }
   __syncthreads();
-  // A warp takes 32 rows of one 16-column chunk: its byte reads fall in 8 words (broadcasts).
-  const int r = tid % kTileRows, cc = tid / kTileRows;
-  if (d0 + r >= p.head_dim_v) return;
-  uint32_t w[4];
+  // Thread: rows 4 rq .. 4 rq + 3 of the tile, columns 16 cc .. 16 cc + 15.
+  const int rq = tid % (kTileRows / 4), cc = tid / (kTileRows / 4);
+  for (int cg = cc; cg < kTileCols / 16; cg += kTileThreads / (kTileRows / 4)) {
+    uint32_t w[16];  // w[j]: rows 4 rq .. + 3 of column 16 cg + j, a byte each
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const unsigned char* t = tile + (16 * cc + 4 * i) * kPitch + r;
-    w[i] = static_cast<uint32_t>(t[0]) | static_cast<uint32_t>(t[kPitch]) << 8 |
-           static_cast<uint32_t>(t[2 * kPitch]) << 16 | static_cast<uint32_t>(t[3 * kPitch]) << 24;
+    for (int j = 0; j < 16; ++j) w[j] = tile[((16 * cg + j) * kPitch) / 4 + rq];
+    uint32_t out[4][4];  // out[i][q]: row 4 rq + i, columns 16 cg + 4 q .. + 3
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      // Two rounds of byte permutes turn 4 columns x 4 rows around.
+      const uint32_t a = __byte_perm(w[4 * q], w[4 * q + 1], 0x5140), b = __byte_perm(w[4 * q], w[4 * q + 1], 0x7362);
+      const uint32_t c = __byte_perm(w[4 * q + 2], w[4 * q + 3], 0x5140), e = __byte_perm(w[4 * q + 2], w[4 * q + 3], 0x7362);
+      out[0][q] = __byte_perm(a, c, 0x5410), out[1][q] = __byte_perm(a, c, 0x7632);
+      out[2][q] = __byte_perm(b, e, 0x5410), out[3][q] = __byte_perm(b, e, 0x7632);
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int r = 4 * rq + i;
+      if (d0 + r >= p.head_dim_v) break;
+      unsigned char* const dst = static_cast<unsigned char*>(p.vt) +
+                                 (static_cast<int64_t>(head) * p.head_dim_v + d0 + r) * p.vt_columns + c_tile + 16 * cg;
+      *reinterpret_cast<uint4*>(dst) = make_uint4(out[i][0], out[i][1], out[i][2], out[i][3]);
+    }
   }
-  unsigned char* const dst = static_cast<unsigned char*>(p.vt) +
-                             (static_cast<int64_t>(head) * p.head_dim_v + d0 + r) * p.vt_columns + c_tile + 16 * cc;
-  *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
 }
 
 }  // namespace

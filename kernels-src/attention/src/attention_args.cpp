@@ -313,7 +313,7 @@ kh_status parse_varlen(const OpContext& c, const kh_value* args, uint32_t nargs,
     if (ws.numel() < need)
       return arg_error(c, "workspace",
                        "has %lld bytes; this call needs at least %lld (V transposed: heads_kv %lld x head_dim %lld x "
-                       "(total_k %lld + batch %lld x %lld, rounded up to 64) bytes, and a header of (batch + 1) "
+                       "(total_k %lld + batch %lld x %lld, rounded up to 128) bytes, and a header of (batch + 1) "
                        "int32 rounded up to 128); kh_op_workspace_size gives the size a call needs, or pass None",
                        (long long)ws.numel(), (long long)need, (long long)t.heads_kv, (long long)t.head_dim_v,
                        (long long)total_k, (long long)batch, (long long)(vt_key_block(t.head_dim_v) - 1));

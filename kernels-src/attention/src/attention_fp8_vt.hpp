@@ -34,9 +34,9 @@ KH_ATTN_HD constexpr int64_t vt_key_block(int64_t head_dim) { return head_dim <=
 KH_ATTN_HD int64_t vt_round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
 // The columns a call's transposed V may take: every key once, plus each sequence's padding (less
-// than one block each), rounded to 64 (a pre-pass tile) when the sequences do not overlap.
+// than one block each), rounded to 128 (a pre-pass tile) when the sequences do not overlap.
 KH_ATTN_HD int64_t vt_columns(int64_t total_k, int64_t batch, int64_t head_dim) {
-  return vt_round_up(total_k + batch * (vt_key_block(head_dim) - 1), 64);
+  return vt_round_up(total_k + batch * (vt_key_block(head_dim) - 1), 128);
 }
 
 // Where the pre-pass pays: head dims above 128 (the 256 bucket, whose 64-key blocks make the
@@ -44,7 +44,7 @@ KH_ATTN_HD int64_t vt_columns(int64_t total_k, int64_t batch, int64_t head_dim) 
 // d256 +3-7% with the pre-pass's time included; d128 full within noise and d128 causal 2-3% slower
 // (the pre-pass's fixed time against a kernel that gains less). Elsewhere the workspace is unused
 // and sized 0.
-KH_ATTN_HD constexpr bool vt_pays(int64_t head_dim) { return head_dim > 128; }
+KH_ATTN_HD constexpr bool vt_pays(int64_t head_dim) { return head_dim > 0; }
 
 // The header's bytes: col0[batch + 1] as int32, rounded up to 128 (the data's alignment).
 KH_ATTN_HD int64_t vt_header_bytes(int64_t batch) { return vt_round_up((batch + 1) * 4, 128); }

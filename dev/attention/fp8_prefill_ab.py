@@ -4,7 +4,11 @@ d 128 and 256 (s 8k, full and causal), TFLOP/s of each, and each library's outpu
 first's. For A/B builds of one tree (a probe macro in CMAKE_CUDA_FLAGS, or two trees); on the GPU
 machine, from the repo root, with KH_LIBRARY set (run_fp8_probe.sh shows how):
   python3 dev/attention/fp8_prefill_ab.py LIB...   (each LIB in a folder naming it)
+KH_AB_SHAPES: other shapes, "D:S:GROUP:f|c ..." (head dim, sequence length, heads_q / heads_kv, full or
+causal; default "128:8192:1:f 128:8192:1:c 256:8192:1:f 256:8192:1:c"): b x s = 16k tokens and
+2048 / d q heads each.
 """
+import os
 import sys
 
 import ab_libs
@@ -30,39 +34,42 @@ def kernel_split(call, reps=5):
     return ", ".join(f"{k} {v:.1f} us" for k, v in sorted(times.items()))
 print(torch.cuda.get_device_name())
 gen = torch.Generator(device="cuda")
-for d in (128, 256):
-    s = 8192
+SHAPES = os.environ.get("KH_AB_SHAPES", "128:8192:1:f 128:8192:1:c 256:8192:1:f 256:8192:1:c").split()
+for shape in SHAPES:
+    d, s, group, kind = shape.split(":")
+    d, s, group, causal = int(d), int(s), int(group), kind == "c"
     b, h = 16384 // s, 2048 // d
+    hkv = h // group
     gen.manual_seed(d)
     # e4m3 bytes of N(0, 1) values (no NaN bytes), unit descales.
-    u8 = [torch.randn(b * s, h, d, device="cuda", generator=gen).to(torch.float8_e4m3fn).view(torch.uint8)
-          for _ in range(3)]
+    u8 = [torch.randn(b * s, hh, d, device="cuda", generator=gen).to(torch.float8_e4m3fn).view(torch.uint8)
+          for hh in (h, hkv, hkv)]
     one = torch.ones(1, device="cuda")
     cu = torch.arange(0, b + 1, device="cuda", dtype=torch.int32) * s
-    for causal in (False, True):
-        flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
-        line = f"d{d} s{s // 1024}k {'causal' if causal else 'full'}:"
-        ref = None
-        for name, op in zip(names, ops):
-            out = torch.empty(b * s, h, d, device="cuda", dtype=torch.bfloat16)
-            args = [out, None, u8[0], u8[1], u8[2], one, one, one, cu, cu, s, s, d ** -0.5, causal, -1, 0.0]
-            variants = [(name, args)]
-            try:  # a library whose op takes a workspace (V transposed by a pre-pass): timed with it too
-                ws = torch.empty(op.workspace_size(*args, None), device="cuda", dtype=torch.uint8)
-                variants.append((name + "+ws", args + [ws]))
-            except Exception:  # noqa: BLE001 - an older schema: no workspace argument
-                pass
-            for label, a in variants:
-                call = op.bind(*a)
-                call()
-                torch.cuda.synchronize()
-                err = 0.0 if ref is None else gb.rel_error(out, ref)
-                ref = out.clone() if ref is None else ref
-                t = gb.Timing([call], 10)
-                line += f"  {label} {t.ms:.3f} ms {flops / t.ms / 1e9:.0f} TF/s (vs first {err:.1e})"
-                if label.endswith("+ws"):
-                    try:
-                        line += " [" + kernel_split(call) + "]"
-                    except Exception as e:  # noqa: BLE001 - the split is extra: keep the table
-                        line += f" [no split: {type(e).__name__}: {e}]"
-        print(line, flush=True)
+    flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
+    line = f"d{d} s{s // 1024}k g{group} {'causal' if causal else 'full'}:"
+    ref = None
+    for name, op in zip(names, ops):
+        out = torch.empty(b * s, h, d, device="cuda", dtype=torch.bfloat16)
+        args = [out, None, u8[0], u8[1], u8[2], one, one, one, cu, cu, s, s, d ** -0.5, causal, -1, 0.0]
+        variants = [(name, args)]
+        try:  # a library whose op takes a workspace (V transposed by a pre-pass): timed with it too
+            size = op.workspace_size(*args, None)
+            if size > 0:  # 0: the library does not use one for this shape
+                variants.append((name + "+ws", args + [torch.empty(size, device="cuda", dtype=torch.uint8)]))
+        except Exception:  # noqa: BLE001 - an older schema: no workspace argument
+            pass
+        for label, a in variants:
+            call = op.bind(*a)
+            call()
+            torch.cuda.synchronize()
+            err = 0.0 if ref is None else gb.rel_error(out, ref)
+            ref = out.clone() if ref is None else ref
+            t = gb.Timing([call], 10)
+            line += f"  {label} {t.ms:.3f} ms {flops / t.ms / 1e9:.0f} TF/s (vs first {err:.1e})"
+            if label.endswith("+ws"):
+                try:
+                    line += " [" + kernel_split(call) + "]"
+                except Exception as e:  # noqa: BLE001 - the split is extra: keep the table
+                    line += f" [no split: {type(e).__name__}: {e}]"
+    print(line, flush=True)

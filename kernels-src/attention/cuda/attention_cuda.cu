@@ -204,9 +204,10 @@ kh_status fp8_prefill(const OpContext& c, const AttentionParams& a) {
   if (a.empty()) return KH_OK;
   KH_KERNEL_TRY(check_prefill_limits(c, a));
   FwdLaunchParams p = launch_params(a);
-  // With a workspace: V transposed there by a pre-pass (attention_fp8_vt.hpp), its header first.
-  // (Columns past int32 would not fit the header or a TMA coordinate: the kernel transposes then.)
-  if (a.workspace != nullptr && a.total_k > 0 && vt_pays(a.head_dim_v) &&
+  // With a workspace where the pre-pass pays (the size asked for is not 0): V transposed there by
+  // a pre-pass (attention_fp8_vt.hpp), its header first. (Columns past int32 would not fit the
+  // header or a TMA coordinate: the kernel transposes then.)
+  if (a.workspace != nullptr && a.total_k > 0 && fp8_prefill_workspace_bytes(a) > 0 &&
       vt_columns(a.total_k, a.batch, a.head_dim_v) < INT32_MAX) {
     p.vt_col0 = static_cast<int32_t*>(a.workspace);
     p.vt = static_cast<unsigned char*>(a.workspace) + vt_header_bytes(a.batch);

@@ -336,7 +336,8 @@ kh_status parse_attention_varlen_fwd_fp8_args(const kh_value* args, uint32_t nar
 
 int64_t fp8_prefill_workspace_bytes(const AttentionParams& a) {
 #if defined(KH_ATTENTION_SM90A)
-  if (a.q_fp8 && vt_pays(a.head_dim_v)) return vt_workspace_bytes(a.total_k, a.batch, a.heads_kv, a.head_dim_v);
+  if (a.q_fp8 && vt_pays(a.head_dim_v, a.heads_q / a.heads_kv, a.seqlen_q, a.causal))
+    return vt_workspace_bytes(a.total_k, a.batch, a.heads_kv, a.head_dim_v);
 #endif
   (void)a;
   return 0;

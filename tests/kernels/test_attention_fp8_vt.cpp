@@ -66,23 +66,25 @@ TEST_CASE("FP8 Vt: padded sequences fit the workspace's columns") {
 }
 
 // The docs' rule of where the workspace is used (docs/ops-attention-fp8.md; check_fp8.py's
-// vt_workspace_bytes holds the GPU build to it): d256 always, d128 from group x max_seqlen_q of 6144
-// (12288 causal), d64 never.
+// vt_workspace_bytes holds the GPU build to it): above head dim 128 always, else from
+// group x max_seqlen_q of 6144 (12288 causal).
 TEST_CASE("FP8 Vt: where the pre-pass is used") {
   for (bool causal : {false, true}) {
     CHECK(vt_pays(256, 1, 1, causal));
     CHECK(vt_pays(144, 1, 0, causal));
-    CHECK_FALSE(vt_pays(64, 8, 1 << 20, causal));
-    CHECK_FALSE(vt_pays(32, 8, 1 << 20, causal));
   }
-  CHECK(vt_pays(128, 1, 6144, false));
-  CHECK_FALSE(vt_pays(128, 1, 6143, false));
-  CHECK(vt_pays(80, 4, 1536, false));
-  CHECK_FALSE(vt_pays(80, 4, 1535, false));
-  CHECK(vt_pays(128, 8, 1536, true));
-  CHECK_FALSE(vt_pays(128, 8, 1535, true));
+  for (int64_t d : {32, 64, 80, 128}) {
+    CHECK(vt_pays(d, 1, 6144, false));
+    CHECK_FALSE(vt_pays(d, 1, 6143, false));
+    CHECK(vt_pays(d, 4, 1536, false));
+    CHECK_FALSE(vt_pays(d, 4, 1535, false));
+    CHECK(vt_pays(d, 8, 1536, true));
+    CHECK_FALSE(vt_pays(d, 8, 1535, true));
+  }
   CHECK_FALSE(vt_pays(128, 1, 8192, true));  // measured slower: d128 s8k causal without GQA
   CHECK(vt_pays(128, 1, 8192, false));       // measured faster: the same, non-causal
+  CHECK(vt_pays(128, 4, 8192, true));        // measured faster: group 4 causal
+  CHECK_FALSE(vt_pays(128, 1, 4096, false)); // measured slower: s4k full
 }
 
 TEST_CASE("FP8 Vt: each key block's columns hold its keys in P order, zeros past the sequence") {

@@ -39,18 +39,19 @@ KH_ATTN_HD int64_t vt_columns(int64_t total_k, int64_t batch, int64_t head_dim) 
   return vt_round_up(total_k + batch * (vt_key_block(head_dim) - 1), 128);
 }
 
-// Where the pre-pass pays (measured: cuda/NOTES.md, "V transposed once"): its time grows with V's
-// bytes (total_k x heads_kv x head_dim), what the kernel saves with the work each key takes part
-// in: the q rows of its KV head that see it, about group x max_seqlen_q (half that causal).
+// Where the pre-pass pays (measured on the H100: cuda/NOTES.md, "V transposed once" and "The second
+// pre-pass"): its time grows with V's bytes (total_k x heads_kv x head_dim, plus two launches), what
+// the kernel saves with the work each key takes part in: the q rows of its KV head that see it,
+// about group x max_seqlen_q (half that causal).
 // - Head dims above 128 (the 256 bucket, whose 64-key blocks give the transposer the largest share
-//   of a block): always (d256 s8k +3% causal, +7% full on the H100, the pre-pass included).
-// - 65-128 (the 128 bucket: 192-key blocks, the kernel 3.5-5.5% faster without transposing): where
-//   group x max_seqlen_q reaches 6144 (12288 causal). At group 1 s8k the pre-pass (32 us on the
-//   H100) cost more than causal's 3.5% saved (-1.5% in all) and less than full's 5.5% (+2-3%).
-// - Up to 64: not measured; never.
+//   of a block): always (d256 s8k +3-4% causal, +7% full, the pre-pass included).
+// - Up to 128 (the 64 and 128 buckets, the kernel 3.5-5.5% faster without transposing): where
+//   group x max_seqlen_q reaches 6144 (12288 causal). s8k without GQA: full +2-5% (d128, d64),
+//   causal -1 to -1.5% (below the bar); d128 s8k group 4 causal +2%; d128 s4k full -1% (below);
+//   d128 s2k group 4 full -0.3 to -0.9% (above the bar: the pre-pass's fixed part, within noise).
 // Elsewhere the workspace is unused and sized 0.
 KH_ATTN_HD constexpr bool vt_pays(int64_t head_dim, int64_t group, int64_t max_seqlen_q, bool causal) {
-  return head_dim > 128 || (head_dim > 64 && group * max_seqlen_q >= (causal ? 12288 : 6144));
+  return head_dim > 128 || group * max_seqlen_q >= (causal ? 12288 : 6144);
 }
 
 // The header's bytes: col0[batch + 1] as int32, rounded up to 128 (the data's alignment).

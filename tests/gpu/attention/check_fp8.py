@@ -527,9 +527,10 @@ PREFILL_CASES = [(c[0].replace("kv", "prefill"),) + c[1:] + (NORMAL, "normal") f
     ("fp8 prefill no keys", [5, 3], [0, 0], 4, 2, 128, True, -1, 0.0, NORMAL, "normal"),
     ("fp8 prefill long", [1000, 513, 7], [1000, 2000, 300], 8, 2, 128, False, -1, 0.0, NORMAL, "normal"),
     ("fp8 prefill long causal", [1000, 513, 7], [1000, 2000, 300], 8, 2, 128, True, -1, 0.0, NORMAL, "normal"),
-    # GQA long enough that d128 uses the workspace: group x max_seqlen_q 6400 (12800 causal).
+    # GQA long enough that the workspace is used at d <= 128: group x max_seqlen_q 6400 (12800 causal).
     ("fp8 prefill gqa ws", [1600, 300, 9], [1600, 2100, 300], 16, 4, 128, False, -1, 0.0, NORMAL, "normal"),
     ("fp8 prefill gqa ws causal", [1600, 5], [1700, 1], 32, 4, 128, True, -1, 0.0, NORMAL, "normal"),
+    ("fp8 prefill gqa ws d64", [800, 31], [900, 1000], 16, 2, 64, False, -1, 0.0, NORMAL, "normal"),
     ("fp8 prefill long d256", [300, 700], [700, 301], 4, 4, 256, True, -1, 0.0, NORMAL, "normal"),
     ("fp8 prefill long d64", [400, 77], [700, 500], 6, 2, 64, True, -1, 0.0, NORMAL, "normal"),
     ("fp8 prefill window", [600, 5], [900, 1], 4, 1, 128, True, 100, 0.0, NORMAL, "normal"),
@@ -548,13 +549,13 @@ FP8_QK_REL = 2.0 ** -10  # the FP8 prefill's lse rule: its share of the largest 
 def vt_workspace_bytes(total_k, batch, hq, hkv, d, max_q, causal):
     """The docs' size of attention_varlen_fwd_fp8's workspace (sm90a, e4m3 q): V transposed,
     heads_kv x head_dim x (total_k + batch (B - 1), rounded up to 128) bytes (B: the kernel's key block,
-    192 at head dims 65-128, 64 above), after a header of (batch + 1) int32 rounded up to 128 bytes;
-    0 where the pre-pass does not pay: head dims up to 64, and 65-128 below (hq / hkv) x max_q of
-    6144 (12288 causal)."""
-    if d <= 64 or (d <= 128 and (hq // hkv) * max_q < (12288 if causal else 6144)):
+    128 at head dims up to 64, 192 up to 128, 64 above), after a header of (batch + 1) int32 rounded
+    up to 128 bytes; 0 where the pre-pass does not pay: head dims up to 128 below (hq / hkv) x max_q
+    of 6144 (12288 causal)."""
+    if d <= 128 and (hq // hkv) * max_q < (12288 if causal else 6144):
         return 0
     up = lambda n, m: (n + m - 1) // m * m
-    block = 192 if d <= 128 else 64
+    block = 128 if d <= 64 else 192 if d <= 128 else 64
     return up((batch + 1) * 4, 128) + hkv * d * up(total_k + batch * (block - 1), 128)
 
 

@@ -23,7 +23,7 @@ static_assert(Sm90TileConfig<64, 64, 1>::kBlockN == vt_key_block(64) &&
               "attention_fp8_vt.hpp's key blocks are not the FP8 kernel's");
 
 constexpr int kScanThreads = 1024;
-constexpr int kTileCols = 128, kTileRows = 64, kTileThreads = 128;
+constexpr int kTileCols = kVtTileColumns, kTileRows = 64, kTileThreads = 128;
 
 // col0[b] = the padded key lengths of sequences 0..b-1, col0[batch] their sum; a sum past
 // vt_columns is written as vt_columns + 1 (and int32 holds it: the host keeps vt_columns below
@@ -70,12 +70,12 @@ __global__ void __launch_bounds__(kScanThreads) vt_columns_kernel(const __grid_c
 // column's key (or none: a sequence's padding) is found first; the keys' 64-byte row pieces come
 // into shared memory (4 threads a row, 8 rows a warp instruction); then each thread turns a 16
 // column x 4 row block around with byte permutes (16 word loads, 4 x 4 blocks) and writes its 4
-// rows' 16 bytes (a warp instruction: 16 rows x 32 contiguous bytes). The first version gathered
-// single bytes and wrote 16 bytes of 32 rows a warp instruction: 38 us for d128 b2 s8k's 33 MB of
-// V on the H200, about 2.7 times the copy floor (cuda/NOTES.md, FP8 prefill).
+// rows' 16 bytes (a warp instruction: 16 rows x 32 contiguous bytes): 32 us for b2 s8k's 33 MB of
+// V on the H100 (the copy floor ~23). The first version gathered single bytes and wrote 16 bytes of
+// 32 rows a warp instruction: 43 us (cuda/NOTES.md, "The second pre-pass").
 __global__ void __launch_bounds__(kTileThreads) vt_transpose_kernel(const __grid_constant__ FwdLaunchParams p) {
   // A column's row piece: kTileRows bytes + 4, so that the 16 columns a thread reads (its rows'
-  // words, 4 kTilePitch bytes apart) fall in banks apart from the other column group of its warp.
+  // words, kPitch bytes apart) fall in banks apart from the other column group of its warp.
   constexpr int kPitch = kTileRows + 4;
   __shared__ int64_t src_row[kTileCols];
   __shared__ __align__(16) uint32_t tile[kTileCols * kPitch / 4];

@@ -33,10 +33,13 @@ KH_ATTN_HD constexpr int64_t vt_key_block(int64_t head_dim) { return head_dim <=
 
 KH_ATTN_HD int64_t vt_round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
+// The columns of one pre-pass tile (attention_fp8_vt.cu): the workspace's columns are a multiple.
+constexpr int kVtTileColumns = 128;
+
 // The columns a call's transposed V may take: every key once, plus each sequence's padding (less
-// than one block each), rounded to 128 (a pre-pass tile) when the sequences do not overlap.
+// than one block each), rounded to a pre-pass tile, when the sequences do not overlap.
 KH_ATTN_HD int64_t vt_columns(int64_t total_k, int64_t batch, int64_t head_dim) {
-  return vt_round_up(total_k + batch * (vt_key_block(head_dim) - 1), 128);
+  return vt_round_up(total_k + batch * (vt_key_block(head_dim) - 1), kVtTileColumns);
 }
 
 // Where the pre-pass pays (measured on the H100: cuda/NOTES.md, "V transposed once" and "The second

@@ -137,7 +137,9 @@ kh_status parse_attention_varlen_fwd_fp8_args(const kh_value* args, uint32_t nar
 FwdLaunchParams launch_params(const AttentionParams& a);
 
 // The workspace attention_varlen_fwd_fp8 uses for a call: the transposed V of an FP8 prefill
-// (e4m3 q) on the sm90a build, else none (0 bytes: the CPU and sm80 builds, an FP8-KV call).
+// (e4m3 q) on the sm90a build where the pre-pass pays (vt_pays, attention_fp8_vt.hpp), else none
+// (0 bytes: the CPU and sm80 builds, an FP8-KV call, a shape below vt_pays's bar). The launch uses
+// the workspace exactly when this is not 0, so the size check and the launch cannot disagree.
 int64_t fp8_prefill_workspace_bytes(const AttentionParams& a);
 kh_status attention_varlen_fwd_fp8_workspace(const kh_value* args, uint32_t nargs, const kh_call_ctx* ctx,
                                              uint64_t* bytes);

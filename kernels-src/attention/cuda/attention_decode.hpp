@@ -21,6 +21,12 @@ constexpr int kVariantStaged = 0, kVariantTensorPv = 1, kVariantSimt = 2;
 
 struct DecodeTma;
 
+// The tensor maps of a call's K and V caches for the TMA rings (attention_decode_tma.cuh): false
+// in a build without them (sm80) or where the driver lacks the encoder or refuses the caches'
+// address or strides; the call then takes the cp.async ring. e4m3: one-byte elements (the FP8
+// kernel's caches), else q's 16-bit dtype.
+bool encode_cache_maps(DecodeTma* maps, const DecodeParams& p, bool e4m3);
+
 // The split kernel over grid (num_splits, heads_kv * row_tiles, batch); rows: 4 or 8 query rows
 // a CTA; variant: which kernel (attention_decode_mma.cuh, attention_decode_staged.cuh or
 // attention_decode_kernel.inl); wide: the staged kernel's CTAs of kWideWarps warps; tma: the

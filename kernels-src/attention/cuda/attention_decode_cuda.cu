@@ -116,21 +116,23 @@ cudaError_t run_split(const DecodeParams& p, const DecodePlan& plan, const Decod
 // h200-2026-12-02.md (cuda/NOTES.md "Decode"): 128 B the same, 256 B 7-10% slower.
 constexpr CUtensorMapL2promotion kTmaL2Promotion = CU_TENSOR_MAP_L2_PROMOTION_NONE;
 
-// A K or V cache as the wide CTA's TMA ring reads it (attention_decode_tma.cuh): false where the
-// driver lacks the encoder or refuses the cache's address or strides (TMA wants 16-byte
-// multiples); the cp.async ring then serves the call.
+// A K or V cache as a TMA ring reads it (attention_decode_tma.cuh): false where the driver lacks
+// the encoder or refuses the cache's address or strides (TMA wants 16-byte multiples).
 bool encode_cache_map(CUtensorMap* map, const void* base, const DecodeParams& p, int64_t head_stride,
-                      int64_t row_stride, int64_t block_stride) {
+                      int64_t row_stride, int64_t block_stride, bool e4m3) {
   const sm90::EncodeTiledFn fn = sm90::encode_tiled();
   if (fn == nullptr) return false;
+  const cuuint64_t elem = e4m3 ? 1 : 2;
   const cuuint64_t dims[4] = {static_cast<cuuint64_t>(p.head_dim), static_cast<cuuint64_t>(p.heads_kv),
                               static_cast<cuuint64_t>(p.block_size), static_cast<cuuint64_t>(p.num_blocks)};
-  const cuuint64_t strides[3] = {static_cast<cuuint64_t>(head_stride) * 2, static_cast<cuuint64_t>(row_stride) * 2,
-                                 static_cast<cuuint64_t>(block_stride) * 2};
-  const cuuint32_t box[4] = {kTmaBoxCols, 1, kTmaBoxRows, 1};
+  const cuuint64_t strides[3] = {static_cast<cuuint64_t>(head_stride) * elem,
+                                 static_cast<cuuint64_t>(row_stride) * elem,
+                                 static_cast<cuuint64_t>(block_stride) * elem};
+  const cuuint32_t box[4] = {static_cast<cuuint32_t>(e4m3 ? kTmaFp8BoxCols : kTmaBoxCols), 1, kTmaBoxRows, 1};
   const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
-  const CUtensorMapDataType type =
-      p.dtype == ElementType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const CUtensorMapDataType type = e4m3                            ? CU_TENSOR_MAP_DATA_TYPE_UINT8
+                                   : p.dtype == ElementType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                                   : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   return fn(map, type, 4, const_cast<void*>(base), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
             CU_TENSOR_MAP_SWIZZLE_128B, kTmaL2Promotion, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
@@ -186,6 +188,16 @@ int wide_mode() {
 }
 
 }  // namespace
+
+bool encode_cache_maps(DecodeTma* maps, const DecodeParams& p, bool e4m3) {
+#if defined(KH_ATTENTION_SM90A)
+  return encode_cache_map(&maps->k, p.k, p, p.k_head_stride, p.k_row_stride, p.k_block_stride, e4m3) &&
+         encode_cache_map(&maps->v, p.v, p, p.v_head_stride, p.v_row_stride, p.v_block_stride, e4m3);
+#else
+  (void)maps, (void)p, (void)e4m3;
+  return false;
+#endif
+}
 
 DecodePlan plan_decode(const DecodeParams& p, int device) {
   DecodePlan plan;
@@ -277,13 +289,8 @@ DecodePlan plan_decode(const DecodeParams& p, int device) {
 
 cudaError_t launch_decode(const DecodeParams& p, const DecodePlan& plan, cudaStream_t stream) {
   const bool bf16 = p.dtype == ElementType::kBF16;
-  const DecodeTma* tma = nullptr;
-#if defined(KH_ATTENTION_SM90A)
   DecodeTma maps;
-  if (plan.tma && encode_cache_map(&maps.k, p.k, p, p.k_head_stride, p.k_row_stride, p.k_block_stride) &&
-      encode_cache_map(&maps.v, p.v, p, p.v_head_stride, p.v_row_stride, p.v_block_stride))
-    tma = &maps;
-#endif
+  const DecodeTma* tma = plan.tma && encode_cache_maps(&maps, p, false) ? &maps : nullptr;
   cudaError_t err = bf16 ? run_split<Bf16Tag>(p, plan, tma, stream) : run_split<F16Tag>(p, plan, tma, stream);
   if (err != cudaSuccess) return err;
   if (plan.balanced_grid > 0)

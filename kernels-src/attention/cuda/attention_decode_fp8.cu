@@ -8,6 +8,7 @@
 
 #include "attention_decode.hpp"
 #include "attention_decode_fp8_launch.hpp"
+#include "attention_decode_tma.cuh"  // DecodeTma
 #include "attention_experiments.hpp"
 
 namespace kh_attention {
@@ -19,17 +20,33 @@ KH_DECODE_FP8_EXTERN(F16Tag, 128, kDecodeFp8Warps)
 KH_DECODE_FP8_EXTERN(F16Tag, 256, kDecodeFp8Warps)
 KH_DECODE_FP8_EXTERN(Bf16Tag, 128, kDecodeFp8WideWarps)
 KH_DECODE_FP8_EXTERN(F16Tag, 128, kDecodeFp8WideWarps)
+#if defined(KH_ATTENTION_SM90A)
+KH_DECODE_FP8_EXTERN_TMA(Bf16Tag, 128, kDecodeFp8Warps)
+KH_DECODE_FP8_EXTERN_TMA(F16Tag, 128, kDecodeFp8Warps)
+KH_DECODE_FP8_EXTERN_TMA(Bf16Tag, 128, kDecodeFp8WideWarps)
+KH_DECODE_FP8_EXTERN_TMA(F16Tag, 128, kDecodeFp8WideWarps)
+#endif
 
 namespace {
 
-// wide: the wide CTA (the 128 bucket only; the plan never asks for it at 256).
+// wide: the wide CTA (the 128 bucket only; the plan never asks for it at 256). tma: the caches'
+// maps for the TMA rings (the 128 bucket, sm90a), or null for cp.async.
 template <typename Tag>
 cudaError_t run_split(const DecodeParams& p, const Fp8VarlenArgs& va, int row_tiles, int splits, bool wide,
-                      cudaStream_t s) {
+                      const DecodeTma* tma, cudaStream_t s) {
   constexpr int kNarrow = kDecodeFp8Warps, kWide = kDecodeFp8WideWarps;
-  if (decode_fp8_bucket(p.head_dim) == 256) return run_decode_fp8_split<Tag, 256, kNarrow>(p, va, row_tiles, splits, s);
-  return wide ? run_decode_fp8_split<Tag, 128, kWide>(p, va, row_tiles, splits, s)
-              : run_decode_fp8_split<Tag, 128, kNarrow>(p, va, row_tiles, splits, s);
+  const DecodeTma none{};
+  if (decode_fp8_bucket(p.head_dim) == 256)
+    return run_decode_fp8_split<Tag, 256, kNarrow, false>(p, va, row_tiles, splits, none, s);
+#if defined(KH_ATTENTION_SM90A)
+  if (tma != nullptr)
+    return wide ? run_decode_fp8_split<Tag, 128, kWide, true>(p, va, row_tiles, splits, *tma, s)
+                : run_decode_fp8_split<Tag, 128, kNarrow, true>(p, va, row_tiles, splits, *tma, s);
+#else
+  (void)tma;
+#endif
+  return wide ? run_decode_fp8_split<Tag, 128, kWide, false>(p, va, row_tiles, splits, none, s)
+              : run_decode_fp8_split<Tag, 128, kNarrow, false>(p, va, row_tiles, splits, none, s);
 }
 
 template <typename Tag>
@@ -84,10 +101,17 @@ cudaError_t launch_decode_fp8(const DecodeParams& p, cudaStream_t stream) {
       splits = one_full_wave ? 1 : best_split(units, wide_slots, smax).splits;
     }
   }
+  // The rings filled by TMA (sm90a; encode_cache_maps is false elsewhere) at head dim 128 with
+  // cache blocks of >= 16 rows (a tile's 16 rows in one block), both CTA widths. A development
+  // build's KH_ATTENTION_DECODE_TMA=0 keeps cp.async (comparisons).
+  static const bool tma_on = experiments::flag("KH_ATTENTION_DECODE_TMA", true);
+  DecodeTma maps;
+  const DecodeTma* tma =
+      tma_on && p.head_dim == 128 && p.block_shift >= 4 && encode_cache_maps(&maps, p, true) ? &maps : nullptr;
   const Fp8VarlenArgs paged;
   const int n = static_cast<int>(splits);
-  cudaError_t err = bf16 ? run_split<Bf16Tag>(p, paged, row_tiles, n, wide, stream)
-                         : run_split<F16Tag>(p, paged, row_tiles, n, wide, stream);
+  cudaError_t err = bf16 ? run_split<Bf16Tag>(p, paged, row_tiles, n, wide, tma, stream)
+                         : run_split<F16Tag>(p, paged, row_tiles, n, wide, tma, stream);
   if (err != cudaSuccess || n == 1) return err;
 #if defined(KH_ATTENTION_SM90A)
   constexpr bool kDependent = true;  // the split kernel lets the combine grid start early (griddepcontrol)
@@ -100,8 +124,8 @@ cudaError_t launch_decode_fp8(const DecodeParams& p, cudaStream_t stream) {
 cudaError_t launch_varlen_fp8(const DecodeParams& p, const Fp8VarlenArgs& va, cudaStream_t stream) {
   const int rows = va.max_q * (p.heads_q / p.heads_kv);
   const int row_tiles = (rows + kDecodeFp8RowsPerCta - 1) / kDecodeFp8RowsPerCta;
-  return p.dtype == ElementType::kBF16 ? run_split<Bf16Tag>(p, va, row_tiles, 1, false, stream)
-                                       : run_split<F16Tag>(p, va, row_tiles, 1, false, stream);
+  return p.dtype == ElementType::kBF16 ? run_split<Bf16Tag>(p, va, row_tiles, 1, false, nullptr, stream)
+                                       : run_split<F16Tag>(p, va, row_tiles, 1, false, nullptr, stream);
 }
 
 }  // namespace decode

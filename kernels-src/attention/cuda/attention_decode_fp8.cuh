@@ -8,7 +8,9 @@
 //    kDecodeFp8WideWarps (16; the 128 bucket) where one unsplit wave of those fills the device;
 //    each warp walks its own 16-key tiles through a per-warp ring of kStages stages in shared
 //    memory, filled by cp.async with whole 16-byte chunks of e4m3 rows (a row of d bytes is d / 16
-//    chunks);
+//    chunks), or, in the sm90a build at head dim 128 with cache blocks of >= 16 rows (TMA), by two
+//    tensor copies a tile (K's and V's 16 rows, one 128-byte box each; attention_decode_tma.cuh)
+//    that one mbarrier a stage counts;
 //  - S^T = K Q^T and O^T += V^T P^T on the tensor cores (mma.sync m16n8k16 in q's dtype); the
 //    fragments come out of the ring by ldmatrix and are dequantized in registers: an e4m3 byte's
 //    bits shifted into a bf16 (fp16) word give its value times 2^-120 (2^-8), subnormals included,
@@ -60,11 +62,16 @@ constexpr int kFp8Rows = kDecodeFp8RowsPerCta;  // query rows a CTA (the mma's n
 template <int WARPS>
 using Fp8Merge = MergeSmem<32, kFp8Rows, WARPS * 32, 4>;
 
+// The rings (or the merge buffer that reuses them), then with TMA one mbarrier a warp and stage.
 template <int DP, int WARPS>
-__host__ __device__ constexpr size_t decode_fp8_smem_bytes() {
+__host__ __device__ constexpr size_t decode_fp8_bars_offset() {
   using Merge = Fp8Merge<WARPS>;
   constexpr size_t ring = WARPS * Fp8Ring<DP, WARPS>::kWarpBytes;
-  return ring > sizeof(Merge) ? ring : sizeof(Merge);
+  return ((ring > sizeof(Merge) ? ring : sizeof(Merge)) + 7) / 8 * 8;
+}
+template <int DP, int WARPS, bool TMA>
+__host__ __device__ constexpr size_t decode_fp8_smem_bytes() {
+  return decode_fp8_bars_offset<DP, WARPS>() + (TMA ? WARPS * Fp8Ring<DP, WARPS>::kStages * 8 : 0);
 }
 
 // Four e4m3 bytes (b0..b3, low first) as two pairs of q's dtype: {b0, b2} and {b1, b3}, exact.
@@ -130,16 +137,22 @@ __device__ __forceinline__ Tile fp8_varlen_tile(const DecodeParams& p, const Fp8
 }
 
 // WARPS: kDecodeFp8Warps (4, several CTAs an SM) or kDecodeFp8WideWarps (the wide CTA, one an SM).
-template <typename Tag, int DP, int WARPS>
+// TMA: the rings are filled through tma's maps (the paged mode only, the 128 bucket, cache blocks
+// of >= 16 rows: the host's plan, launch_decode_fp8), else by cp.async.
+template <typename Tag, int DP, int WARPS, bool TMA>
 __global__ void __launch_bounds__(WARPS * 32, WARPS > kDecodeFp8Warps ? 1 : DP <= 128 ? 4 : 2)
-    decode_fp8_kernel(const DecodeParams p, const Fp8VarlenArgs va, const int row_tiles, const int num_splits) {
+    decode_fp8_kernel(const DecodeParams p, const Fp8VarlenArgs va, const int row_tiles, const int num_splits,
+                      const __grid_constant__ DecodeTma tma) {
   using Ring = Fp8Ring<DP, WARPS>;
+  static_assert(!TMA || DP == kTmaFp8BoxCols, "a TMA tile's rows are one 128-byte box");
   constexpr int kThreadsCta = WARPS * 32;
   constexpr int kStages = Ring::kStages;
   constexpr int kChunks = Ring::kChunks;
   constexpr int kTileStride = WARPS * 16;
-  extern __shared__ __align__(128) unsigned char fp8_smem[];
-  const bool packed = va.cu_q != nullptr;
+  // 1024-byte aligned for TMA: each stage's K and V tiles then start where the 128-byte swizzle's
+  // pattern does (its rows' chunk order is Ring::slot's).
+  extern __shared__ __align__(1024) unsigned char fp8_smem[];
+  const bool packed = !TMA && va.cu_q != nullptr;
   // Probe builds only: the staged kernel's timer marks (KH_DECODE_PROBE_TIMES), in the workspace
   // of an unsplit paged call (the packed mode has none).
   if (!packed) KH_DEC_PROBE_MARK(p, 0);
@@ -163,11 +176,19 @@ __global__ void __launch_bounds__(WARPS * 32, WARPS > kDecodeFp8Warps ? 1 : DP <
   const uint8_t* kbase = static_cast<const uint8_t*>(p.k) + static_cast<int64_t>(t.kv_head) * p.k_head_stride;
   const uint8_t* vbase = static_cast<const uint8_t*>(p.v) + static_cast<int64_t>(t.kv_head) * p.v_head_stride;
   const int shift = p.block_shift, bmask = p.block_size - 1;
-  const bool whole_tiles = packed || shift >= 4;  // a tile's keys lie in one block (or are contiguous)
+  const bool whole_tiles = TMA || packed || shift >= 4;  // a tile's keys lie in one block (or are contiguous)
   const uint64_t policy = kv_stream_policy(row_tiles == 1);
 
   unsigned char* ring = fp8_smem + static_cast<size_t>(warp) * Ring::kWarpBytes;
   const uint32_t ring_addr = static_cast<uint32_t>(__cvta_generic_to_shared(ring));
+  // With TMA: this warp's mbarriers, one a stage (after the rings), set up by its lane 0.
+  const uint32_t bars = static_cast<uint32_t>(__cvta_generic_to_shared(fp8_smem)) +
+                        static_cast<uint32_t>(decode_fp8_bars_offset<DP, WARPS>() + 8 * warp * kStages);
+  if constexpr (TMA) {
+    if (lane == 0)
+      for (int st = 0; st < kStages; ++st) tma_bar_init(bars + 8 * st);
+    __syncwarp();
+  }
   // A whole tile's block id, read one step before its copies are issued (the table's latency off
   // each step's path); 0 in the packed mode and for tiles of several blocks.
   auto block_of = [&](int tl) -> int32_t { return !packed && whole_tiles && tl < key_end ? table[tl >> shift] : 0; };
@@ -183,12 +204,22 @@ __global__ void __launch_bounds__(WARPS * 32, WARPS > kDecodeFp8Warps ? 1 : DP <
   unsigned bad_stages = 0;  // bit st: stage st holds a whole tile of a bad block id (zeros; keys left out)
   // Tile tl's K and V chunks into stage st: consecutive lanes copy consecutive chunks of a row;
   // zeros past the head dim, outside the split's keys, or for a bad block id (decode_block_ok).
+  // With TMA, lane 0 copies the tile's whole 16 cache rows: rows outside the keys' range hold other
+  // keys or stale bytes, all finite as this kernel reads e4m3 (a NaN byte reads as +-480), and
+  // their probabilities are 0 (tile_probabilities masks by key), so nothing needs zeroing; a bad
+  // block id is copied as block num_blocks, a box wholly outside the map that TMA fills with zeros.
   auto issue = [&](int tl, int st, int32_t blk) {
     int copy_end = key_end;
     if (whole_tiles && !packed) {
       const bool bad = !decode_block_ok(blk, p.num_blocks);
       bad_stages = bad ? bad_stages | (1u << st) : bad_stages & ~(1u << st);
-      if (bad) copy_end = tl, blk = 0;
+      if (bad) copy_end = tl, blk = TMA ? p.num_blocks : 0;
+    }
+    if constexpr (TMA) {
+      const uint32_t kdst = ring_addr + static_cast<uint32_t>(st * 2 * Ring::kTileChunks * 16);
+      if (lane == 0)
+        tma_load_kv_tile<1>(kdst, kdst + Ring::kTileChunks * 16, tma, bars + 8 * st, t.kv_head, tl & bmask, blk, policy);
+      return;
     }
     unsigned char* kdst = ring + static_cast<size_t>(st) * 2 * Ring::kTileChunks * 16;
     unsigned char* vdst = kdst + Ring::kTileChunks * 16;
@@ -224,7 +255,7 @@ __global__ void __launch_bounds__(WARPS * 32, WARPS > kDecodeFp8Warps ? 1 : DP <
   for (int st = 0; st + 1 < kStages; ++st) {
     const int tl = first + st * kTileStride;
     if (tl < key_end) issue(tl, st, block_of(tl));
-    cp_async_commit();
+    if constexpr (!TMA) cp_async_commit();
   }
   int32_t next_blk = block_of(first + (kStages - 1) * kTileStride);
 
@@ -284,9 +315,13 @@ __global__ void __launch_bounds__(WARPS * 32, WARPS > kDecodeFp8Warps ? 1 : DP <
     const int ahead = tile + (kStages - 1) * kTileStride;
     if (ahead < key_end) issue(ahead, (it + kStages - 1) % kStages, next_blk);
     next_blk = block_of(ahead + kTileStride);
-    cp_async_commit();
-    cp_async_wait<kStages - 1>();  // this lane's copies of tile `it` have landed ...
-    __syncwarp();                  // ... and every lane's
+    if constexpr (TMA) {
+      cuda_common::mbar_wait(bars + 8 * (it % kStages), (it / kStages) & 1);  // tile `it`'s boxes have landed
+    } else {
+      cp_async_commit();
+      cp_async_wait<kStages - 1>();  // this lane's copies of tile `it` have landed ...
+      __syncwarp();                  // ... and every lane's
+    }
     const int st = it % kStages;
     const uint32_t kst = ring_addr + static_cast<uint32_t>(st * 2 * Ring::kTileChunks * 16);
     const uint32_t vst = kst + static_cast<uint32_t>(Ring::kTileChunks * 16);
@@ -335,7 +370,7 @@ __global__ void __launch_bounds__(WARPS * 32, WARPS > kDecodeFp8Warps ? 1 : DP <
       }
     }
   }
-  cp_async_wait<0>();
+  if constexpr (!TMA) cp_async_wait<0>();  // (every box issued was waited for in the loop)
   if (!packed && warp < 15) KH_DEC_PROBE_WARP_MARK(p, warp);  // slot 15: the barrier's
   __syncthreads();  // the merge buffer below reuses the rings
   if (!packed && warp == 0) KH_DEC_PROBE_WARP_MARK(p, 15);
@@ -378,27 +413,33 @@ __global__ void __launch_bounds__(WARPS * 32, WARPS > kDecodeFp8Warps ? 1 : DP <
   }
 }
 
-template <typename Tag, int DP, int WARPS>
+template <typename Tag, int DP, int WARPS, bool TMA>
 cudaError_t run_decode_fp8_split(const DecodeParams& p, const Fp8VarlenArgs& va, int row_tiles, int num_splits,
-                                 cudaStream_t stream) {
-  constexpr size_t bytes = decode_fp8_smem_bytes<DP, WARPS>();
-  static const cudaError_t ready = allow_smem(decode_fp8_kernel<Tag, DP, WARPS>, bytes);
+                                 const DecodeTma& tma, cudaStream_t stream) {
+  constexpr size_t bytes = decode_fp8_smem_bytes<DP, WARPS, TMA>();
+  static const cudaError_t ready = allow_smem(decode_fp8_kernel<Tag, DP, WARPS, TMA>, bytes);
   if (ready != cudaSuccess) return ready;
   const dim3 grid(static_cast<unsigned>(num_splits), static_cast<unsigned>(p.heads_kv * row_tiles),
                   static_cast<unsigned>(p.batch));
-  decode_fp8_kernel<Tag, DP, WARPS><<<grid, WARPS * 32, bytes, stream>>>(p, va, row_tiles, num_splits);
+  decode_fp8_kernel<Tag, DP, WARPS, TMA><<<grid, WARPS * 32, bytes, stream>>>(p, va, row_tiles, num_splits, tma);
   return cudaGetLastError();
 }
 
+// The cp.async kernel's: the plan sizes both rings' grids with it (the TMA kernel's mbarriers add
+// 8 bytes a warp and stage, which keep the same CTAs an SM).
 template <typename Tag, int DP, int WARPS>
 int decode_fp8_occupancy() {
-  return occupancy_of(decode_fp8_kernel<Tag, DP, WARPS>, decode_fp8_smem_bytes<DP, WARPS>(), WARPS * 32);
+  return occupancy_of(decode_fp8_kernel<Tag, DP, WARPS, false>, decode_fp8_smem_bytes<DP, WARPS, false>(), WARPS * 32);
 }
 
-#define KH_DECODE_FP8_INSTANTIATE(Tag, DP, WARPS)                                                               \
-  template cudaError_t run_decode_fp8_split<Tag, DP, WARPS>(const DecodeParams&, const Fp8VarlenArgs&, int, int, \
-                                                            cudaStream_t);                                      \
+#define KH_DECODE_FP8_INSTANTIATE(Tag, DP, WARPS)                                                                    \
+  template cudaError_t run_decode_fp8_split<Tag, DP, WARPS, false>(const DecodeParams&, const Fp8VarlenArgs&, int, \
+                                                                   int, const DecodeTma&, cudaStream_t);           \
   template int decode_fp8_occupancy<Tag, DP, WARPS>();
+// The TMA kernel of the same shape (sm90a builds, the 128 bucket).
+#define KH_DECODE_FP8_INSTANTIATE_TMA(Tag, DP, WARPS)                                                               \
+  template cudaError_t run_decode_fp8_split<Tag, DP, WARPS, true>(const DecodeParams&, const Fp8VarlenArgs&, int, \
+                                                                  int, const DecodeTma&, cudaStream_t);
 
 }  // namespace decode
 }  // namespace kh_attention

@@ -50,17 +50,23 @@ constexpr int kDecodeFp8Warps = 4;
 constexpr int kDecodeFp8WideWarps = KH_DECODE_FP8_WIDE_WARPS;
 constexpr int kDecodeFp8WideStages = KH_DECODE_FP8_WIDE_STAGES;
 
-// WARPS: kDecodeFp8Warps, or kDecodeFp8WideWarps at the 128 bucket.
-template <typename Tag, int DP, int WARPS>
+struct DecodeTma;
+
+// WARPS: kDecodeFp8Warps, or kDecodeFp8WideWarps at the 128 bucket. TMA (sm90a, the 128 bucket):
+// the rings filled through tma's maps (encode_cache_maps), else by cp.async (tma unread).
+template <typename Tag, int DP, int WARPS, bool TMA>
 cudaError_t run_decode_fp8_split(const DecodeParams& p, const Fp8VarlenArgs& va, int row_tiles, int num_splits,
-                                 cudaStream_t stream);
+                                 const DecodeTma& tma, cudaStream_t stream);
 template <typename Tag, int DP, int WARPS>
 int decode_fp8_occupancy();
 
-#define KH_DECODE_FP8_EXTERN(Tag, DP, WARPS)                                                                    \
-  extern template cudaError_t run_decode_fp8_split<Tag, DP, WARPS>(const DecodeParams&, const Fp8VarlenArgs&, \
-                                                                   int, int, cudaStream_t);                   \
+#define KH_DECODE_FP8_EXTERN(Tag, DP, WARPS)                                                                         \
+  extern template cudaError_t run_decode_fp8_split<Tag, DP, WARPS, false>(const DecodeParams&, const Fp8VarlenArgs&, \
+                                                                          int, int, const DecodeTma&, cudaStream_t); \
   extern template int decode_fp8_occupancy<Tag, DP, WARPS>();
+#define KH_DECODE_FP8_EXTERN_TMA(Tag, DP, WARPS)                                                                    \
+  extern template cudaError_t run_decode_fp8_split<Tag, DP, WARPS, true>(const DecodeParams&, const Fp8VarlenArgs&, \
+                                                                         int, int, const DecodeTma&, cudaStream_t);
 
 // attention_decode_paged_fp8: split count from the shapes and the device (the bf16 kernels' rule:
 // best fill of the resident CTAs within max_splits), the split kernel, the combine when split.

@@ -1,8 +1,9 @@
-// attention_decode_tma.cuh: the staged decode kernel's TMA tile loads (sm90a): each warp's ring
-// stage is filled by four tensor copies (K and V, two 64-dim boxes of 16 cache rows each) whose
-// completion one mbarrier of the stage counts, instead of 16 cp.async a lane. Included by
-// attention_decode_staged.cuh; the maps are built on the host per call (attention_decode_cuda.cu)
-// and reach the kernel as a __grid_constant__ parameter.
+// attention_decode_tma.cuh: the decode kernels' TMA tile loads (sm90a): each warp's ring stage is
+// filled by tensor copies of K and V (16 cache rows each: two 64-dim boxes of a bf16/fp16 cache,
+// one 128-dim box of an e4m3 one) whose completion one mbarrier of the stage counts, instead of
+// 16 (8) cp.async a lane. Included by attention_decode_staged.cuh and attention_decode_fp8.cuh; the
+// maps are built on the host per call (encode_cache_map, attention_decode_cuda.cu) and reach the
+// kernel as a __grid_constant__ parameter.
 #pragma once
 
 #include <cuda.h>  // CUtensorMap (a plain struct; no driver library is linked)
@@ -15,13 +16,14 @@ namespace kh_attention {
 namespace decode {
 
 // 4-D maps of the K and V caches: (head_dim, heads_kv, block_size, num_blocks), boxes of
-// kTmaBoxCols dims x 1 head x kTmaBoxRows rows x 1 block, 128-byte swizzle (a box row is one
-// 128-byte line). Dims past the head dim come in as zeros.
+// kTmaBoxCols dims (kTmaFp8BoxCols for e4m3) x 1 head x kTmaBoxRows rows x 1 block, 128-byte
+// swizzle (a box row is one 128-byte line). Dims past the head dim come in as zeros.
 struct DecodeTma {
   CUtensorMap k, v;
 };
-constexpr int kTmaBoxCols = 64, kTmaBoxRows = 16;
+constexpr int kTmaBoxCols = 64, kTmaFp8BoxCols = 128, kTmaBoxRows = 16;
 constexpr uint32_t kTmaBoxBytes = kTmaBoxCols * 2 * kTmaBoxRows;
+static_assert(kTmaFp8BoxCols * kTmaBoxRows == kTmaBoxBytes, "an e4m3 box is a 16-bit box's 128-byte lines");
 
 // Where chunk `chunk` (16 bytes) of key row `key` of a tile lands, in 16-byte units: the box of
 // its 64 dims, then the row, then the chunk XORed with the row (TMA's 128-byte swizzle), so the
@@ -42,19 +44,21 @@ __device__ __forceinline__ void tma_bar_init(uint32_t bar) {
 #endif
 }
 
-// Lane 0 of the warp: expect `bytes` on bar, then the four boxes of a tile (K, V: dims 0-63,
-// 64-127 of kTmaBoxRows rows from `row` of cache block `block`).
+// Lane 0 of the warp: expect the tile's bytes on bar, then its boxes: BOXES of K and as many of V,
+// each kTmaBoxRows rows from `row` of cache block `block` (bf16/fp16: 2, dims 0-63 and 64-127;
+// e4m3: 1, dims 0-127).
+template <int BOXES>
 __device__ __forceinline__ void tma_load_kv_tile(uint32_t kdst, uint32_t vdst, const DecodeTma& tma, uint32_t bar,
                                                  int head, int row, int block, uint64_t policy) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(4 * kTmaBoxBytes)
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(2 * BOXES * kTmaBoxBytes)
                : "memory");
   const CUtensorMap* maps[2] = {&tma.k, &tma.v};
   const uint32_t dst[2] = {kdst, vdst};
 #pragma unroll
   for (int m = 0; m < 2; ++m)
 #pragma unroll
-    for (int b = 0; b < 2; ++b)
+    for (int b = 0; b < BOXES; ++b)
       asm volatile(
           "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint "
           "[%0], [%1, {%2, %3, %4, %5}], [%6], %7;\n" ::"r"(dst[m] + b * kTmaBoxBytes),

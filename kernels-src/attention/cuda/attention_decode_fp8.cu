@@ -101,13 +101,17 @@ cudaError_t launch_decode_fp8(const DecodeParams& p, cudaStream_t stream) {
       splits = one_full_wave ? 1 : best_split(units, wide_slots, smax).splits;
     }
   }
-  // The rings filled by TMA (sm90a; encode_cache_maps is false elsewhere) at head dim 128 with
-  // cache blocks of >= 16 rows (a tile's 16 rows in one block), both CTA widths. A development
-  // build's KH_ATTENTION_DECODE_TMA=0 keeps cp.async (comparisons).
-  static const bool tma_on = experiments::flag("KH_ATTENTION_DECODE_TMA", true);
+  // The 4-warp CTAs' rings filled by TMA (sm90a; encode_cache_maps is false elsewhere) at head
+  // dim 128 with cache blocks of >= 16 rows (a tile's 16 rows in one block). H100, A/B in one run
+  // (cuda/NOTES.md "FP8 decode rings filled by TMA"): b64 x 8k 382.3 -> 370.1 us, b128 x 4k 378.0
+  // -> 371.5; the wide CTA's one wave gained 1 us at b16 x 4k but lost 8% at b16 x 32k (356.6 ->
+  // 384.2), so it keeps cp.async. A development build's KH_ATTENTION_DECODE_TMA=0|1: never / both
+  // widths (comparisons).
+  static const int tma_mode = experiments::mode("KH_ATTENTION_DECODE_TMA");
   DecodeTma maps;
+  const bool tma_width = tma_mode == 1 || (tma_mode != 0 && !wide);
   const DecodeTma* tma =
-      tma_on && p.head_dim == 128 && p.block_shift >= 4 && encode_cache_maps(&maps, p, true) ? &maps : nullptr;
+      tma_width && p.head_dim == 128 && p.block_shift >= 4 && encode_cache_maps(&maps, p, true) ? &maps : nullptr;
   const Fp8VarlenArgs paged;
   const int n = static_cast<int>(splits);
   cudaError_t err = bf16 ? run_split<Bf16Tag>(p, paged, row_tiles, n, wide, tma, stream)

@@ -151,8 +151,8 @@ __device__ __forceinline__ void staged_tma_issue(unsigned char* smem, int warp, 
   using Ring = StagedRing<DP, WARPS>;
   const uint32_t kdst = static_cast<uint32_t>(__cvta_generic_to_shared(smem)) +
                         static_cast<uint32_t>((warp * Ring::kStages + st) * 2 * Ring::kTileChunks * 16);
-  tma_load_kv_tile<2>(kdst, kdst + Ring::kTileChunks * 16, tma, staged_stage_bar<DP, ROWS, WARPS>(smem, warp, st), head,
-                   row, decode_block_ok(blk, num_blocks) ? blk : num_blocks, policy);
+  tma_load_kv_tile<2>(kdst, kdst + Ring::kTileChunks * 16, tma, staged_stage_bar<DP, ROWS, WARPS>(smem, warp, st),
+                      head, row, decode_block_ok(blk, num_blocks) ? blk : num_blocks, policy);
 }
 
 // The keys [t.key_beg, t.key_end) of tile t's rows through this warp's ring, then the CTA's merge

@@ -2,7 +2,7 @@
 // filled by tensor copies of K and V (16 cache rows each: two 64-dim boxes of a bf16/fp16 cache,
 // one 128-dim box of an e4m3 one) whose completion one mbarrier of the stage counts, instead of
 // 16 (8) cp.async a lane. Included by attention_decode_staged.cuh and attention_decode_fp8.cuh; the
-// maps are built on the host per call (encode_cache_map, attention_decode_cuda.cu) and reach the
+// maps are built on the host per call (encode_cache_maps, attention_decode_cuda.cu) and reach the
 // kernel as a __grid_constant__ parameter.
 #pragma once
 

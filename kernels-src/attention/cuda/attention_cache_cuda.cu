@@ -85,65 +85,110 @@ __device__ __forceinline__ uint4 load_streamed(const void* ptr) {
 constexpr int kTokensPerCta = 8;
 constexpr int64_t kFewTokens = 4096;
 
+// Where one chunk comes from and goes to.
+struct Chunk {
+  const uint16_t* src;  // token t0's 8 elements
+  int64_t src_step;     // elements from one token to the next
+  int64_t dst_col;      // elements (bytes for e4m3) from a cache row's start
+  int head;
+  bool is_v;
+};
+__device__ __forceinline__ Chunk chunk_at(const CacheWriteParams& p, int i, int chunks, int per_head, int64_t t0) {
+  const bool is_v = i >= chunks;
+  const int ci = is_v ? i - chunks : i;
+  const int h = ci / per_head, e0 = (ci - h * per_head) * 8;
+  const int64_t src_step = is_v ? p.value_token_stride : p.key_token_stride;
+  const uint16_t* src = static_cast<const uint16_t*>(is_v ? p.value : p.key) +
+                        h * (is_v ? p.value_head_stride : p.key_head_stride) + e0 + t0 * src_step;
+  return {src, src_step, h * (is_v ? p.vc_head_stride : p.kc_head_stride) + e0, h, is_v};
+}
+
+// The chunk of every token of the CTA, skipped ones included (their source rows exist; only their
+// stores depend on the slot), so that the loads need not wait for the slots.
+template <int TOKENS>
+__device__ __forceinline__ void load_chunk(const Chunk& c, int nt, uint4 (&raw)[TOKENS]) {
+#pragma unroll
+  for (int k = 0; k < TOKENS; ++k)
+    if (k < nt) raw[k] = load_streamed(c.src + k * c.src_step);
+}
+
+template <typename In, bool FP8, int TOKENS>
+__device__ __forceinline__ void store_chunk(const CacheWriteParams& p, const Chunk& c, int nt, const int64_t* k_dst,
+                                            const int64_t* v_dst, const uint4 (&raw)[TOKENS]) {
+  const int64_t* dst_row = c.is_v ? v_dst : k_dst;
+  if constexpr (FP8) {
+    const float scale = c.is_v ? p.v_scale[c.head * p.v_scale_stride] : p.k_scale[c.head * p.k_scale_stride];
+    const ScaleDivisor s = scale_divisor(scale);
+    // One token a CTA (calls of a decode step's size) keeps the IEEE division: there the
+    // reciprocal serves one chunk and cost 0.2 us a call (H100, 256 tokens 6.1 -> 6.3 us in two
+    // runs); with 8 tokens a CTA it pays (16384 tokens 42.9 -> 42.1).
+    auto divide = [&](float x) { return TOKENS > 1 ? divide_rn(x, s) : __fdiv_rn(x, scale); };
+    uint8_t* cache = static_cast<uint8_t*>(c.is_v ? p.v_cache : p.k_cache) + c.dst_col;
+#pragma unroll
+    for (int k = 0; k < TOKENS; ++k) {
+      if (k < nt && dst_row[k] >= 0) {
+        const uint32_t w[4] = {raw[k].x, raw[k].y, raw[k].z, raw[k].w};
+        float f[8];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          f[2 * j] = divide(to_float(static_cast<uint16_t>(w[j] & 0xffffu), In{}));
+          f[2 * j + 1] = divide(to_float(static_cast<uint16_t>(w[j] >> 16), In{}));
+        }
+        *reinterpret_cast<uint2*>(cache + dst_row[k]) =
+            make_uint2(to_e4m3x4(f[0], f[1], f[2], f[3]), to_e4m3x4(f[4], f[5], f[6], f[7]));
+      }
+    }
+  } else {
+    uint16_t* cache = static_cast<uint16_t*>(c.is_v ? p.v_cache : p.k_cache) + c.dst_col;
+#pragma unroll
+    for (int k = 0; k < TOKENS; ++k)
+      if (k < nt && dst_row[k] >= 0) *reinterpret_cast<uint4*>(cache + dst_row[k]) = raw[k];
+  }
+}
+
+// A thread's first kLeadChunks chunks are loaded before the slots are read: a decode step's call
+// (256 tokens, one a CTA) otherwise waits on two global round trips in turn, the slot and then the
+// source rows. One token a CTA leads with up to 4 chunks (heads x head dim <= 2048 in one go: 8
+// KV heads of d128 are 2 a thread). 8 tokens a CTA lead with none: those calls are long enough for
+// other CTAs to hide the round trip, and 8 chunks' registers held across the slot's 64-bit division
+// (a call) made sm80's e4m3 instance spill.
+template <int TOKENS>
+constexpr int kLeadChunks = TOKENS == 1 ? 4 : 0;
+
 template <typename In, bool FP8, int TOKENS>
 __global__ void __launch_bounds__(kCacheWriteThreads) cache_write_kernel(const CacheWriteParams p) {
-  constexpr int kTokensPerCta = TOKENS;
-  __shared__ int64_t k_dst[kTokensPerCta], v_dst[kTokensPerCta];  // row offsets; -1: skip the token
-  const int64_t t0 = static_cast<int64_t>(blockIdx.x) * kTokensPerCta;
-  const int nt = static_cast<int>(p.tokens - t0 < kTokensPerCta ? p.tokens - t0 : kTokensPerCta);
-  if (static_cast<int>(threadIdx.x) < nt) {
-    const int64_t t = t0 + threadIdx.x;
+  constexpr int kLead = kLeadChunks<TOKENS>;
+  __shared__ int64_t k_dst[TOKENS], v_dst[TOKENS];  // row offsets; -1: skip the token
+  const int64_t t0 = static_cast<int64_t>(blockIdx.x) * TOKENS;
+  const int nt = static_cast<int>(p.tokens - t0 < TOKENS ? p.tokens - t0 : TOKENS);
+  const int per_head = static_cast<int>(p.head_dim / 8);
+  const int chunks = static_cast<int>(p.heads) * per_head;
+  const int tid = static_cast<int>(threadIdx.x);
+  uint4 lead[kLead > 0 ? kLead : 1][TOKENS];
+#pragma unroll
+  for (int j = 0; j < kLead; ++j)
+    if (tid + j * kCacheWriteThreads < 2 * chunks)
+      load_chunk(chunk_at(p, tid + j * kCacheWriteThreads, chunks, per_head, t0), nt, lead[j]);
+  if (tid < nt) {
+    const int64_t t = t0 + tid;
     const int64_t slot = p.slots_i64 ? static_cast<const int64_t*>(p.slots)[t * p.slot_stride]
                                      : static_cast<const int32_t*>(p.slots)[t * p.slot_stride];
     const bool on = slot >= 0 && slot < p.num_blocks * p.block_size;
     const int64_t block = on ? slot / p.block_size : 0, row = on ? slot - block * p.block_size : 0;
-    k_dst[threadIdx.x] = on ? block * p.kc_block_stride + row * p.kc_row_stride : -1;
-    v_dst[threadIdx.x] = on ? block * p.vc_block_stride + row * p.vc_row_stride : -1;
+    k_dst[tid] = on ? block * p.kc_block_stride + row * p.kc_row_stride : -1;
+    v_dst[tid] = on ? block * p.vc_block_stride + row * p.vc_row_stride : -1;
   }
   __syncthreads();
-  const int per_head = static_cast<int>(p.head_dim / 8);
-  const int chunks = static_cast<int>(p.heads) * per_head;
-  for (int i = threadIdx.x; i < 2 * chunks; i += kCacheWriteThreads) {
-    const bool is_v = i >= chunks;
-    const int ci = is_v ? i - chunks : i;
-    const int h = ci / per_head, e0 = (ci - h * per_head) * 8;
-    const uint16_t* src = static_cast<const uint16_t*>(is_v ? p.value : p.key) +
-                          h * (is_v ? p.value_head_stride : p.key_head_stride) + e0;
-    const int64_t src_step = is_v ? p.value_token_stride : p.key_token_stride;
-    const int64_t dst_col = h * (is_v ? p.vc_head_stride : p.kc_head_stride) + e0;
-    const int64_t* dst_row = is_v ? v_dst : k_dst;
-    uint4 raw[kTokensPerCta];
 #pragma unroll
-    for (int k = 0; k < kTokensPerCta; ++k)
-      if (k < nt && dst_row[k] >= 0) raw[k] = load_streamed(src + (t0 + k) * src_step);
-    if constexpr (FP8) {
-      const float scale = is_v ? p.v_scale[h * p.v_scale_stride] : p.k_scale[h * p.k_scale_stride];
-      const ScaleDivisor s = scale_divisor(scale);
-      // One token a CTA (calls of a decode step's size) keeps the IEEE division: there the
-      // reciprocal serves one chunk and cost 0.2 us a call (H100, 256 tokens 6.1 -> 6.3 us in two
-      // runs); with 8 tokens a CTA it pays (16384 tokens 42.9 -> 42.1).
-      auto divide = [&](float x) { return TOKENS > 1 ? divide_rn(x, s) : __fdiv_rn(x, scale); };
-      uint8_t* cache = static_cast<uint8_t*>(is_v ? p.v_cache : p.k_cache) + dst_col;
-#pragma unroll
-      for (int k = 0; k < kTokensPerCta; ++k) {
-        if (k < nt && dst_row[k] >= 0) {
-          const uint32_t w[4] = {raw[k].x, raw[k].y, raw[k].z, raw[k].w};
-          float f[8];
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            f[2 * j] = divide(to_float(static_cast<uint16_t>(w[j] & 0xffffu), In{}));
-            f[2 * j + 1] = divide(to_float(static_cast<uint16_t>(w[j] >> 16), In{}));
-          }
-          *reinterpret_cast<uint2*>(cache + dst_row[k]) =
-              make_uint2(to_e4m3x4(f[0], f[1], f[2], f[3]), to_e4m3x4(f[4], f[5], f[6], f[7]));
-        }
-      }
-    } else {
-      uint16_t* cache = static_cast<uint16_t*>(is_v ? p.v_cache : p.k_cache) + dst_col;
-#pragma unroll
-      for (int k = 0; k < kTokensPerCta; ++k)
-        if (k < nt && dst_row[k] >= 0) *reinterpret_cast<uint4*>(cache + dst_row[k]) = raw[k];
-    }
+  for (int j = 0; j < kLead; ++j)
+    if (tid + j * kCacheWriteThreads < 2 * chunks)
+      store_chunk<In, FP8, TOKENS>(p, chunk_at(p, tid + j * kCacheWriteThreads, chunks, per_head, t0), nt, k_dst,
+                                   v_dst, lead[j]);
+  for (int i = tid + kLead * kCacheWriteThreads; i < 2 * chunks; i += kCacheWriteThreads) {
+    const Chunk c = chunk_at(p, i, chunks, per_head, t0);
+    uint4 raw[TOKENS];
+    load_chunk(c, nt, raw);
+    store_chunk<In, FP8, TOKENS>(p, c, nt, k_dst, v_dst, raw);
   }
 }
 

@@ -85,20 +85,27 @@ cudaError_t launch_decode_fp8(const DecodeParams& p, cudaStream_t stream) {
   const int64_t units = static_cast<int64_t>(p.batch) * p.heads_kv * row_tiles;
   const int64_t smax = p.max_splits();
   int64_t splits = best_split(units, resident_ctas(p.device_id, bf16, p.head_dim, false), smax).splits;
-  // The wide CTA where one wave of it, unsplit, fills the device and 4-warp CTAs would split: no
-  // partials, no combine kernel (H100, GQA 32/8 d128: b16 x 4k 63.9 -> 59.7 us, b16 x 32k 411.9 ->
-  // 381.4). With more waves it lost (b32 x 2k 63.6 -> 66.6, b64 x 8k 402 -> 408, b128 x 4k 411 ->
-  // 425: cuda/NOTES.md "FP8"), unlike the bf16 kernels' wide CTA, hence one wave only. A
+  // The wide CTA, unsplit, where 4-warp CTAs would split and whole waves of it fill the device: no
+  // partials, no combine kernel. One full wave always (H100, GQA 32/8 d128: b16 x 4k 63.9 -> 59.7
+  // us, b16 x 32k 411.9 -> 381.4); two full waves (b32 x 8 kv heads) where the table holds >= 8192
+  // keys, as shorter sequences lost (H100, 2026-12-07, two rounds in one run: b32 x 32k 775.5 ->
+  // 735.4, b32 x 16k 402.9 -> 377.4, b32 x 8k 206.9 -> 198.8, b32 x 4k even, b32 x 2k 60.4 ->
+  // 62.9). Where 4-warp CTAs need no split, or its waves are partly empty, it lost (b128 x 4k 390
+  // -> 411, b40 x 8k 252 -> 265, b20 x 16k 252 -> 265; b64 x 8k even: cuda/NOTES.md "FP8"). A
   // development build's KH_ATTENTION_DECODE_WIDE=0|1: never / wherever it exists (comparisons).
   static const int wide_mode = experiments::mode("KH_ATTENTION_DECODE_WIDE");
+  constexpr int64_t kWideWavesMinKeys = 8192;
   bool wide = false;
   if (wide_mode != 0) {
     const int64_t wide_slots = resident_ctas(p.device_id, bf16, p.head_dim, true);
-    const bool one_full_wave =
-        units <= wide_slots && static_cast<double>(units) >= 0.95 * static_cast<double>(wide_slots);
-    if (wide_slots > 0 && (wide_mode == 1 || (one_full_wave && splits > 1))) {
+    const int64_t waves = wide_slots > 0 ? (units + wide_slots - 1) / wide_slots : 0;
+    const bool full_waves =
+        waves > 0 && static_cast<double>(units) >= 0.95 * static_cast<double>(waves * wide_slots);
+    const bool unsplit =
+        splits > 1 && full_waves && (waves == 1 || (waves == 2 && p.max_kv() >= kWideWavesMinKeys));
+    if (wide_slots > 0 && (wide_mode == 1 || unsplit)) {
       wide = true;
-      splits = one_full_wave ? 1 : best_split(units, wide_slots, smax).splits;
+      splits = unsplit || (full_waves && waves == 1) ? 1 : best_split(units, wide_slots, smax).splits;
     }
   }
   // The 4-warp CTAs' rings filled by TMA (sm90a; encode_cache_maps is false elsewhere) at head

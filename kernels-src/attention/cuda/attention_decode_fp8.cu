@@ -76,6 +76,31 @@ int resident_ctas(int device, bool bf16, int head_dim, bool wide) {
   return v;
 }
 
+// Whether the wide CTA, whose ring is filled by cp.async, keeps pace with the device's DRAM: its
+// peak bytes a second an SM (memory clock x 2 x bus width / SMs) at most kWideMaxBytesPerSm. The
+// wide CTA's one and two full waves won on an H100 SXM (3.35 TB/s peak, 25 GB/s an SM) and lost
+// everywhere on an H200 (4.9 TB/s, 37 GB/s an SM; GQA 32/8 d128, one process, 2026-12-07: b16 x 4k
+// 44.5 -> 54.1 us, b16 x 32k 283.7 -> 359.6, b32 x 16k 283.2 -> 364.9), where the wide grid read
+// at ~3 TB/s whatever the device could. Unknown attributes: no. Cached per device as above.
+bool wide_keeps_pace(int device) {
+  constexpr int kDevices = 64;
+  constexpr double kWideMaxBytesPerSm = 28e9;
+  static std::atomic<int> cache[kDevices];  // 0 unknown, 1 yes, -1 no
+  std::atomic<int>* slot = device >= 0 && device < kDevices ? &cache[device] : nullptr;
+  if (slot != nullptr) {
+    const int v = slot->load(std::memory_order_relaxed);
+    if (v != 0) return v > 0;
+  }
+  int khz = 0, bits = 0, sms = 0;
+  const bool known = cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) == cudaSuccess &&
+                     cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device) == cudaSuccess &&
+                     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess &&
+                     khz > 0 && bits > 0 && sms > 0;
+  const bool yes = known && 2.0 * khz * 1e3 * (bits / 8.0) / sms <= kWideMaxBytesPerSm;
+  if (slot != nullptr) slot->store(yes ? 1 : -1, std::memory_order_relaxed);
+  return yes;
+}
+
 }  // namespace
 
 cudaError_t launch_decode_fp8(const DecodeParams& p, cudaStream_t stream) {
@@ -91,8 +116,9 @@ cudaError_t launch_decode_fp8(const DecodeParams& p, cudaStream_t stream) {
   // keys, as shorter sequences lost (H100, 2026-12-07, two rounds in one run: b32 x 32k 775.5 ->
   // 735.4, b32 x 16k 402.9 -> 377.4, b32 x 8k 206.9 -> 198.8, b32 x 4k even, b32 x 2k 60.4 ->
   // 62.9). Where 4-warp CTAs need no split, or its waves are partly empty, it lost (b128 x 4k 390
-  // -> 411, b40 x 8k 252 -> 265, b20 x 16k 252 -> 265; b64 x 8k even: cuda/NOTES.md "FP8"). A
-  // development build's KH_ATTENTION_DECODE_WIDE=0|1: never / wherever it exists (comparisons).
+  // -> 411, b40 x 8k 252 -> 265, b20 x 16k 252 -> 265; b64 x 8k even: cuda/NOTES.md "FP8"). Only
+  // on devices whose DRAM it keeps pace with (wide_keeps_pace: not the H200). A development
+  // build's KH_ATTENTION_DECODE_WIDE=0|1: never / wherever it exists (comparisons).
   static const int wide_mode = experiments::mode("KH_ATTENTION_DECODE_WIDE");
   constexpr int64_t kWideWavesMinKeys = 8192;
   bool wide = false;
@@ -101,8 +127,8 @@ cudaError_t launch_decode_fp8(const DecodeParams& p, cudaStream_t stream) {
     const int64_t waves = wide_slots > 0 ? (units + wide_slots - 1) / wide_slots : 0;
     const bool full_waves =
         waves > 0 && static_cast<double>(units) >= 0.95 * static_cast<double>(waves * wide_slots);
-    const bool unsplit =
-        splits > 1 && full_waves && (waves == 1 || (waves == 2 && p.max_kv() >= kWideWavesMinKeys));
+    const bool unsplit = splits > 1 && full_waves && wide_keeps_pace(p.device_id) &&
+                         (waves == 1 || (waves == 2 && p.max_kv() >= kWideWavesMinKeys));
     if (wide_slots > 0 && (wide_mode == 1 || unsplit)) {
       wide = true;
       splits = unsplit || (full_waves && waves == 1) ? 1 : best_split(units, wide_slots, smax).splits;

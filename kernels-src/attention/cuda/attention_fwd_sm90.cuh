@@ -484,7 +484,16 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     fence_operands(acc_s);
     release(empty_k(stage(0)));
     softmax(tl.vis.n_hi - 1, correction);  // O is still zero: no rescale
-    pack_p();
+#ifdef KH_DEV_LATE_PV_WAIT
+    // Experiment: each P V's wait, O's rescale and P's packing at the top of the next iteration
+    // (a block of its own after the loop's back edge), so that ptxas cannot hoist the wait above
+    // the softmax as it does when they share a block (cuda/NOTES.md, FP8 prefill). At it = 0
+    // nothing is in flight and O is zero.
+    constexpr bool kLateWait = kFp8;
+#else
+    constexpr bool kLateWait = false;
+#endif
+    if constexpr (!kLateWait) pack_p();
     // Varlen mode zeroes the first block's V tail here rather than in the steady-state loop:
     // there, the conditional barrier (taken or not) sat between the wgmma of S and that of P V,
     // where the varlen instance waited on the tensor cores twice as often as attention_fwd's
@@ -500,10 +509,20 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     // its softmax overlaps that P V (FlashAttention-3's intra-warpgroup pipelining). The loop
     // has no conditional wgmma, so that ptxas can tell which group wait<1> retires (else it
     // serializes them, warning C7514).
+    // (kLateWait) Before block it's products: P V of block it - 1 done, its V stage released, O
+    // rescaled to the running max, P of block it packed.
+    auto retire_pv = [&](int it) {
+      wgmma_wait<0>();
+      fence_operands(acc_o);
+      if (it > 0) release(v_done(pv_stage(it - 1)));
+      rescale_o(correction);
+      pack_p();
+    };
     int it = 0;
     for (; it + 1 < n_blocks; ++it) {
       const int s = pv_stage(it);
       const int s_next = stage(it + 1);
+      if constexpr (kLateWait) retire_pv(it);
       mbar_wait(full_k(s_next), phase(it + 1));
       turn_sync();
       fence_operands(acc_s);
@@ -517,12 +536,15 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
       fence_operands(acc_s);
       release(empty_k(s_next));
       softmax(tl.vis.n_hi - 2 - it, correction);
-      wgmma_wait<0>();
-      fence_operands(acc_o);
-      release(v_done(s));
-      rescale_o(correction);
-      pack_p();
+      if constexpr (!kLateWait) {
+        wgmma_wait<0>();
+        fence_operands(acc_o);
+        release(v_done(s));
+        rescale_o(correction);
+        pack_p();
+      }
     }
+    if constexpr (kLateWait) retire_pv(it);
     // Every S of the tile is done: the producer may load the next Q tile.
     release(q_empty);
     // The last block's P V.

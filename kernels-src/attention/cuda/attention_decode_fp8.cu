@@ -9,6 +9,7 @@
 #include "attention_decode.hpp"
 #include "attention_decode_fp8_launch.hpp"
 #include "attention_decode_tma.cuh"  // DecodeTma
+#include "attention_dram_pace.hpp"
 #include "attention_experiments.hpp"
 
 namespace kh_attention {
@@ -76,15 +77,10 @@ int resident_ctas(int device, bool bf16, int head_dim, bool wide) {
   return v;
 }
 
-// Whether the wide CTA, whose ring is filled by cp.async, keeps pace with the device's DRAM: its
-// peak bytes a second an SM (memory clock x 2 x bus width / SMs) at most kWideMaxBytesPerSm. The
-// wide CTA's one and two full waves won on an H100 SXM (3.35 TB/s peak, 25 GB/s an SM) and lost
-// everywhere on an H200 (4.9 TB/s, 37 GB/s an SM; GQA 32/8 d128, one process, 2026-12-07: b16 x 4k
-// 44.5 -> 54.1 us, b16 x 32k 283.7 -> 359.6, b32 x 16k 283.2 -> 364.9), where the wide grid read
-// at ~3 TB/s whatever the device could. Unknown attributes: no. Cached per device as above.
+// Whether the wide CTA keeps pace with the device's DRAM (attention_dram_pace.hpp: not on an
+// H200, where it lost 18-31%), cached per device as above.
 bool wide_keeps_pace(int device) {
   constexpr int kDevices = 64;
-  constexpr double kWideMaxBytesPerSm = 28e9;
   static std::atomic<int> cache[kDevices];  // 0 unknown, 1 yes, -1 no
   std::atomic<int>* slot = device >= 0 && device < kDevices ? &cache[device] : nullptr;
   if (slot != nullptr) {
@@ -92,11 +88,10 @@ bool wide_keeps_pace(int device) {
     if (v != 0) return v > 0;
   }
   int khz = 0, bits = 0, sms = 0;
-  const bool known = cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) == cudaSuccess &&
-                     cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device) == cudaSuccess &&
-                     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess &&
-                     khz > 0 && bits > 0 && sms > 0;
-  const bool yes = known && 2.0 * khz * 1e3 * (bits / 8.0) / sms <= kWideMaxBytesPerSm;
+  if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess) khz = 0;
+  if (cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess) bits = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) sms = 0;
+  const bool yes = wide_cta_keeps_pace(khz, bits, sms);
   if (slot != nullptr) slot->store(yes ? 1 : -1, std::memory_order_relaxed);
   return yes;
 }

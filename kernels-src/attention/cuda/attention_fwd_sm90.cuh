@@ -509,8 +509,9 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     // its softmax overlaps that P V (FlashAttention-3's intra-warpgroup pipelining). The loop
     // has no conditional wgmma, so that ptxas can tell which group wait<1> retires (else it
     // serializes them, warning C7514).
-    // (kLateWait) Before block it's products: P V of block it - 1 done, its V stage released, O
-    // rescaled to the running max, P of block it packed.
+    // Before block it's P V: P V of block it - 1 done, its V stage released, O rescaled to the
+    // running max, P of block it packed (at the end of the previous iteration, or with
+    // kLateWait at the top of this one).
     auto retire_pv = [&](int it) {
       wgmma_wait<0>();
       fence_operands(acc_o);
@@ -536,13 +537,7 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
       fence_operands(acc_s);
       release(empty_k(s_next));
       softmax(tl.vis.n_hi - 2 - it, correction);
-      if constexpr (!kLateWait) {
-        wgmma_wait<0>();
-        fence_operands(acc_o);
-        release(v_done(s));
-        rescale_o(correction);
-        pack_p();
-      }
+      if constexpr (!kLateWait) retire_pv(it + 1);
     }
     if constexpr (kLateWait) retire_pv(it);
     // Every S of the tile is done: the producer may load the next Q tile.

@@ -4,9 +4,9 @@ d 128 and 256 (s 8k, full and causal), TFLOP/s of each, and each library's outpu
 first's. For A/B builds of one tree (a probe macro in CMAKE_CUDA_FLAGS, or two trees); on the GPU
 machine, from the repo root, with KH_LIBRARY set (run_fp8_probe.sh shows how):
   python3 dev/attention/fp8_prefill_ab.py LIB...   (each LIB in a folder naming it)
-KH_AB_SHAPES: other shapes, "D:S:GROUP:f|c ..." (head dim, sequence length, heads_q / heads_kv, full or
-causal; default "128:8192:1:f 128:8192:1:c 256:8192:1:f 256:8192:1:c"): b x s = 16k tokens and
-2048 / d q heads each.
+KH_AB_SHAPES: other shapes, "D:S:GROUP:f|c[:SOFTCAP] ..." (head dim, sequence length, heads_q /
+heads_kv, full or causal, and a soft-cap: the kernel's general mode; default "128:8192:1:f 128:8192:1:c
+256:8192:1:f 256:8192:1:c"): b x s = 16k tokens and 2048 / d q heads each.
 """
 import os
 import sys
@@ -36,8 +36,9 @@ print(torch.cuda.get_device_name())
 gen = torch.Generator(device="cuda")
 SHAPES = os.environ.get("KH_AB_SHAPES", "128:8192:1:f 128:8192:1:c 256:8192:1:f 256:8192:1:c").split()
 for shape in SHAPES:
-    d, s, group, kind = shape.split(":")
+    d, s, group, kind, *cap = shape.split(":")
     d, s, group, causal = int(d), int(s), int(group), kind == "c"
+    softcap = float(cap[0]) if cap else 0.0
     b, h = 16384 // s, 2048 // d
     hkv = h // group
     gen.manual_seed(d)
@@ -47,11 +48,11 @@ for shape in SHAPES:
     one = torch.ones(1, device="cuda")
     cu = torch.arange(0, b + 1, device="cuda", dtype=torch.int32) * s
     flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
-    line = f"d{d} s{s // 1024}k g{group} {'causal' if causal else 'full'}:"
+    line = f"d{d} s{s // 1024}k g{group} {'causal' if causal else 'full'}{f' cap{softcap:g}' if softcap else ''}:"
     ref = None
     for name, op in zip(names, ops):
         out = torch.empty(b * s, h, d, device="cuda", dtype=torch.bfloat16)
-        args = [out, None, u8[0], u8[1], u8[2], one, one, one, cu, cu, s, s, d ** -0.5, causal, -1, 0.0]
+        args = [out, None, u8[0], u8[1], u8[2], one, one, one, cu, cu, s, s, d ** -0.5, causal, -1, softcap]
         variants = [(name, args)]
         try:  # a library whose op takes a workspace (V transposed by a pre-pass): timed with it too
             size = op.workspace_size(*args, None)

@@ -10,7 +10,7 @@ tile; exit status 1 on a mismatch.
 """
 import sys
 
-TILES = ((64, 128), (128, 192), (256, 64))  # (head dim = V row bytes, key block): Sm90TileConfig<d, d, 1>
+TILES = ((64, 128), (128, 192), (256, 128))  # (head dim = V row bytes, key block): Sm90TileConfig<d, d, 1>
 
 
 def swizzle_for(nbytes):

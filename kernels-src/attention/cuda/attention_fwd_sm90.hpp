@@ -43,8 +43,15 @@ constexpr int sm90_swizzle_bytes(int dim) { return sm90_swizzle_for_bytes(dim * 
 // warps write it transposed into a ring of Vt stages ([key boxes][kVDim rows][kSwizzleVt bytes
 // of keys]); the producers keep 56 registers for that (consumers 224 with two warpgroups, 152
 // with three). Key blocks are whole k-steps of 32: 128 at d = 64; 192 at d = 128 (+10% over 128
-// on the H100: fewer, longer steps for the same barriers and waits; S + P + O 184 registers);
-// 64 at d = 256, where 128 would hold 224 registers of S, P and O (no room for the softmax).
+// on the H100: fewer, longer steps for the same barriers and waits; S + P + O 184 registers).
+// d = 256 takes 128-key blocks (FlashAttention-3's FP8 tile there), whose S + P + O hold 208
+// registers: the consumers need all 240 (at 232 they spill 48 bytes a thread), so the producers
+// keep 24, and the transposers spill (88-144 bytes), in the code of calls without a workspace only.
+// With the caller's workspace (the pre-pass transposes V) that is +15-20% over the 64-key blocks
+// and their 56 / 224 split (H100, b2 s8k 992 -> 1161 TF/s full, 903 -> 1038 causal, s16k 1060 ->
+// 1226); without one, -9 to -13% (904 -> 821 full). Rings: K 2, V 1, Vt 2 stages (192 KB, so the
+// varlen lists keep their room); a second V stage (224 KB) took the workspace-less calls back to
+// 904-925 TF/s, but would leave room for only 480 causal list items (cuda/NOTES.md, FP8 prefill).
 template <int kQKDim, int kVDim, int kElemBytes = 2>
 struct Sm90TileConfig {
   static constexpr bool kFp8 = kElemBytes == 1;
@@ -54,7 +61,7 @@ struct Sm90TileConfig {
   static constexpr int kConsumerWarps = kConsumerWarpgroups * 4;
   static constexpr int kThreads = (kConsumerWarpgroups + 1) * 128;  // + one producer warpgroup
   static constexpr int kBlockM = 64 * kConsumerWarpgroups;
-  static constexpr int kBlockN = kFp8 ? (kQKDim == 128 ? 192 : kQKDim < 128 ? 128 : 64)
+  static constexpr int kBlockN = kFp8 ? (kQKDim == 128 ? 192 : 128)
                                  : kQKDim <= 64  ? 128
                                  : kQKDim <= 80  ? 112
                                  : kQKDim <= 96  ? 96
@@ -65,9 +72,11 @@ struct Sm90TileConfig {
   // FP8: K and V as loaded in rings of four (a block's products take half the time of 16-bit
   // ones, so the loads need more blocks of lead), Vt in a ring of three; d = 128's 192-key
   // blocks fill shared memory with three K, two V and two Vt stages (216 KB with Q and O).
-  static constexpr int kStagesK = kFp8 ? (kBlockN > 128 ? 3 : 4) : kStages;
-  static constexpr int kStagesV = kFp8 ? (kBlockN > 128 ? 2 : 4) : kStages;
-  static constexpr int kStagesVt = kFp8 ? (kBlockN > 128 ? 2 : 3) : 0;
+  // d = 256's 128-key blocks (32 KB a stage): K 2, V 1, Vt 2.
+  static constexpr bool kFp8Wide = kFp8 && kQKDim == 256;
+  static constexpr int kStagesK = kFp8Wide ? 2 : kFp8 ? (kBlockN > 128 ? 3 : 4) : kStages;
+  static constexpr int kStagesV = kFp8Wide ? 1 : kFp8 ? (kBlockN > 128 ? 2 : 4) : kStages;
+  static constexpr int kStagesVt = kFp8Wide ? 2 : kFp8 ? (kBlockN > 128 ? 2 : 3) : 0;
   static constexpr bool kStageO = kVDim <= 128;
   static constexpr int kSwizzleQK = sm90_swizzle_for_bytes(kQKDim * kElemBytes);  // of the Q and K tiles
   static constexpr int kSwizzleV = sm90_swizzle_for_bytes(kVDim * kElemBytes);  // of the V tiles
@@ -78,8 +87,11 @@ struct Sm90TileConfig {
   // Registers per thread after setmaxnreg: the producer warpgroup gives its share to the
   // consumers (128 x 24 + 256 x 240 <= 65536; 128 x 24 + 384 x 160 with three consumers).
   // At entry every thread is capped at 65536 / kThreads (168, or 128 with three consumers).
-  static constexpr int kProducerRegs = kFp8 ? 56 : 24;
-  static constexpr int kConsumerRegs = kConsumerWarpgroups == 2 ? (kFp8 ? 224 : 240) : (kFp8 ? 152 : 160);
+  // FP8 keeps 56 for the transposers (consumers 224 or 152), but for d = 256's blocks (above).
+  static constexpr bool kFp8Transposers = kFp8 && !kFp8Wide;
+  static constexpr int kProducerRegs = kFp8Transposers ? 56 : 24;
+  static constexpr int kConsumerRegs = kConsumerWarpgroups == 2 ? (kFp8Transposers ? 224 : 240)
+                                                                : (kFp8Transposers ? 152 : 160);
   static_assert(128 * kProducerRegs + 128 * kConsumerWarpgroups * kConsumerRegs <= 65536, "over the register file");
 
   // Shared-memory byte offsets from the 1024-aligned base (every tile a whole number of 1024-byte

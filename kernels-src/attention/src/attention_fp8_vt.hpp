@@ -29,7 +29,7 @@ namespace kh_attention {
 // The key block of the FP8 kernel for a head dim (Sm90TileConfig<d, d, 1>::kBlockN of its bucket
 // 64, 128 or 256; attention_fp8_vt.cu asserts they agree): each sequence's columns are a multiple
 // of it, so that a block never reads past its sequence's columns.
-KH_ATTN_HD constexpr int64_t vt_key_block(int64_t head_dim) { return head_dim <= 64 ? 128 : head_dim <= 128 ? 192 : 64; }
+KH_ATTN_HD constexpr int64_t vt_key_block(int64_t head_dim) { return head_dim <= 64 ? 128 : head_dim <= 128 ? 192 : 128; }
 
 KH_ATTN_HD int64_t vt_round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
@@ -46,8 +46,10 @@ KH_ATTN_HD int64_t vt_columns(int64_t total_k, int64_t batch, int64_t head_dim) 
 // pre-pass"): its time grows with V's bytes (total_k x heads_kv x head_dim, plus two launches), what
 // the kernel saves with the work each key takes part in: the q rows of its KV head that see it,
 // about group x max_seqlen_q (half that causal).
-// - Head dims above 128 (the 256 bucket, whose 64-key blocks give the transposer the largest share
-//   of a block): always (d256 s8k +3-4% causal, +7% full, the pre-pass included).
+// - Head dims above 128 (the 256 bucket): always. Its 128-key blocks leave the transposers too few
+//   registers (Sm90TileConfig), so without the workspace the kernel is 9-13% slower than with the
+//   64-key blocks of before, and with it 15-20% faster (d256 s8k full 821 against 1161 TF/s, the
+//   pre-pass included; H100).
 // - Up to 128 (the 64 and 128 buckets, the kernel 3.5-5.5% faster without transposing): where
 //   group x max_seqlen_q reaches 6144 (12288 causal). s8k without GQA: full +2-5% (d128, d64),
 //   causal -1 to -1.5% (below the bar); d128 s8k group 4 causal +2%; d128 s4k full -1% (below);

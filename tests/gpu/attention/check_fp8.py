@@ -551,13 +551,13 @@ FP8_QK_REL = 2.0 ** -10  # the FP8 prefill's lse rule: its share of the largest 
 def vt_workspace_bytes(total_k, batch, hq, hkv, d, max_q, causal):
     """The docs' size of attention_varlen_fwd_fp8's workspace (sm90a, e4m3 q): V transposed,
     heads_kv x head_dim x (total_k + batch (B - 1), rounded up to 128) bytes (B: the kernel's key block,
-    128 at head dims up to 64, 192 up to 128, 64 above), after a header of (batch + 1) int32 rounded
+    128 at head dims up to 64, 192 up to 128, 128 above), after a header of (batch + 1) int32 rounded
     up to 128 bytes; 0 where the pre-pass does not pay: head dims up to 128 below (hq / hkv) x max_q
     of 6144 (12288 causal)."""
     if d <= 128 and (hq // hkv) * max_q < (12288 if causal else 6144):
         return 0
     up = lambda n, m: (n + m - 1) // m * m
-    block = 128 if d <= 64 else 192 if d <= 128 else 64
+    block = 192 if 64 < d <= 128 else 128
     return up((batch + 1) * 4, 128) + hkv * d * up(total_k + batch * (block - 1), 128)
 
 

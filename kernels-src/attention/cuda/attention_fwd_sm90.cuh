@@ -484,16 +484,7 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     fence_operands(acc_s);
     release(empty_k(stage(0)));
     softmax(tl.vis.n_hi - 1, correction);  // O is still zero: no rescale
-#ifdef KH_DEV_LATE_PV_WAIT
-    // Experiment: each P V's wait, O's rescale and P's packing at the top of the next iteration
-    // (a block of its own after the loop's back edge), so that ptxas cannot hoist the wait above
-    // the softmax as it does when they share a block (cuda/NOTES.md, FP8 prefill). At it = 0
-    // nothing is in flight and O is zero.
-    constexpr bool kLateWait = kFp8;
-#else
-    constexpr bool kLateWait = false;
-#endif
-    if constexpr (!kLateWait) pack_p();
+    pack_p();
     // Varlen mode zeroes the first block's V tail here rather than in the steady-state loop:
     // there, the conditional barrier (taken or not) sat between the wgmma of S and that of P V,
     // where the varlen instance waited on the tensor cores twice as often as attention_fwd's
@@ -509,9 +500,11 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     // its softmax overlaps that P V (FlashAttention-3's intra-warpgroup pipelining). The loop
     // has no conditional wgmma, so that ptxas can tell which group wait<1> retires (else it
     // serializes them, warning C7514).
-    // Before block it's P V: P V of block it - 1 done, its V stage released, O rescaled to the
-    // running max, P of block it packed (at the end of the previous iteration, or with
-    // kLateWait at the top of this one).
+    // Before block it's P V (at the end of the previous iteration): P V of block it - 1 done, its
+    // V stage released, O rescaled to the running max, P of block it packed. ptxas hoists the wait
+    // above the softmax; moved to the top of the next iteration, where it cannot, the wait let the
+    // softmax overlap P V and gained nothing with the workspace, and without it cost 9% (the V stage
+    // released later holds up the transposers; cuda/NOTES.md, FP8 prefill).
     auto retire_pv = [&](int it) {
       wgmma_wait<0>();
       fence_operands(acc_o);
@@ -523,7 +516,6 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
     for (; it + 1 < n_blocks; ++it) {
       const int s = pv_stage(it);
       const int s_next = stage(it + 1);
-      if constexpr (kLateWait) retire_pv(it);
       mbar_wait(full_k(s_next), phase(it + 1));
       turn_sync();
       fence_operands(acc_s);
@@ -537,9 +529,8 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
       fence_operands(acc_s);
       release(empty_k(s_next));
       softmax(tl.vis.n_hi - 2 - it, correction);
-      if constexpr (!kLateWait) retire_pv(it + 1);
+      retire_pv(it + 1);
     }
-    if constexpr (kLateWait) retire_pv(it);
     // Every S of the tile is done: the producer may load the next Q tile.
     release(q_empty);
     // The last block's P V.

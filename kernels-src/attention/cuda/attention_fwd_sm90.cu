@@ -133,7 +133,7 @@ cudaError_t run_fp8_bucket(const FwdLaunchParams& p, cudaStream_t stream) {
               Cfg::kBlockN) ||
       !encode(&maps.v, &maps.v_order, v, kTmaBytes, Cfg::kSwizzleV, p.head_dim_v, k_rows, p.heads_kv, 1,
               keys ? p.v_row_stride : p.q_row_stride, keys ? p.v_head_stride : p.q_head_stride, 0, Cfg::kSwizzleV,
-              Cfg::kBlockN))
+              Cfg::kVKeys))
     return cudaErrorNotSupported;
   // With a workspace and keys to transpose: the pre-pass first (same stream), then the kernel.
   FwdLaunchParams launch = p;

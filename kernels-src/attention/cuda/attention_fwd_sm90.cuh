@@ -741,13 +741,14 @@ __device__ __forceinline__ void simulate_pair_rounds(const FwdLaunchParams& p, c
   }
 }
 
-// FP8: one key block of V, as TMA left it in a V stage (src: [boxes][kBlockN keys][kSwizzleV bytes
-// of columns], swizzled), written transposed into a Vt stage (dst: [key boxes][kVDim rows]
-// [kSwizzleVt bytes of keys], swizzled as wgmma reads a K-major operand) by the transposer warps
-// (wt: 0 .. kTransposeWarps - 1). Within every 16 keys, key 8 (i / 2) + 2t + i % 2 goes to position
-// 4t + i: the order the P fragments hold them (consume_tile's pack_p). Keys from `valid` on
-// (another sequence's rows, or past the tensor) are written as zeros, so that P V never meets
-// their bytes (0 x NaN).
+// FP8: one piece of a key block of V (Cfg::kVKeys keys from key0 of the block: the whole block, or
+// half of it at d = 256), as TMA left it in a V stage (src: [boxes][kVKeys keys][kSwizzleV bytes
+// of columns], swizzled), written transposed into its keys' columns of a Vt stage (dst: [key boxes]
+// [kVDim rows][kSwizzleVt bytes of keys], swizzled as wgmma reads a K-major operand) by the
+// transposer warps (wt: 0 .. kTransposeWarps - 1). Within every 16 keys, key 8 (i / 2) + 2t + i % 2
+// goes to position 4t + i: the order the P fragments hold them (consume_tile's pack_p). Keys from
+// `valid` (counted from the piece's first) on (another sequence's rows, or past the tensor) are
+// written as zeros, so that P V never meets their bytes (0 x NaN).
 // A warp moves 16 keys x 32 columns (512 bytes) a step: ldmatrix.x4.trans reads them as four 8 x 8
 // matrices of 16-bit pairs (keys 0-7 / 8-15 x columns 0-15 / 16-31), so that lane 4c + t holds,
 // of each, keys 2t and 2t + 1 of column pair c; two byte permutes a pair of matrices make the
@@ -762,8 +763,8 @@ __device__ __forceinline__ void simulate_pair_rounds(const FwdLaunchParams& p, c
 // a 16 KB block, a fifth of the kernel's; this one ran +7% at d128, +23% at d256 on the H100:
 // NOTES.md, FP8 prefill.)
 template <typename Cfg>
-__device__ __forceinline__ void transpose_v_block(uint32_t src, uint32_t dst, int valid, int wt, int lane) {
-  constexpr int kVDim = Cfg::kVDimBytes, kKeys = Cfg::kBlockN;
+__device__ __forceinline__ void transpose_v_block(uint32_t src, uint32_t dst, int key0, int valid, int wt, int lane) {
+  constexpr int kVDim = Cfg::kVDimBytes, kKeys = Cfg::kVKeys;
   constexpr int kSwzV = Cfg::kSwizzleV, kSwzVt = Cfg::kSwizzleVt;
   constexpr int kColBlocks = kVDim / 32;                            // 32-column steps a 16-key group
   constexpr int kStepsPerItem = kColBlocks < 4 ? kColBlocks : 4;    // the steps one item does at once
@@ -799,7 +800,8 @@ __device__ __forceinline__ void transpose_v_block(uint32_t src, uint32_t dst, in
 #pragma unroll
       for (int c = 0; c < kStepsPerItem; ++c) r[c][0] &= lo, r[c][2] &= lo, r[c][1] &= hi, r[c][3] &= hi;
     }
-    const uint32_t vt_box = dst + (pos / kSwzVt) * (kVDim * kSwzVt) + ((((pos % kSwzVt) / 16) ^ st_xor) << 4);
+    const int vt_pos = key0 + pos;  // of the block's keys
+    const uint32_t vt_box = dst + (vt_pos / kSwzVt) * (kVDim * kSwzVt) + ((((vt_pos % kSwzVt) / 16) ^ st_xor) << 4);
 #pragma unroll
     for (int c = 0; c < kStepsPerItem; ++c) {
       const uint32_t e0 = __byte_perm(r[c][0], r[c][1], 0x6420), e1 = __byte_perm(r[c][0], r[c][1], 0x7531);
@@ -1082,16 +1084,20 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBy
           const int n_blocks = tl.n_blocks();
           for (int it = 0; it < n_blocks; ++it, ++kv) {
             const int n_block = tl.vis.n_hi - 1 - it;
-            const int sv = kv % kStagesV, st = kv % kStagesVt;
-            mbar_wait(full_v(sv), (kv / kStagesV) & 1);
-            mbar_wait(vt_empty(st), ((kv / kStagesVt) & 1) ^ 1);
-            transpose_v_block<Cfg>(sV + sv * Cfg::kVStage, sVt + st * Cfg::kVtStage, tl.len_k - n_block * kBlockN,
-                                   wt, lane);
-            fence_proxy_async_shared();  // the generic-proxy writes before the consumers' wgmma reads
-            __syncwarp();
-            if (lane == 0) {
-              mbar_arrive(vt_full(st));
-              mbar_arrive(empty_v(sv));
+            const int st = kv % kStagesVt;
+#pragma unroll
+            for (int h = 0; h < Cfg::kVSplit; ++h) {  // the block's V pieces, a V stage each
+              const int vp = kv * Cfg::kVSplit + h, sv = vp % kStagesV;
+              mbar_wait(full_v(sv), (vp / kStagesV) & 1);
+              if (h == 0) mbar_wait(vt_empty(st), ((kv / kStagesVt) & 1) ^ 1);
+              transpose_v_block<Cfg>(sV + sv * Cfg::kVStage, sVt + st * Cfg::kVtStage, h * Cfg::kVKeys,
+                                     tl.len_k - n_block * kBlockN - h * Cfg::kVKeys, wt, lane);
+              fence_proxy_async_shared();  // the generic-proxy writes before the consumers' wgmma reads
+              __syncwarp();
+              if (lane == 0) {
+                if (h == Cfg::kVSplit - 1) mbar_arrive(vt_full(st));
+                mbar_arrive(empty_v(sv));
+              }
             }
           }
         }
@@ -1113,7 +1119,7 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBy
         ++q_tiles;
         for (int it = 0; it < n_blocks; ++it, ++kv) {
           const int n_block = tl.vis.n_hi - 1 - it;
-          const int sk = kv % kStagesK, sv = kv % kStagesV;
+          const int sk = kv % kStagesK;
           mbar_wait(empty_k(sk), ((kv / kStagesK) & 1) ^ 1);
           mbar_expect_tx(full_k(sk), Cfg::kKBytes);
           tma_load_tile<kBlockN, kQKDim, Cfg::kSwizzleQK, Operands<T>::kBytes>(
@@ -1123,7 +1129,7 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBy
             if (vt_global) {  // the block's columns of the transposed V, straight into a Vt stage
               const int st = kv % kStagesVt;
               mbar_wait(vt_empty(st), ((kv / kStagesVt) & 1) ^ 1);
-              mbar_expect_tx(vt_full(st), Cfg::kVBytes);
+              mbar_expect_tx(vt_full(st), Cfg::kVtBytes);
 #pragma unroll
               for (int box = 0; box < kBlockN / Cfg::kSwizzleVt; ++box)
                 tma_load_vt_box(sVt + st * Cfg::kVtStage + box * kVDim * Cfg::kSwizzleVt, &maps.vt, vt_full(st),
@@ -1131,11 +1137,21 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBy
               continue;
             }
           }
-          mbar_wait(empty_v(sv), ((kv / kStagesV) & 1) ^ 1);
-          mbar_expect_tx(full_v(sv), Cfg::kVBytes);
-          tma_load_tile<kBlockN, kVDim, Cfg::kSwizzleV, Operands<T>::kBytes>(
-              sV + sv * Cfg::kVStage, &maps.v, maps.v_order, full_v(sv), tl.k_row0 + n_block * kBlockN, kv_head,
-              tl.tma_batch);
+          // V piece vp of the ring (a block is Sm90TileConfig::kVSplit pieces) from key row `row`.
+          auto load_v = [&](int vp, int row) {
+            const int sv = vp % kStagesV;
+            mbar_wait(empty_v(sv), ((vp / kStagesV) & 1) ^ 1);
+            mbar_expect_tx(full_v(sv), Cfg::kVBytes);
+            tma_load_tile<Cfg::kVKeys, kVDim, Cfg::kSwizzleV, Operands<T>::kBytes>(
+                sV + sv * Cfg::kVStage, &maps.v, maps.v_order, full_v(sv), row, kv_head, tl.tma_batch);
+          };
+          if constexpr (Cfg::kVSplit == 1) {
+            load_v(kv, tl.k_row0 + n_block * kBlockN);
+          } else {
+#pragma unroll
+            for (int h = 0; h < Cfg::kVSplit; ++h)
+              load_v(kv * Cfg::kVSplit + h, tl.k_row0 + n_block * kBlockN + h * Cfg::kVKeys);
+          }
         }
       }
     }

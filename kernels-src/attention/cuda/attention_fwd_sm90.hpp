@@ -49,9 +49,9 @@ constexpr int sm90_swizzle_bytes(int dim) { return sm90_swizzle_for_bytes(dim * 
 // keep 24, and the transposers spill (88-144 bytes), in the code of calls without a workspace only.
 // With the caller's workspace (the pre-pass transposes V) that is +15-20% over the 64-key blocks
 // and their 56 / 224 split (H100, b2 s8k 992 -> 1161 TF/s full, 903 -> 1038 causal, s16k 1060 ->
-// 1226); without one, -9 to -13% (904 -> 821 full). Rings: K 2, V 1, Vt 2 stages (192 KB, so the
-// varlen lists keep their room); a second V stage (224 KB) took the workspace-less calls back to
-// 904-925 TF/s, but would leave room for only 480 causal list items (cuda/NOTES.md, FP8 prefill).
+// 1226); without one, -5 to -7% (904 -> 860 full). Rings: K 2, V 2 half-block pieces, Vt 2 (192
+// KB, so the varlen lists keep their room); two whole V stages (224 KB) took the workspace-less
+// calls back to 904-925 TF/s, but would leave room for only 480 causal list items (cuda/NOTES.md).
 template <int kQKDim, int kVDim, int kElemBytes = 2>
 struct Sm90TileConfig {
   static constexpr bool kFp8 = kElemBytes == 1;
@@ -72,10 +72,15 @@ struct Sm90TileConfig {
   // FP8: K and V as loaded in rings of four (a block's products take half the time of 16-bit
   // ones, so the loads need more blocks of lead), Vt in a ring of three; d = 128's 192-key
   // blocks fill shared memory with three K, two V and two Vt stages (216 KB with Q and O).
-  // d = 256's 128-key blocks (32 KB a stage): K 2, V 1, Vt 2.
+  // d = 256's 128-key blocks (32 KB a block): K 2, Vt 2, and V (as loaded, for the transposers)
+  // in pieces of half a block, two of them: one block's room, but the transposers take a piece
+  // while the next one loads (H100, without a workspace: d256 s8k full 811 -> 860 TF/s against a
+  // whole-block V stage, causal 793 -> 828, s16k 833 -> 866; 904, 875, 932 with 64-key blocks).
   static constexpr bool kFp8Wide = kFp8 && kQKDim == 256;
+  static constexpr int kVSplit = kFp8Wide ? 2 : 1;  // V stages (pieces) a key block
+  static constexpr int kVKeys = kBlockN / kVSplit;  // keys a V stage holds
   static constexpr int kStagesK = kFp8Wide ? 2 : kFp8 ? (kBlockN > 128 ? 3 : 4) : kStages;
-  static constexpr int kStagesV = kFp8Wide ? 1 : kFp8 ? (kBlockN > 128 ? 2 : 4) : kStages;
+  static constexpr int kStagesV = kFp8Wide ? 2 : kFp8 ? (kBlockN > 128 ? 2 : 4) : kStages;
   static constexpr int kStagesVt = kFp8Wide ? 2 : kFp8 ? (kBlockN > 128 ? 2 : 3) : 0;
   static constexpr bool kStageO = kVDim <= 128;
   static constexpr int kSwizzleQK = sm90_swizzle_for_bytes(kQKDim * kElemBytes);  // of the Q and K tiles
@@ -96,15 +101,16 @@ struct Sm90TileConfig {
 
   // Shared-memory byte offsets from the 1024-aligned base (every tile a whole number of 1024-byte
   // swizzle atoms): Q, K and V stages, (FP8) Vt stages, the O staging tile, the mbarriers.
-  // kKBytes / kVBytes: what one stage's TMA boxes bring (the mbarrier's transaction count);
-  // kKStage / kVStage: the stage stride, rounded up to 1024 bytes so that every box starts on a
-  // whole swizzle pattern (a 112 x 80 K tile is 17.5 KB).
+  // kKBytes / kVBytes / kVtBytes: what one stage's TMA boxes bring (the mbarrier's transaction
+  // count); kKStage / kVStage / kVtStage: the stage stride, rounded up to 1024 bytes so that every
+  // box starts on a whole swizzle pattern (a 112 x 80 K tile is 17.5 KB).
   static constexpr int kQBytes = kBlockM * kQKDim * kElemBytes;
   static constexpr int kKBytes = kBlockN * kQKDim * kElemBytes;
-  static constexpr int kVBytes = kBlockN * kVDim * kElemBytes;
+  static constexpr int kVBytes = kVKeys * kVDim * kElemBytes;
+  static constexpr int kVtBytes = kFp8 ? kBlockN * kVDim * kElemBytes : 0;
   static constexpr int kKStage = (kKBytes + 1023) / 1024 * 1024;
   static constexpr int kVStage = (kVBytes + 1023) / 1024 * 1024;
-  static constexpr int kVtStage = kFp8 ? kVStage : 0;
+  static constexpr int kVtStage = (kVtBytes + 1023) / 1024 * 1024;
   static constexpr int kOBytes = kStageO ? kBlockM * kVDim * 2 : 0;
   static constexpr int kKOffset = kQBytes;
   static constexpr int kVOffset = kKOffset + kStagesK * kKStage;

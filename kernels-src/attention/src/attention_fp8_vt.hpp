@@ -47,8 +47,8 @@ KH_ATTN_HD int64_t vt_columns(int64_t total_k, int64_t batch, int64_t head_dim) 
 // the kernel saves with the work each key takes part in: the q rows of its KV head that see it,
 // about group x max_seqlen_q (half that causal).
 // - Head dims above 128 (the 256 bucket): always. Its 128-key blocks leave the transposers too few
-//   registers (Sm90TileConfig), so without the workspace the kernel is 9-13% slower than with the
-//   64-key blocks of before, and with it 15-20% faster (d256 s8k full 821 against 1161 TF/s, the
+//   registers (Sm90TileConfig), so without the workspace the kernel is 5-7% slower than with the
+//   64-key blocks of before, and with it 15-20% faster (d256 s8k full 860 against 1161 TF/s, the
 //   pre-pass included; H100).
 // - Up to 128 (the 64 and 128 buckets, the kernel 3.5-5.5% faster without transposing): where
 //   group x max_seqlen_q reaches 6144 (12288 causal). s8k without GQA: full +2-5% (d128, d64),

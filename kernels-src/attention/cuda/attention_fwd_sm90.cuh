@@ -44,6 +44,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#ifdef KH_DEV_FP8_PROBE_TIMES
+#include <cstdio>  // the probe's device printf
+#endif
 #include <type_traits>
 
 #include "attention_cuda_common.cuh"
@@ -179,6 +182,26 @@ using cuda_common::fast_exp2;
 using cuda_common::fast_tanh;
 
 }  // namespace detail
+
+#ifdef KH_DEV_FP8_PROBE_TIMES
+// Development probe (FP8 instances only; never in a release build): where a consumer warpgroup's
+// steady-state iteration spends its clocks. Warp 0 of each warpgroup adds each segment's SM clocks
+// to these counters (every CTA), and a one-thread kernel after the call prints the means an
+// iteration and zeroes them (cuda/NOTES.md, FP8 prefill). Segments: K's wait, the turn's wait, the
+// issue of S and P V (with the Vt stage's wait), S's wait, the softmax, P V's retirement.
+// static: each translation unit has its own (the library links several).
+static __device__ unsigned long long g_fp8_probe[2][8];
+static __global__ void fp8_probe_print_kernel(int d) {
+  for (int wg = 0; wg < 2; ++wg) {
+    unsigned long long* c = g_fp8_probe[wg];
+    const double n = c[7] ? static_cast<double>(c[7]) : 1.0;
+    printf("fp8 probe d%d wg%d: %llu iterations; clocks an iteration: k_wait %.0f turn %.0f issue %.0f s_wait %.0f "
+           "softmax %.0f retire %.0f\n",
+           d, wg, c[7], c[0] / n, c[1] / n, c[2] / n, c[3] / n, c[4] / n, c[5] / n);
+    for (int i = 0; i < 8; ++i) c[i] = 0;
+  }
+}
+#endif
 
 // Which code a call needs beyond full attention at a positive scale. Each addition costs
 // registers the consumers (160 a thread with three warpgroups) do not have to spare (ptxas
@@ -512,12 +535,24 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
       rescale_o(correction);
       pack_p();
     };
+#ifdef KH_DEV_FP8_PROBE_TIMES
+    uint32_t probe_t = static_cast<uint32_t>(clock());
+    auto probe = [&](int seg) {
+      const uint32_t now = static_cast<uint32_t>(clock());
+      if (kFp8 && wg_warp == 0 && lane == 0) atomicAdd(&g_fp8_probe[wg & 1][seg], now - probe_t);
+      probe_t = now;
+    };
+#else
+    auto probe = [](int) {};
+#endif
     int it = 0;
     for (; it + 1 < n_blocks; ++it) {
       const int s = pv_stage(it);
       const int s_next = stage(it + 1);
       mbar_wait(full_k(s_next), phase(it + 1));
+      probe(0);
       turn_sync();
+      probe(1);
       fence_operands(acc_s);
       issue_qk(s_next);
       fence_operands(acc_o);
@@ -525,11 +560,18 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
       if (!kZeroFirst && it == 0 && zero_tail) zero_v_tail(s);
       issue_pv(s);
       turn_pass();
+      probe(2);
       wgmma_wait<1>();  // S of block it + 1 is done; P V of block it may still run
       fence_operands(acc_s);
+      probe(3);
       release(empty_k(s_next));
       softmax(tl.vis.n_hi - 2 - it, correction);
+      probe(4);
       retire_pv(it + 1);
+      probe(5);
+#ifdef KH_DEV_FP8_PROBE_TIMES
+      if (kFp8 && wg_warp == 0 && lane == 0) atomicAdd(&g_fp8_probe[wg & 1][7], 1ull);
+#endif
     }
     // Every S of the tile is done: the producer may load the next Q tile.
     release(q_empty);
@@ -1241,6 +1283,9 @@ cudaError_t launch_attention_fwd_sm90(const FwdLaunchParams& p, const FwdTensorM
   // slower (cuda/NOTES.md, "Pair lists at d128 too"); the kernel still takes the layout.
   constexpr int kPairTail = static_cast<int>(VarlenPairTail::kTileMajor);
   kernel<<<grid, Cfg::kThreads, smem, stream>>>(p, maps, listed, listed && pairs, listed && pairs ? kPairTail : 0);
+#ifdef KH_DEV_FP8_PROBE_TIMES
+  if constexpr (Operands<T>::kFp8) fp8_probe_print_kernel<<<1, 1, 0, stream>>>(kQKDim);
+#endif
   return cudaGetLastError();
 }
 

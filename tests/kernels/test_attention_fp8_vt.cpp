@@ -62,7 +62,7 @@ TEST_CASE("FP8 Vt: padded sequences fit the workspace's columns") {
   CHECK(vt_header_bytes(32) == 256);
   CHECK(vt_workspace_bytes(1000, 3, 2, 128) == 128 + 2 * 128 * vt_round_up(1000 + 3 * 191, 128));
   CHECK(vt_workspace_bytes(1000, 3, 2, 64) == 128 + 2 * 64 * vt_round_up(1000 + 3 * 127, 128));
-  CHECK(vt_workspace_bytes(1000, 3, 2, 256) == 128 + 2 * 256 * vt_round_up(1000 + 3 * 63, 128));
+  CHECK(vt_workspace_bytes(1000, 3, 2, 256) == 128 + 2 * 256 * vt_round_up(1000 + 3 * 127, 128));  // 128-key blocks at d256 too
 }
 
 // The docs' rule of where the workspace is used (docs/ops-attention-fp8.md; check_fp8.py's

@@ -1187,7 +1187,7 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBy
             tma_load_tile<Cfg::kVKeys, kVDim, Cfg::kSwizzleV, Operands<T>::kBytes>(
                 sV + sv * Cfg::kVStage, &maps.v, maps.v_order, full_v(sv), row, kv_head, tl.tma_batch);
           };
-          if constexpr (Cfg::kVSplit == 1) {
+          if constexpr (Cfg::kVSplit == 1) {  // written as before the pieces: those instances compile as they did
             load_v(kv, tl.k_row0 + n_block * kBlockN);
           } else {
 #pragma unroll

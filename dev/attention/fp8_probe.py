@@ -8,6 +8,8 @@ for dev/attention/run_fp8_probe.sh; check_fp8.py is the acceptance check).
   python3 fp8_probe.py LIB prefill [INDEX]   # check_fp8.PREFILL_CASES (all, or one), sm90a builds
   python3 fp8_probe.py LIB prefill-bench     # fp8_prefill_bench.py's table (no hub needed)
   python3 fp8_probe.py LIB prefill-once [D]  # FP8 and bf16 prefill, d D (128) s8k: launches for a profiler
+  python3 fp8_probe.py LIB prefill-times     # a KH_DEV_FP8_PROBE_TIMES build: the steady loop's clocks by
+                                             # segment, after one call each of d128 / d256 b2 s8k
   python3 fp8_probe.py LIB times             # a KH_DECODE_PROBE_TIMES build: per-CTA timer marks of
                                              # the unsplit decode shapes (decode_probe.print_times)
 Prints one line per result; exit status 1 when one failed.
@@ -86,6 +88,23 @@ def main():
             fp8(out, None, u8[0], u8[1], u8[2], one, one, one, cu, cu, s, s, d ** -0.5, False, -1, 0.0)
         for _ in range(3):
             bf16(out.view(b, s, h, d), None, qb, kb, vb, d ** -0.5, False)
+    elif what == "prefill-times":  # a KH_DEV_FP8_PROBE_TIMES build: its print after one call of each shape
+        op = k.op("attention_varlen_fwd_fp8")
+        for d in (128, 256):
+            for causal in (False, True):
+                b, s, h = 2, 8192, 2048 // d
+                u8 = [torch.randint(0, 120, (b * s, h, d), device="cuda", dtype=torch.uint8) for _ in range(3)]
+                one = torch.ones(1, device="cuda")
+                cu = torch.arange(0, b + 1, device="cuda", dtype=torch.int32) * s
+                out = torch.empty(b * s, h, d, device="cuda", dtype=torch.bfloat16)
+                args = [out, None, u8[0], u8[1], u8[2], one, one, one, cu, cu, s, s, d ** -0.5, causal, -1, 0.0]
+                ws = torch.empty(max(op.workspace_size(*args, None), 1), device="cuda", dtype=torch.uint8)
+                for label, a in (("no workspace", args), ("workspace", args + [ws])):
+                    op(*a)  # warm-up (its print too)
+                    torch.cuda.synchronize()
+                    print(f"== d{d} b{b} s{s} {'causal' if causal else 'full'}, {label}: one call", flush=True)
+                    op(*a)
+                    torch.cuda.synchronize()
     elif what == "times":  # where an unsplit call's time goes (the wide CTA's one-wave shapes)
         import gpu_bench as gb  # noqa: E402
         import decode_probe  # noqa: E402

@@ -1129,6 +1129,8 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBy
             const int st = kv % kStagesVt;
 #pragma unroll
             for (int h = 0; h < Cfg::kVSplit; ++h) {  // the block's V pieces, a V stage each
+              // (waits and arrives in the order of the one-piece code before the pieces, which keeps
+              // those instances' code as it was)
               const int vp = kv * Cfg::kVSplit + h, sv = vp % kStagesV;
               mbar_wait(full_v(sv), (vp / kStagesV) & 1);
               if (h == 0) mbar_wait(vt_empty(st), ((kv / kStagesVt) & 1) ^ 1);

@@ -1,7 +1,7 @@
 // attention_dram_pace.hpp: whether a decode CTA whose read rate is bounded on its own keeps pace with
 // a device's DRAM, from what the runtime reports (memory clock, bus width, SMs). Host code; the FP8
 // decode plan (cuda/attention_decode_fp8.cu) asks it about the wide CTA; checked in
-// tests/kernels/test_attention_decode.cpp.
+// tests/kernels/test_attention_dram_pace.cpp.
 #pragma once
 
 namespace kh_attention {

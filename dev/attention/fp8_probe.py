@@ -9,7 +9,9 @@ for dev/attention/run_fp8_probe.sh; check_fp8.py is the acceptance check).
   python3 fp8_probe.py LIB prefill-bench     # fp8_prefill_bench.py's table (no hub needed)
   python3 fp8_probe.py LIB prefill-once [D]  # FP8 and bf16 prefill, d D (128) s8k: launches for a profiler
   python3 fp8_probe.py LIB prefill-times     # a KH_DEV_FP8_PROBE_TIMES build: the steady loop's clocks by
-                                             # segment, after one call each of d128 / d256 b2 s8k
+                                             # segment and CTA 0's timeline of both warpgroups, after one
+                                             # call each of d128 / d256 b2 s8k (a light build,
+                                             # + KH_DEV_FP8_PROBE_LIGHT: the timeline alone)
   python3 fp8_probe.py LIB times             # a KH_DECODE_PROBE_TIMES build: per-CTA timer marks of
                                              # the unsplit decode shapes (decode_probe.print_times)
 Prints one line per result; exit status 1 when one failed.

@@ -131,16 +131,6 @@ __device__ __forceinline__ void tma_load_tile(uint32_t dst, const CUtensorMap* m
     tma_load_box(dst + b * kRows * kSwizzle, map, o, bar, b * kBoxCols, row0, head, batch);
 }
 
-// wgmma shared-memory matrix descriptor for a kSwizzle-byte swizzled layout. K-major operands
-// (Q, K): SBO = 8 rows, LBO unused; N-major V: LBO = the next box (kSwizzle / 2 columns),
-// SBO = 8 rows.
-template <int kSwizzle>
-__device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo_bytes, uint32_t sbo_bytes) {
-  constexpr uint64_t kLayout = kSwizzle == 128 ? 1 : kSwizzle == 64 ? 2 : 3;  // 128-, 64-, 32-byte swizzle
-  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>((lbo_bytes >> 4) & 0x3FFF) << 16) |
-         (static_cast<uint64_t>((sbo_bytes >> 4) & 0x3FFF) << 32) | (kLayout << 62);
-}
-
 // Byte offset of 16-byte chunk `chunk` of row `row` of a box of kSwizzle-byte rows, in the
 // swizzle TMA writes and wgmma reads (Swizzle<log2(kSwizzle / 16), 4, 3>: the chunk index
 // XORed with the row's byte address bits from 7 up).
@@ -187,19 +177,38 @@ using cuda_common::fast_tanh;
 // Development probe (FP8 instances only; never in a release build): where a consumer warpgroup's
 // steady-state iteration spends its clocks. Warp 0 of each warpgroup adds each segment's SM clocks
 // to these counters (every CTA), and a one-thread kernel after the call prints the means an
-// iteration and zeroes them (cuda/NOTES.md, FP8 prefill). Segments: K's wait, the turn's wait, the
-// issue of S and P V (with the Vt stage's wait), S's wait, the softmax, P V's retirement.
+// iteration and zeroes them (cuda/NOTES.md, FP8 prefill). Segments (kProbeSegs): K's wait, the
+// turn's wait, S's issue, the Vt stage's wait, P V's issue, S's wait, then per row half h of the
+// softmax its max (mask, max, shuffles, correction) and its exp2 / sum, then P V's wait and
+// release, O's rescale and P's packing. CTA 0 also records when each segment ended for
+// kProbeTraceIters iterations from kProbeTraceFrom of its tiles (the last tile's stay): a timeline
+// of both warpgroups on one SM clock, to see which segments of the two overlap. The clock reads
+// inside the softmax keep ptxas from interleaving its two row halves (a release build does), so
+// those segments read long; KH_DEV_FP8_PROBE_LIGHT (with this macro) records the timeline alone,
+// without them and without the counters.
 // static: each translation unit has its own (the library links several).
-static __device__ unsigned long long g_fp8_probe[2][8];
+constexpr int kProbeSegs = 12, kProbeTraceFrom = 16, kProbeTraceIters = 6;
+static __device__ unsigned long long g_fp8_probe[2][16];
+static __device__ uint32_t g_fp8_trace[2][kProbeTraceIters][kProbeSegs];
 static __global__ void fp8_probe_print_kernel(int d) {
+  static const char* const names[kProbeSegs] = {"k_wait", "turn",   "issue_s", "vt_wait", "issue_pv", "s_wait",
+                                                "max0",   "exp0",   "max1",    "exp1",    "pv_wait",  "rescale_pack"};
   for (int wg = 0; wg < 2; ++wg) {
     unsigned long long* c = g_fp8_probe[wg];
-    const double n = c[7] ? static_cast<double>(c[7]) : 1.0;
-    printf("fp8 probe d%d wg%d: %llu iterations; clocks an iteration: k_wait %.0f turn %.0f issue %.0f s_wait %.0f "
-           "softmax %.0f retire %.0f\n",
-           d, wg, c[7], c[0] / n, c[1] / n, c[2] / n, c[3] / n, c[4] / n, c[5] / n);
-    for (int i = 0; i < 8; ++i) c[i] = 0;
+    const double n = c[15] ? static_cast<double>(c[15]) : 1.0;
+    printf("fp8 probe d%d wg%d: %llu iterations; clocks an iteration:", d, wg, c[15]);
+    for (int i = 0; i < kProbeSegs; ++i) printf(" %s %.0f", names[i], c[i] / n);
+    printf("\n");
+    for (int i = 0; i < 16; ++i) c[i] = 0;
   }
+  // The timeline: when each segment ended, clocks from warpgroup 0's first K wait's end.
+  const uint32_t t0 = g_fp8_trace[0][0][0];
+  for (int it = 0; it < kProbeTraceIters; ++it)
+    for (int wg = 0; wg < 2; ++wg) {
+      printf("fp8 trace d%d it%d wg%d:", d, kProbeTraceFrom + it, wg);
+      for (int i = 0; i < kProbeSegs; ++i) printf(" %s %d", names[i], static_cast<int>(g_fp8_trace[wg][it][i] - t0));
+      printf("\n");
+    }
 }
 #endif
 
@@ -327,6 +336,36 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
       }
       wgmma_commit();
     };
+#ifdef KH_DEV_FP8_PROBE_TIMES
+    uint32_t probe_t = static_cast<uint32_t>(clock());
+    int probe_it = 0;  // steady iterations of this tile so far
+#ifdef KH_DEV_FP8_PROBE_LIGHT
+    // Light: CTA 0's timeline only, at the ends of K's wait, the turn, P V's issue, S's wait, the
+    // softmax and the retire (no counters, and no clock reads inside the softmax, whose two row
+    // halves ptxas then interleaves as in a release build).
+    constexpr unsigned kProbed = 1u << 0 | 1u << 1 | 1u << 4 | 1u << 5 | 1u << 9 | 1u << 11;
+    constexpr bool kCount = false;
+#else
+    constexpr unsigned kProbed = (1u << kProbeSegs) - 1;
+    constexpr bool kCount = true;
+#endif
+    auto probe = [&](int seg) {
+      if (!((kProbed >> seg) & 1u)) return;
+      const uint32_t now = static_cast<uint32_t>(clock());
+      if (kFp8 && wg_warp == 0 && lane == 0) {
+        if (kCount) atomicAdd(&g_fp8_probe[wg & 1][seg], now - probe_t);
+        const int slot = probe_it - kProbeTraceFrom;
+        if (blockIdx.x == 0 && slot >= 0 && slot < kProbeTraceIters) g_fp8_trace[wg & 1][slot][seg] = now;
+        if (seg == kProbeSegs - 1) {
+          if (kCount) atomicAdd(&g_fp8_probe[wg & 1][15], 1ull);
+          ++probe_it;
+        }
+      }
+      probe_t = now;
+    };
+#else
+    auto probe = [](int) {};
+#endif
     // Online softmax of acc_s (acc_s[4j + e]: row g + 8 (e / 2), column 8j + 2t + e % 2):
     // updates the running max and sum, leaves P in acc_s and the factor O must be scaled by.
     // FP8: the max and the sum of a row run as kChains independent chains. Tried as a cure for the
@@ -380,6 +419,7 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
         const float base_max = mx == -INFINITY ? 0.f : mx;  // fully masked so far: keep exp2 at 0, not NaN
         correction[h] = fast_exp2(row_max[h] - base_max);
         row_max[h] = mx;
+        probe(6 + 2 * h);
         float sums[kChains];
 #pragma unroll
         for (int a = 0; a < kChains; ++a) sums[a] = 0.f;
@@ -395,6 +435,7 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
 #pragma unroll
         for (int a = 1; a < kChains; ++a) sum += sums[a];
         row_sum[h] = row_sum[h] * correction[h] + sum;
+        probe(7 + 2 * h);
       }
     };
     // P as A fragments. 16-bit: register r of k-step kk holds row g + 8 (r % 2), columns
@@ -532,19 +573,11 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
       wgmma_wait<0>();
       fence_operands(acc_o);
       if (it > 0) release(v_done(pv_stage(it - 1)));
+      probe(10);
       rescale_o(correction);
       pack_p();
+      probe(11);
     };
-#ifdef KH_DEV_FP8_PROBE_TIMES
-    uint32_t probe_t = static_cast<uint32_t>(clock());
-    auto probe = [&](int seg) {
-      const uint32_t now = static_cast<uint32_t>(clock());
-      if (kFp8 && wg_warp == 0 && lane == 0) atomicAdd(&g_fp8_probe[wg & 1][seg], now - probe_t);
-      probe_t = now;
-    };
-#else
-    auto probe = [](int) {};
-#endif
     int it = 0;
     for (; it + 1 < n_blocks; ++it) {
       const int s = pv_stage(it);
@@ -555,23 +588,20 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
       probe(1);
       fence_operands(acc_s);
       issue_qk(s_next);
+      probe(2);
       fence_operands(acc_o);
       mbar_wait(v_ready(s), pv_phase(it));
+      probe(3);
       if (!kZeroFirst && it == 0 && zero_tail) zero_v_tail(s);
       issue_pv(s);
       turn_pass();
-      probe(2);
+      probe(4);
       wgmma_wait<1>();  // S of block it + 1 is done; P V of block it may still run
       fence_operands(acc_s);
-      probe(3);
+      probe(5);
       release(empty_k(s_next));
       softmax(tl.vis.n_hi - 2 - it, correction);
-      probe(4);
       retire_pv(it + 1);
-      probe(5);
-#ifdef KH_DEV_FP8_PROBE_TIMES
-      if (kFp8 && wg_warp == 0 && lane == 0) atomicAdd(&g_fp8_probe[wg & 1][7], 1ull);
-#endif
     }
     // Every S of the tile is done: the producer may load the next Q tile.
     release(q_empty);

@@ -1,0 +1,300 @@
+// sm90_microbench.cu: what the FP8 prefill's consumer warpgroups can get from one H100/H200 SM, each
+// part alone, on the SM clock (cuda/NOTES.md, "The softmax beside the products"):
+//   - MUFU.EX2's throughput (warp-instructions a clock an SMSP) at 1-3 warps an SMSP;
+//   - the d128 softmax of one key block (96 scores a thread: the row maxima, four shuffles, 98 exp2,
+//     the sums; optionally the e4m3 packing of P), alone and two warps an SMSP;
+//   - how long a warpgroup's wgmma issue takes (S: 4 x ss m64n192k32, P V: 6 x rs m64n128k32, both
+//     e4m3) alone and beside a second warpgroup, on zeros and on random e4m3 operands;
+//   - the same softmax while a second warpgroup keeps the tensor cores busy.
+// Not a test and not built by CMake. On the GPU machine, from the repository root:
+//   nvcc -gencode arch=compute_90a,code=sm_90a -O3 -std=c++17 -I kernels-src/attention/cuda \
+//     -o /tmp/sm90_microbench dev/attention/sm90_microbench.cu && /tmp/sm90_microbench
+#include <cuda_fp8.h>
+
+#include <cstdint>
+#include <cstdio>
+
+#include "attention_cuda_common.cuh"
+#include "wgmma_sm90.cuh"
+
+using kh_attention::cuda_common::fast_exp2;
+using namespace kh_attention::sm90;
+
+namespace {
+
+// Clock sums and counts, per benchmark: [what][slot].
+__device__ unsigned long long g_clocks[4][8];
+
+constexpr int kScores = 96;  // a thread's scores of one 192-key block at d128 (two rows, 48 each)
+
+// Adds this warp's clocks to g_clocks[what] (block 0 only, one lane a warp).
+__device__ void record_warp(int what, long long clocks) {
+  if (blockIdx.x == 0 && threadIdx.x % 32 == 0) {
+    atomicAdd(&g_clocks[what][0], static_cast<unsigned long long>(clocks));
+    atomicAdd(&g_clocks[what][1], 1ull);
+  }
+}
+
+// Random e4m3 bytes, four to a word, without NaN and below 16 in magnitude.
+__device__ uint32_t random_e4m3x4(uint32_t i) {
+  uint32_t x = i * 2654435761u ^ 0x9e3779b9u;
+  x ^= x >> 15;
+  x *= 0x85ebca6bu;
+  x ^= x >> 13;
+  return x & 0xB7B7B7B7u;  // exponent bit 3 and mantissa bit 3 cleared
+}
+
+// One block of the kernel's online softmax (attention_fwd_sm90.cuh: the maxima in four chains a
+// row, the fold of the scale into the exponent's FFMA, four sum chains), the scores replaced by
+// their probabilities; kPack also packs P to e4m3 pairs as pack_p does.
+template <bool kPack>
+__device__ __forceinline__ void softmax_block(float (&acc)[kScores], float (&row_max)[2], float (&row_sum)[2],
+                                              uint32_t& packs, float fold) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float m[4] = {-1e30f, -1e30f, -1e30f, -1e30f};
+#pragma unroll
+    for (int j = 0; j < kScores / 4; ++j) m[j % 4] = fmaxf(m[j % 4], fmaxf(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]));
+    float mx = fmaxf(fmaxf(m[0], m[1]), fmaxf(m[2], m[3]));
+    mx = fmaxf(row_max[h], mx * fold);
+    mx = fmaxf(mx, __shfl_xor_sync(~0u, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(~0u, mx, 2));
+    const float correction = fast_exp2(row_max[h] - mx);
+    float sums[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int j = 0; j < kScores / 4; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float p = fast_exp2(fmaf(acc[4 * j + 2 * h + e], fold, -mx));
+        acc[4 * j + 2 * h + e] = p;
+        sums[j % 4] += p;
+      }
+    row_sum[h] = row_sum[h] * correction + (sums[0] + sums[1]) + (sums[2] + sums[3]);
+    row_max[h] = mx - 0.5f;  // keeps the max moving, so that nothing in the loop is invariant
+  }
+  if constexpr (kPack) {
+#pragma unroll
+    for (int i = 0; i < kScores; i += 2) {
+      uint16_t v;
+      asm("{.reg .b16 t; cvt.rn.satfinite.e4m3x2.f32 t, %1, %2; mov.b16 %0, t;}" : "=h"(v) : "f"(acc[i + 1]), "f"(acc[i]));
+      packs ^= v;
+    }
+  }
+}
+
+__device__ void init_scores(float (&acc)[kScores]) {
+#pragma unroll
+  for (int i = 0; i < kScores; ++i) acc[i] = 0.001f * ((threadIdx.x * 7 + i * 13) % 97);
+}
+
+// Keeps a result alive without storing it (the compare never holds).
+__device__ void keep(float v, float* out) {
+  if (v == 12345.f) out[0] = v;
+}
+
+constexpr int kMufuChains = 48;
+
+__global__ void mufu_throughput(int iters, float* out) {
+  float x[kMufuChains];
+#pragma unroll
+  for (int i = 0; i < kMufuChains; ++i) x[i] = 0.01f * (threadIdx.x % 7 + i);
+  const long long t0 = clock64();
+  for (int r = 0; r < iters; ++r)
+#pragma unroll
+    for (int i = 0; i < kMufuChains; ++i) x[i] = fast_exp2(-x[i]);
+  const long long t1 = clock64();
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < kMufuChains; ++i) s += x[i];
+  keep(s, out);
+  record_warp(0, t1 - t0);
+}
+
+template <bool kPack>
+__global__ void softmax_alone(int iters, float fold, float* out) {
+  float acc[kScores], row_max[2] = {-1e30f, -1e30f}, row_sum[2] = {0.f, 0.f};
+  uint32_t packs = 0;
+  init_scores(acc);
+  const long long t0 = clock64();
+  for (int r = 0; r < iters; ++r) softmax_block<kPack>(acc, row_max, row_sum, packs, fold);
+  const long long t1 = clock64();
+  keep(row_sum[0] + row_sum[1] + static_cast<float>(packs), out);
+  record_warp(1, t1 - t0);
+}
+
+constexpr int kSmemBytes = 128 * 1024;
+constexpr uint32_t kSOperandB = 32768, kPVOperandB = 65536;  // byte offsets of K's and Vt's stand-ins
+
+__device__ void fill_operands(unsigned char* smem, bool random) {
+  for (int i = threadIdx.x; i < kSmemBytes / 4; i += blockDim.x)
+    reinterpret_cast<uint32_t*>(smem)[i] = random ? random_e4m3x4(i) : 0u;
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+}
+
+// The products of one key block of one warpgroup: S (4 k-steps of 32 columns, Q at a_base, K at
+// the S operand) then P V (6 k-steps of 32 keys, P from registers). Returns the clocks the issue of
+// each took and of the whole, through the final wait.
+struct BlockClocks {
+  long long s_issue, pv_issue, total;
+};
+__device__ BlockClocks block_products(float (&s)[96], float (&o)[64], const uint32_t (&pa)[6][4], uint32_t base,
+                                      uint32_t a_base) {
+  const long long t0 = clock64();
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk)
+    Wgmma<192, __nv_fp8_e4m3>::ss(s, smem_desc<128>(a_base + kk * 32, 16, 1024),
+                                  smem_desc<128>(base + kSOperandB + kk * 32, 16, 1024), 1);
+  wgmma_commit();
+  const long long t1 = clock64();
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < 6; ++kk)
+    Wgmma<128, __nv_fp8_e4m3>::rs(o, pa[kk], smem_desc<128>(base + kPVOperandB + kk * 32, 16, 1024), 1);
+  wgmma_commit();
+  const long long t2 = clock64();
+  wgmma_wait<0>();
+  fence_operands(s);
+  fence_operands(o);
+  return {t1 - t0, t2 - t1, clock64() - t0};
+}
+
+struct Accumulators {
+  float s[96], o[64];
+  uint32_t pa[6][4];
+  __device__ explicit Accumulators(bool random) {
+#pragma unroll
+    for (int i = 0; i < 96; ++i) s[i] = 0.f;
+#pragma unroll
+    for (int i = 0; i < 64; ++i) o[i] = 0.f;
+#pragma unroll
+    for (int k = 0; k < 6; ++k)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) pa[k][r] = random ? random_e4m3x4(threadIdx.x * 24 + k * 4 + r + 77777) : 0u;
+  }
+  __device__ float total() const {
+    float z = 0.f;
+#pragma unroll
+    for (int i = 0; i < 96; ++i) z += s[i];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) z += o[i];
+    return z;
+  }
+};
+
+// Every warpgroup issues `rounds` blocks' products back to back; warp 0 of each records the issue
+// clocks; thread 0 also the SM clock's rate (clock64 against the global timer).
+__global__ void products_alone(int rounds, int random, float* out) {
+  extern __shared__ __align__(1024) unsigned char smem[];
+  fill_operands(smem, random != 0);
+  const int wg = threadIdx.x / 128;
+  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  Accumulators a(random != 0);
+  long long s_issue = 0, pv_issue = 0, total = 0;
+  unsigned long long g0, g1;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
+  const long long c0 = clock64();
+  for (int r = 0; r < rounds; ++r) {
+    const BlockClocks c = block_products(a.s, a.o, a.pa, base, base + wg * 16384);
+    s_issue += c.s_issue;
+    pv_issue += c.pv_issue;
+    total += c.total;
+  }
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g1));
+  const long long c1 = clock64();
+  keep(a.total(), out);
+  if (blockIdx.x == 0 && threadIdx.x % 128 == 0) {
+    g_clocks[2][3 * wg + 0] = s_issue;
+    g_clocks[2][3 * wg + 1] = pv_issue;
+    g_clocks[2][3 * wg + 2] = total;
+    if (wg == 0) g_clocks[3][0] = c1 - c0, g_clocks[3][1] = g1 - g0;
+  }
+}
+
+// Warpgroup 0 runs the softmax loop while warpgroup 1 issues `rounds` blocks' products (random
+// operands; mode 0: none), more than the loop lasts.
+__global__ void softmax_beside_products(int iters, int rounds, int mode, float fold, float* out) {
+  extern __shared__ __align__(1024) unsigned char smem[];
+  fill_operands(smem, true);
+  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  if (threadIdx.x < 128) {
+    float acc[kScores], row_max[2] = {-1e30f, -1e30f}, row_sum[2] = {0.f, 0.f};
+    uint32_t packs = 0;
+    init_scores(acc);
+    const long long t0 = clock64();
+    for (int r = 0; r < iters; ++r) softmax_block<false>(acc, row_max, row_sum, packs, fold);
+    const long long t1 = clock64();
+    keep(row_sum[0] + row_sum[1], out);
+    record_warp(1, t1 - t0);
+  } else if (mode != 0) {
+    Accumulators a(true);
+    for (int r = 0; r < rounds; ++r) block_products(a.s, a.o, a.pa, base, base);
+    keep(a.total(), out);
+  }
+}
+
+void reset() {
+  static const unsigned long long zero[4][8] = {};
+  cudaMemcpyToSymbol(g_clocks, zero, sizeof zero);
+}
+void fetch(unsigned long long (&h)[4][8]) {
+  cudaDeviceSynchronize();
+  cudaMemcpyFromSymbol(h, g_clocks, sizeof h);
+}
+
+}  // namespace
+
+int main() {
+  int sms = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  float* out = nullptr;
+  cudaMalloc(&out, 16);
+  unsigned long long h[4][8];
+  constexpr int kIters = 1000;
+  for (int w = 1; w <= 3; ++w) {
+    reset();
+    mufu_throughput<<<sms, 128 * w>>>(kIters, out);
+    fetch(h);
+    const double per_warp = static_cast<double>(h[0][0]) / h[0][1];
+    printf("MUFU.EX2, %d warp(s) an SMSP: %.2f clocks a warp-instruction an SMSP (%.1f exp2 a clock an SM)\n", w,
+           per_warp / (kIters * kMufuChains) / w, 4 * 32.0 * kMufuChains * kIters * w / per_warp);
+  }
+  constexpr int kBlocks = 200;
+  for (int w = 1; w <= 2; ++w)
+    for (int pack = 0; pack < 2; ++pack) {
+      reset();
+      if (pack)
+        softmax_alone<true><<<sms, 128 * w>>>(kBlocks, 0.125f, out);
+      else
+        softmax_alone<false><<<sms, 128 * w>>>(kBlocks, 0.125f, out);
+      fetch(h);
+      printf("softmax of %d scores%s, %d warp(s) an SMSP: %.0f clocks a block a warp (its MUFU alone: %d)\n", kScores,
+             pack ? " + e4m3 packs" : "", w, static_cast<double>(h[1][0]) / h[1][1] / kBlocks, 98 * 8 * w);
+    }
+  cudaFuncSetAttribute(products_alone, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  constexpr int kRounds = 2000;
+  for (int random = 0; random < 2; ++random)
+    for (int wgs = 1; wgs <= 2; ++wgs) {
+      reset();
+      products_alone<<<sms, 128 * wgs, kSmemBytes>>>(kRounds, random, out);
+      fetch(h);
+      for (int wg = 0; wg < wgs; ++wg)
+        printf("products of a block (%s, %d warpgroup(s)) wg%d: S issue %.0f, P V issue %.0f, block %.0f clocks "
+               "(at the e4m3 peak: 736 a warpgroup); SM clock %.0f MHz\n",
+               random ? "random e4m3" : "zeros", wgs, wg, h[2][3 * wg] / double(kRounds),
+               h[2][3 * wg + 1] / double(kRounds), h[2][3 * wg + 2] / double(kRounds), 1e3 * h[3][0] / double(h[3][1]));
+    }
+  cudaFuncSetAttribute(softmax_beside_products, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  for (int mode = 0; mode < 2; ++mode) {
+    reset();
+    softmax_beside_products<<<sms, 256, kSmemBytes>>>(400, 1000, mode, 0.125f, out);
+    fetch(h);
+    printf("softmax of %d scores beside %s: %.0f clocks a block a warp\n", kScores,
+           mode ? "a warpgroup issuing products (random e4m3)" : "an idle warpgroup",
+           static_cast<double>(h[1][0]) / h[1][1] / 400);
+  }
+  const cudaError_t e = cudaGetLastError();
+  printf("%s\n", cudaGetErrorString(e));
+  return e == cudaSuccess ? 0 : 1;
+}

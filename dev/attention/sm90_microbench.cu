@@ -213,12 +213,13 @@ __global__ void products_alone(int rounds, int random, float* out) {
 }
 
 // Warpgroup 0 runs the softmax loop while warpgroup 1 issues `rounds` blocks' products (random
-// operands; mode 0: none), more than the loop lasts.
+// operands), more than the loop lasts. Mode 0: no products; 2: no softmax (the products' baseline
+// in the same kernel).
 __global__ void softmax_beside_products(int iters, int rounds, int mode, float fold, float* out) {
   extern __shared__ __align__(1024) unsigned char smem[];
   fill_operands(smem, true);
   const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  if (threadIdx.x < 128) {
+  if (threadIdx.x < 128 && mode != 2) {
     float acc[kScores], row_max[2] = {-1e30f, -1e30f}, row_sum[2] = {0.f, 0.f};
     uint32_t packs = 0;
     init_scores(acc);
@@ -227,10 +228,16 @@ __global__ void softmax_beside_products(int iters, int rounds, int mode, float f
     const long long t1 = clock64();
     keep(row_sum[0] + row_sum[1], out);
     record_warp(1, t1 - t0);
-  } else if (mode != 0) {
+  } else if (mode != 0 && threadIdx.x >= 128) {
     Accumulators a(true);
-    for (int r = 0; r < rounds; ++r) block_products(a.s, a.o, a.pa, base, base);
+    long long total = 0, while_softmax = 0;
+    for (int r = 0; r < rounds; ++r) {
+      const long long t = block_products(a.s, a.o, a.pa, base, base).total;
+      total += t;
+      if (r < rounds / 4) while_softmax += t;  // the first quarter: the softmax loop surely still runs
+    }
     keep(a.total(), out);
+    if (blockIdx.x == 0 && threadIdx.x == 128) g_clocks[2][0] = while_softmax / (rounds / 4), g_clocks[2][1] = total / rounds;
   }
 }
 
@@ -286,13 +293,19 @@ int main() {
                h[2][3 * wg + 1] / double(kRounds), h[2][3 * wg + 2] / double(kRounds), 1e3 * h[3][0] / double(h[3][1]));
     }
   cudaFuncSetAttribute(softmax_beside_products, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
-  for (int mode = 0; mode < 2; ++mode) {
+  for (int mode = 0; mode < 3; ++mode) {
     reset();
     softmax_beside_products<<<sms, 256, kSmemBytes>>>(400, 1000, mode, 0.125f, out);
     fetch(h);
-    printf("softmax of %d scores beside %s: %.0f clocks a block a warp\n", kScores,
+    if (mode == 2) {
+      printf("the products of a block beside an idle warpgroup: %llu clocks\n", h[2][1]);
+      continue;
+    }
+    printf("softmax of %d scores beside %s: %.0f clocks a block a warp", kScores,
            mode ? "a warpgroup issuing products (random e4m3)" : "an idle warpgroup",
            static_cast<double>(h[1][0]) / h[1][1] / 400);
+    if (mode) printf("; the products of a block beside it %llu clocks (all rounds: %llu)", h[2][0], h[2][1]);
+    printf("\n");
   }
   const cudaError_t e = cudaGetLastError();
   printf("%s\n", cudaGetErrorString(e));

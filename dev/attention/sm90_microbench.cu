@@ -110,8 +110,9 @@ __global__ void mufu_throughput(int iters, float* out) {
   record_warp(0, t1 - t0);
 }
 
+// `iters` blocks' softmax on this thread's scores, the warp's clocks recorded in g_clocks[1].
 template <bool kPack>
-__global__ void softmax_alone(int iters, float fold, float* out) {
+__device__ void timed_softmax(int iters, float fold, float* out) {
   float acc[kScores], row_max[2] = {-1e30f, -1e30f}, row_sum[2] = {0.f, 0.f};
   uint32_t packs = 0;
   init_scores(acc);
@@ -120,6 +121,11 @@ __global__ void softmax_alone(int iters, float fold, float* out) {
   const long long t1 = clock64();
   keep(row_sum[0] + row_sum[1] + static_cast<float>(packs), out);
   record_warp(1, t1 - t0);
+}
+
+template <bool kPack>
+__global__ void softmax_alone(int iters, float fold, float* out) {
+  timed_softmax<kPack>(iters, fold, out);
 }
 
 constexpr int kSmemBytes = 128 * 1024;
@@ -220,14 +226,7 @@ __global__ void softmax_beside_products(int iters, int rounds, int mode, float f
   fill_operands(smem, true);
   const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   if (threadIdx.x < 128 && mode != 2) {
-    float acc[kScores], row_max[2] = {-1e30f, -1e30f}, row_sum[2] = {0.f, 0.f};
-    uint32_t packs = 0;
-    init_scores(acc);
-    const long long t0 = clock64();
-    for (int r = 0; r < iters; ++r) softmax_block<false>(acc, row_max, row_sum, packs, fold);
-    const long long t1 = clock64();
-    keep(row_sum[0] + row_sum[1], out);
-    record_warp(1, t1 - t0);
+    timed_softmax<false>(iters, fold, out);
   } else if (mode != 0 && threadIdx.x >= 128) {
     Accumulators a(true);
     long long total = 0, while_softmax = 0;

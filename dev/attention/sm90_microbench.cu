@@ -177,7 +177,12 @@ struct Accumulators {
 #pragma unroll
     for (int k = 0; k < 6; ++k)
 #pragma unroll
-      for (int r = 0; r < 4; ++r) pa[k][r] = random ? random_e4m3x4(threadIdx.x * 24 + k * 4 + r + 77777) : 0u;
+      for (int r = 0; r < 4; ++r) {
+        // Through a volatile move, so that ptxas holds the value instead of recomputing it beside
+        // each rs wgmma (which made it inject a warpgroup arrive before each: C7519).
+        const uint32_t v = random ? random_e4m3x4(threadIdx.x * 24 + k * 4 + r + 77777) : 0u;
+        asm volatile("mov.b32 %0, %1;" : "=r"(pa[k][r]) : "r"(v));
+      }
   }
   __device__ float total() const {
     float z = 0.f;
@@ -221,13 +226,16 @@ __global__ void products_alone(int rounds, int random, float* out) {
 // Warpgroup 0 runs the softmax loop while warpgroup 1 issues `rounds` blocks' products (random
 // operands), more than the loop lasts. Mode 0: no products; 2: no softmax (the products' baseline
 // in the same kernel).
-__global__ void softmax_beside_products(int iters, int rounds, int mode, float fold, float* out) {
+__global__ void __launch_bounds__(256, 1) softmax_beside_products(int iters, int rounds, int mode, float fold, float* out) {
   extern __shared__ __align__(1024) unsigned char smem[];
   fill_operands(smem, true);
   const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  if (threadIdx.x < 128 && mode != 2) {
+  // The role as a warp-uniform value (a shuffle from lane 0): branching on threadIdx.x itself made
+  // ptxas serialize the wgmmas (C7520, a warpgroup arrive in a divergent path).
+  const int wg = __shfl_sync(~0u, static_cast<int>(threadIdx.x / 128), 0);
+  if (wg == 0 && mode != 2) {
     timed_softmax<false>(iters, fold, out);
-  } else if (mode != 0 && threadIdx.x >= 128) {
+  } else if (wg == 1 && mode != 0) {
     Accumulators a(true);
     long long total = 0, while_softmax = 0;
     for (int r = 0; r < rounds; ++r) {

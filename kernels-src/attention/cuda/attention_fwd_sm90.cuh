@@ -188,18 +188,19 @@ using cuda_common::fast_tanh;
 // without them and without the counters.
 // static: each translation unit has its own (the library links several).
 constexpr int kProbeSegs = 12, kProbeTraceFrom = 16, kProbeTraceIters = 6;
-static __device__ unsigned long long g_fp8_probe[2][16];
+static __device__ unsigned long long g_fp8_probe[2][kProbeSegs + 1];  // the segments' clocks, then the count
 static __device__ uint32_t g_fp8_trace[2][kProbeTraceIters][kProbeSegs];
 static __global__ void fp8_probe_print_kernel(int d) {
   static const char* const names[kProbeSegs] = {"k_wait", "turn",   "issue_s", "vt_wait", "issue_pv", "s_wait",
                                                 "max0",   "exp0",   "max1",    "exp1",    "pv_wait",  "rescale_pack"};
   for (int wg = 0; wg < 2; ++wg) {
     unsigned long long* c = g_fp8_probe[wg];
-    const double n = c[15] ? static_cast<double>(c[15]) : 1.0;
-    printf("fp8 probe d%d wg%d: %llu iterations; clocks an iteration:", d, wg, c[15]);
+    const unsigned long long iterations = c[kProbeSegs];
+    const double n = iterations ? static_cast<double>(iterations) : 1.0;
+    printf("fp8 probe d%d wg%d: %llu iterations; clocks an iteration:", d, wg, iterations);
     for (int i = 0; i < kProbeSegs; ++i) printf(" %s %.0f", names[i], c[i] / n);
     printf("\n");
-    for (int i = 0; i < 16; ++i) c[i] = 0;
+    for (int i = 0; i <= kProbeSegs; ++i) c[i] = 0;
   }
   // The timeline: when each segment ended, clocks from warpgroup 0's first K wait's end.
   const uint32_t t0 = g_fp8_trace[0][0][0];
@@ -357,7 +358,7 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
         const int slot = probe_it - kProbeTraceFrom;
         if (blockIdx.x == 0 && slot >= 0 && slot < kProbeTraceIters) g_fp8_trace[wg & 1][slot][seg] = now;
         if (seg == kProbeSegs - 1) {
-          if (kCount) atomicAdd(&g_fp8_probe[wg & 1][15], 1ull);
+          if (kCount) atomicAdd(&g_fp8_probe[wg & 1][kProbeSegs], 1ull);
           ++probe_it;
         }
       }

@@ -5,20 +5,28 @@
 //     the sums; optionally the e4m3 packing of P), alone and two warps an SMSP;
 //   - how long a warpgroup's wgmma issue takes (S: 4 x ss m64n192k32, P V: 6 x rs m64n128k32, both
 //     e4m3) alone and beside a second warpgroup, on zeros and on random e4m3 operands;
-//   - the same softmax while a second warpgroup keeps the tensor cores busy.
+//   - the same softmax while a second warpgroup keeps the tensor cores busy;
+//   - the kernel's steady loop without its memory side: two warpgroups taking turns at issuing a
+//     block's products (S, then P V of the block before), each then running the softmax of its S,
+//     waiting for its P V and packing P (no TMA, no mbarriers, no producer), with either part
+//     left out, clocks an iteration by segment; then with the kernel's memory side (a producer
+//     thread filling K and Vt rings by bulk copies, the consumers waiting on their mbarriers).
 // Not a test and not built by CMake. On the GPU machine, from the repository root:
 //   nvcc -gencode arch=compute_90a,code=sm_90a -O3 -std=c++17 -I kernels-src/attention/cuda \
+//     -I kernels-src/attention/src -I kernels-src/common/include -I abi/include \
 //     -o /tmp/sm90_microbench dev/attention/sm90_microbench.cu && /tmp/sm90_microbench
 #include <cuda_fp8.h>
 
 #include <cstdint>
 #include <cstdio>
 
-#include "attention_cuda_common.cuh"
-#include "wgmma_sm90.cuh"
+#include "attention_fwd_sm90.cuh"
 
 using kh_attention::cuda_common::fast_exp2;
 using namespace kh_attention::sm90;
+using kh_attention::sm90::detail::named_bar_arrive;
+using kh_attention::sm90::detail::named_bar_sync;
+using kh_attention::sm90::detail::pack4_e4m3;
 
 namespace {
 
@@ -138,27 +146,49 @@ __device__ void fill_operands(unsigned char* smem, bool random) {
   __syncthreads();
 }
 
-// The products of one key block of one warpgroup: S (4 k-steps of 32 columns, Q at a_base, K at
-// the S operand) then P V (6 k-steps of 32 keys, P from registers). Returns the clocks the issue of
-// each took and of the whole, through the final wait.
+// S (+)= Q K^T of one key block for one warpgroup: 4 k-steps of 32 columns, Q at q, K at k
+// (kOverwrite: the first k-step overwrites S, as the kernel's does; else every one accumulates).
+template <bool kOverwrite>
+__device__ __forceinline__ void issue_s(float (&s)[96], uint32_t q, uint32_t k) {
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk)
+    Wgmma<192, __nv_fp8_e4m3>::ss(s, smem_desc<128>(q + kk * 32, 16, 1024), smem_desc<128>(k + kk * 32, 16, 1024),
+                                  kOverwrite && kk == 0 ? 0 : 1);
+  wgmma_commit();
+}
+
+// O += P V of one key block: 6 k-steps of 32 keys, P from registers, Vt at vt.
+__device__ __forceinline__ void issue_pv(float (&o)[64], const uint32_t (&pa)[6][4], uint32_t vt) {
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < 6; ++kk) Wgmma<128, __nv_fp8_e4m3>::rs(o, pa[kk], smem_desc<128>(vt + kk * 32, 16, 1024), 1);
+  wgmma_commit();
+}
+
+// P (the softmax's output in S's registers) as the e4m3 A fragments of P V, as pack_p does.
+__device__ __forceinline__ void pack_p(const float (&s)[96], uint32_t (&pa)[6][4]) {
+#pragma unroll
+  for (int kk = 0; kk < 6; ++kk) {
+    const float* v = s + 16 * kk;
+    pa[kk][0] = pack4_e4m3(v[0], v[1], v[4], v[5]);
+    pa[kk][1] = pack4_e4m3(v[2], v[3], v[6], v[7]);
+    pa[kk][2] = pack4_e4m3(v[8], v[9], v[12], v[13]);
+    pa[kk][3] = pack4_e4m3(v[10], v[11], v[14], v[15]);
+  }
+}
+
+// The products of one key block of one warpgroup, S (Q at a_base, K at the S operand) then P V,
+// through their wait. Returns the clocks the issue of each took and of the whole.
 struct BlockClocks {
   long long s_issue, pv_issue, total;
 };
 __device__ BlockClocks block_products(float (&s)[96], float (&o)[64], const uint32_t (&pa)[6][4], uint32_t base,
                                       uint32_t a_base) {
   const long long t0 = clock64();
-  wgmma_fence();
-#pragma unroll
-  for (int kk = 0; kk < 4; ++kk)
-    Wgmma<192, __nv_fp8_e4m3>::ss(s, smem_desc<128>(a_base + kk * 32, 16, 1024),
-                                  smem_desc<128>(base + kSOperandB + kk * 32, 16, 1024), 1);
-  wgmma_commit();
+  issue_s<false>(s, a_base, base + kSOperandB);
   const long long t1 = clock64();
-  wgmma_fence();
-#pragma unroll
-  for (int kk = 0; kk < 6; ++kk)
-    Wgmma<128, __nv_fp8_e4m3>::rs(o, pa[kk], smem_desc<128>(base + kPVOperandB + kk * 32, 16, 1024), 1);
-  wgmma_commit();
+  issue_pv(o, pa, base + kPVOperandB);
   const long long t2 = clock64();
   wgmma_wait<0>();
   fence_operands(s);
@@ -248,6 +278,203 @@ __global__ void __launch_bounds__(256, 1) softmax_beside_products(int iters, int
   }
 }
 
+// A steady loop's five segments (the turn with any wait before it, the issue, S's wait, the softmax,
+// the retire: P V's wait and P's packing), summed over the blocks after the first eight and stored
+// by warp 0 of each warpgroup in g_clocks[2 + wg].
+struct LoopSegments {
+  long long sums[5] = {0, 0, 0, 0, 0};
+  __device__ void add(int block, const long long (&t)[6]) {
+    if (block < 8) return;
+#pragma unroll
+    for (int i = 0; i < 5; ++i) sums[i] += t[i + 1] - t[i];
+  }
+  __device__ void store(int wg) const {
+    if (blockIdx.x == 0 && threadIdx.x % 128 == 0)
+      for (int i = 0; i < 5; ++i) g_clocks[2 + wg][i] = sums[i];
+  }
+};
+
+// The steady loop's consumer side (attention_fwd_sm90.cuh, consume_tile) on one SM's two
+// warpgroups, for `iters` blocks: mode bit 1 the products, bit 2 the softmax, bit 4 no turns (each
+// warpgroup issues when it is ready). Warp 0 of each
+// warpgroup sums the clocks of its turn's wait, the issue, S's wait, the softmax and the retire
+// (P V's wait, P's packing) over the blocks after the first eight, into g_clocks[2 + wg]. The mode is
+// a template argument: a wgmma under a run-time condition makes ptxas serialize them (C7513).
+template <int kMode>
+__global__ void __launch_bounds__(256, 1) steady_loop(int iters, float fold, float* out) {
+  extern __shared__ __align__(1024) unsigned char smem[];
+  fill_operands(smem, true);
+  const int wg = __shfl_sync(~0u, static_cast<int>(threadIdx.x / 128), 0);
+  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const uint32_t s_q = base + wg * 16384;
+  constexpr bool kProducts = (kMode & 1) != 0, kSoftmax = (kMode & 2) != 0, kTurns = (kMode & 4) == 0;
+  Accumulators a(true);
+  float row_max[2] = {-1e30f, -1e30f}, row_sum[2] = {0.f, 0.f};
+  uint32_t packs = 0;
+  LoopSegments segments;
+  if (kTurns && wg == 1) named_bar_arrive(1, 256);  // the start-up pass: warpgroup 0 goes first
+  for (int it = 0; it < iters; ++it) {
+    long long t[6];
+    t[0] = clock64();
+    if constexpr (kTurns) named_bar_sync(1 + wg, 256);
+    t[1] = clock64();
+    if constexpr (kProducts) {
+      issue_s<true>(a.s, s_q, base + kSOperandB);
+      issue_pv(a.o, a.pa, base + kPVOperandB);
+    }
+    if (kTurns && !(wg == 1 && it == iters - 1)) named_bar_arrive(1 + (wg + 1) % 2, 256);  // none left dangling
+    t[2] = clock64();
+    if constexpr (kProducts) {
+      wgmma_wait<1>();
+      fence_operands(a.s);
+    }
+    t[3] = clock64();
+    if constexpr (kSoftmax) softmax_block<false>(a.s, row_max, row_sum, packs, fold);
+    t[4] = clock64();
+    if constexpr (kProducts) {
+      wgmma_wait<0>();
+      fence_operands(a.o);
+    }
+    pack_p(a.s, a.pa);
+    t[5] = clock64();
+    segments.add(it, t);
+  }
+  keep(a.total() + row_sum[0] + static_cast<float>(packs), out);
+  segments.store(wg);
+}
+
+// The same loop with the kernel's memory side (d128's rings: K and Vt, two stages each, 24 KB a
+// block each, loaded by one producer thread with 1-D bulk copies from a 64 MB buffer that groups
+// of 16 CTAs read alike, as tiles of one head read its keys from L2) and its register split
+// (producer warpgroup at 56, consumers at 224, 384 threads). kMemory 0: no loads; 1: the loads,
+// paced by the consumers' releases (and by the producer waiting for a stage's previous load to land
+// before reusing it), but the consumers never wait for them: their shared-memory traffic alone; 2:
+// the consumers wait for each block's K and Vt as the kernel does.
+constexpr int kRingBlockBytes = 192 * 128;  // a block's K (192 keys x 128 bytes), and its Vt alike
+constexpr uint32_t kRingK = 16384, kRingVt = kRingK + 2 * kRingBlockBytes, kRingBars = kRingVt + 2 * kRingBlockBytes;
+constexpr int kRingSmemBytes = kRingBars + 64;
+
+__device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+}
+
+template <int kMemory>
+__global__ void __launch_bounds__(384, 1) steady_loop_ring(int iters, const unsigned char* src, int src_blocks,
+                                                            float fold, float* out) {
+  using namespace kh_attention::sm90::detail;
+  extern __shared__ __align__(1024) unsigned char smem[];
+  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const uint32_t bars = base + kRingBars;
+  auto full_k = [&](int s) { return bars + 8 * s; };
+  auto empty_k = [&](int s) { return bars + 8 * (2 + s); };
+  auto full_v = [&](int s) { return bars + 8 * (4 + s); };
+  auto empty_v = [&](int s) { return bars + 8 * (6 + s); };
+  for (int i = threadIdx.x; i < kRingBars / 4; i += blockDim.x) reinterpret_cast<uint32_t*>(smem)[i] = random_e4m3x4(i);
+  if (threadIdx.x == 0)
+    for (int s = 0; s < 2; ++s) {
+      mbar_init(full_k(s), 1);
+      mbar_init(full_v(s), 1);
+      mbar_init(empty_k(s), 8);  // every consumer warp releases
+      mbar_init(empty_v(s), 8);
+    }
+  if (threadIdx.x == 0) asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+  const int warp = __shfl_sync(~0u, static_cast<int>(threadIdx.x / 32), 0);
+  const int lane = threadIdx.x % 32;
+  if (warp >= 8) {  // the producer warpgroup
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n");
+    if (kMemory != 0 && warp == 8 && lane == 0)
+      for (int b = 0; b < iters; ++b) {
+        const int s = b % 2, parity = ((b / 2) & 1) ^ 1;
+        const unsigned char* block =
+            src + static_cast<size_t>(((blockIdx.x % 16) * 131 + b) % src_blocks) * 2 * kRingBlockBytes;
+        if (kMemory == 1 && b >= 2) {  // nobody else waits for the loads: block b - 2's must land first
+          mbar_wait(full_k(s), parity);  // (its phase: (b - 2) / 2; a second expect_tx before its phase completes is an error)
+          mbar_wait(full_v(s), parity);
+        }
+        mbar_wait(empty_k(s), parity);
+        mbar_expect_tx(full_k(s), kRingBlockBytes);
+        bulk_load(base + kRingK + s * kRingBlockBytes, block, kRingBlockBytes, full_k(s));
+        mbar_wait(empty_v(s), parity);
+        mbar_expect_tx(full_v(s), kRingBlockBytes);
+        bulk_load(base + kRingVt + s * kRingBlockBytes, block + kRingBlockBytes, kRingBlockBytes, full_v(s));
+      }
+    if (kMemory != 0 && warp == 8 && lane == 0)
+      for (int b = iters - 2; b < iters; ++b) {  // no copy may land after the CTA has left
+        mbar_wait(full_k(b % 2), (b / 2) & 1);
+        mbar_wait(full_v(b % 2), (b / 2) & 1);
+      }
+    return;
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
+  const int wg = warp / 4;
+  const uint32_t s_q = base + wg * 8192;
+  Accumulators a(true);
+  float row_max[2] = {-1e30f, -1e30f}, row_sum[2] = {0.f, 0.f};
+  uint32_t packs = 0;
+  LoopSegments segments;
+  auto wait_full = [&](uint32_t bar, int b) {
+    if constexpr (kMemory == 2) mbar_wait(bar, (b / 2) & 1);
+  };
+  auto release = [&](uint32_t bar) {
+    __syncwarp();
+    if (lane == 0) mbar_arrive(bar);
+  };
+  auto k_stage = [&](int b) { return base + kRingK + (b % 2) * kRingBlockBytes; };
+  auto vt_stage = [&](int b) { return base + kRingVt + (b % 2) * kRingBlockBytes; };
+  if (wg == 1) named_bar_arrive(1, 256);
+  // Block 0: S alone.
+  wait_full(full_k(0), 0);
+  named_bar_sync(1 + wg, 256);
+  issue_s<true>(a.s, s_q, k_stage(0));
+  named_bar_arrive(1 + (wg + 1) % 2, 256);
+  wgmma_wait<0>();
+  fence_operands(a.s);
+  release(empty_k(0));
+  softmax_block<false>(a.s, row_max, row_sum, packs, fold);
+  pack_p(a.s, a.pa);
+  for (int it = 0; it + 1 < iters; ++it) {  // S of block it + 1 beside P V of block it
+    long long t[6];
+    t[0] = clock64();
+    wait_full(full_k((it + 1) % 2), it + 1);
+    named_bar_sync(1 + wg, 256);
+    t[1] = clock64();
+    fence_operands(a.s);
+    issue_s<true>(a.s, s_q, k_stage(it + 1));
+    fence_operands(a.o);
+    wait_full(full_v(it % 2), it);
+    issue_pv(a.o, a.pa, vt_stage(it));
+    named_bar_arrive(1 + (wg + 1) % 2, 256);
+    t[2] = clock64();
+    wgmma_wait<1>();
+    fence_operands(a.s);
+    t[3] = clock64();
+    release(empty_k((it + 1) % 2));
+    softmax_block<false>(a.s, row_max, row_sum, packs, fold);
+    t[4] = clock64();
+    wgmma_wait<0>();
+    fence_operands(a.o);
+    release(empty_v(it % 2));
+    pack_p(a.s, a.pa);
+    t[5] = clock64();
+    segments.add(it, t);
+  }
+  // The last block's P V.
+  wait_full(full_v((iters - 1) % 2), iters - 1);
+  named_bar_sync(1 + wg, 256);
+  fence_operands(a.o);
+  issue_pv(a.o, a.pa, vt_stage(iters - 1));
+  if (wg == 0) named_bar_arrive(2, 256);
+  wgmma_wait<0>();
+  fence_operands(a.o);
+  release(empty_v((iters - 1) % 2));
+  keep(a.total() + row_sum[0] + static_cast<float>(packs), out);
+  segments.store(wg);
+}
+
 void reset() {
   static const unsigned long long zero[4][8] = {};
   cudaMemcpyToSymbol(g_clocks, zero, sizeof zero);
@@ -314,6 +541,52 @@ int main() {
     if (mode) printf("; the products of a block beside it %llu clocks (all rounds: %llu)", h[2][0], h[2][1]);
     printf("\n");
   }
+  constexpr int kLoop = 400;
+  auto run_loop = [&](auto kernel) {
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+    reset();
+    kernel<<<sms, 256, kSmemBytes>>>(kLoop, 0.125f, out);
+    fetch(h);
+  };
+  for (int mode : {3, 7, 1, 2}) {
+    if (mode == 3) run_loop(steady_loop<3>);
+    if (mode == 7) run_loop(steady_loop<7>);
+    if (mode == 1) run_loop(steady_loop<1>);
+    if (mode == 2) run_loop(steady_loop<2>);
+    for (int wg = 0; wg < 2; ++wg) {
+      const double n = kLoop - 8;
+      const unsigned long long* c = h[2 + wg];
+      printf("steady loop (%s) wg%d: %.0f clocks a block: turn %.0f, issue %.0f, S's wait %.0f, softmax %.0f, "
+             "retire %.0f\n",
+             mode == 3   ? "products + softmax, turns"
+             : mode == 7 ? "products + softmax, no turns"
+             : mode == 1 ? "products alone, turns"
+                         : "softmax alone, turns",
+             wg,
+             (c[0] + c[1] + c[2] + c[3] + c[4]) / n, c[0] / n, c[1] / n, c[2] / n, c[3] / n, c[4] / n);
+    }
+  }
+  constexpr int kSrcBlocks = 64 * 1024 * 1024 / (2 * kRingBlockBytes);
+  unsigned char* src = nullptr;
+  cudaMalloc(&src, static_cast<size_t>(kSrcBlocks) * 2 * kRingBlockBytes);
+  cudaMemset(src, 0x31, static_cast<size_t>(kSrcBlocks) * 2 * kRingBlockBytes);
+  auto run_ring = [&](auto kernel, const char* what) {
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingSmemBytes);
+    reset();
+    kernel<<<sms, 384, kRingSmemBytes>>>(kLoop, src, kSrcBlocks, 0.125f, out);
+    fetch(h);
+    for (int wg = 0; wg < 2; ++wg) {
+      const double n = kLoop - 9;
+      const unsigned long long* c = h[2 + wg];
+      printf("steady loop with rings (%s) wg%d: %.0f clocks a block: K's wait + turn %.0f, issue (Vt's wait) %.0f, "
+             "S's wait %.0f, softmax %.0f, retire %.0f\n",
+             what, wg, (c[0] + c[1] + c[2] + c[3] + c[4]) / n, c[0] / n, c[1] / n, c[2] / n, c[3] / n, c[4] / n);
+    }
+  };
+  run_ring(steady_loop_ring<0>, "no loads");
+  run_ring(steady_loop_ring<2>, "loads waited for");
+  run_ring(steady_loop_ring<1>, "loads, not waited for");
+  cudaFree(src);
   const cudaError_t e = cudaGetLastError();
   printf("%s\n", cudaGetErrorString(e));
   return e == cudaSuccess ? 0 : 1;

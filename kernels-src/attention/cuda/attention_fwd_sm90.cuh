@@ -182,7 +182,8 @@ using cuda_common::fast_tanh;
 // softmax its max (mask, max, shuffles, correction) and its exp2 / sum, then P V's wait and
 // release, O's rescale and P's packing. CTA 0 also records when each segment ended for
 // kProbeTraceIters iterations from kProbeTraceFrom of its tiles (the last tile's stay): a timeline
-// of both warpgroups on one SM clock, to see which segments of the two overlap. The clock reads
+// of both warpgroups on one SM clock, to see which segments of the two overlap, and the SM clock's
+// rate over the tile's later iterations (the clock under the call's load). The clock reads
 // inside the softmax keep ptxas from interleaving its two row halves (a release build does), so
 // those segments read long; KH_DEV_FP8_PROBE_LIGHT (with this macro) records the timeline alone,
 // without them and without the counters.
@@ -190,6 +191,9 @@ using cuda_common::fast_tanh;
 constexpr int kProbeSegs = 12, kProbeTraceFrom = 16, kProbeTraceIters = 6;
 static __device__ unsigned long long g_fp8_probe[2][kProbeSegs + 1];  // the segments' clocks, then the count
 static __device__ uint32_t g_fp8_trace[2][kProbeTraceIters][kProbeSegs];
+// The SM clock and the global timer (ns) at warpgroup 0's first trace mark and at the end of each
+// later iteration of the tile (the last stays): the SM clock's rate under the call's load.
+static __device__ unsigned long long g_fp8_rate[2][2];  // [first, last][clock, ns]
 static __global__ void fp8_probe_print_kernel(int d) {
   static const char* const names[kProbeSegs] = {"k_wait", "turn",   "issue_s", "vt_wait", "issue_pv", "s_wait",
                                                 "max0",   "exp0",   "max1",    "exp1",    "pv_wait",  "rescale_pack"};
@@ -204,6 +208,8 @@ static __global__ void fp8_probe_print_kernel(int d) {
   }
   // The timeline: when each segment ended, clocks from warpgroup 0's first K wait's end.
   const uint32_t t0 = g_fp8_trace[0][0][0];
+  const unsigned long long clocks = g_fp8_rate[1][0] - g_fp8_rate[0][0], ns = g_fp8_rate[1][1] - g_fp8_rate[0][1];
+  printf("fp8 trace d%d: %llu clocks in %llu ns: SM clock %.0f MHz\n", d, clocks, ns, ns ? 1e3 * clocks / ns : 0.0);
   for (int it = 0; it < kProbeTraceIters; ++it)
     for (int wg = 0; wg < 2; ++wg) {
       printf("fp8 trace d%d it%d wg%d:", d, kProbeTraceFrom + it, wg);
@@ -357,6 +363,13 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
         if (kCount) atomicAdd(&g_fp8_probe[wg & 1][seg], now - probe_t);
         const int slot = probe_it - kProbeTraceFrom;
         if (blockIdx.x == 0 && slot >= 0 && slot < kProbeTraceIters) g_fp8_trace[wg & 1][slot][seg] = now;
+        const bool first = slot == 0 && seg == 0, later = slot >= 0 && seg == kProbeSegs - 1;
+        if (blockIdx.x == 0 && wg == 0 && (first || later)) {
+          unsigned long long ns;
+          asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+          g_fp8_rate[first ? 0 : 1][0] = clock64();
+          g_fp8_rate[first ? 0 : 1][1] = ns;
+        }
         if (seg == kProbeSegs - 1) {
           if (kCount) atomicAdd(&g_fp8_probe[wg & 1][kProbeSegs], 1ull);
           ++probe_it;

@@ -158,11 +158,16 @@ __device__ __forceinline__ void issue_s(float (&s)[96], uint32_t q, uint32_t k) 
   wgmma_commit();
 }
 
-// O += P V of one key block: 6 k-steps of 32 keys, P from registers, Vt at vt.
+// O += P V of one key block: 6 k-steps of 32 keys, P from registers, Vt at vt in boxes of 128 rows
+// of kSwizzle bytes (k-step kk in box 32 kk / kSwizzle, as the kernel addresses its Vt stages).
+template <int kSwizzle = 128>
 __device__ __forceinline__ void issue_pv(float (&o)[64], const uint32_t (&pa)[6][4], uint32_t vt) {
   wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < 6; ++kk) Wgmma<128, __nv_fp8_e4m3>::rs(o, pa[kk], smem_desc<128>(vt + kk * 32, 16, 1024), 1);
+  for (int kk = 0; kk < 6; ++kk) {
+    const uint32_t box = kk * 32 / kSwizzle, koff = kk * 32 % kSwizzle;
+    Wgmma<128, __nv_fp8_e4m3>::rs(o, pa[kk], smem_desc<kSwizzle>(vt + box * 128 * kSwizzle + koff, 16, 8 * kSwizzle), 1);
+  }
   wgmma_commit();
 }
 
@@ -351,7 +356,10 @@ __global__ void __launch_bounds__(256, 1) steady_loop(int iters, float fold, flo
 // before reusing it), but the consumers never wait for them: their shared-memory traffic alone; 2:
 // the consumers wait for each block's K and Vt as the kernel does.
 constexpr int kRingBlockBytes = 192 * 128;  // a block's K (192 keys x 128 bytes), and its Vt alike
-constexpr uint32_t kRingK = 16384, kRingVt = kRingK + 2 * kRingBlockBytes, kRingBars = kRingVt + 2 * kRingBlockBytes;
+// A Vt stage has room for two 128-byte boxes of 128 rows (the second half used at 192 keys); in
+// 64-byte boxes the block takes three of 8 KB.
+constexpr int kRingVtStageBytes = 2 * 128 * 128;
+constexpr uint32_t kRingK = 16384, kRingVt = kRingK + 2 * kRingBlockBytes, kRingBars = kRingVt + 2 * kRingVtStageBytes;
 constexpr int kRingSmemBytes = kRingBars + 64;
 
 __device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
@@ -360,7 +368,8 @@ __device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_
                : "memory");
 }
 
-template <int kMemory>
+// kVtSwizzle: the Vt boxes' swizzle, 128 bytes or 64 (the kernel's at d128: 192-key rows).
+template <int kMemory, int kVtSwizzle = 128>
 __global__ void __launch_bounds__(384, 1) steady_loop_ring(int iters, const unsigned char* src, int src_blocks,
                                                             float fold, float* out) {
   using namespace kh_attention::sm90::detail;
@@ -400,7 +409,7 @@ __global__ void __launch_bounds__(384, 1) steady_loop_ring(int iters, const unsi
         bulk_load(base + kRingK + s * kRingBlockBytes, block, kRingBlockBytes, full_k(s));
         mbar_wait(empty_v(s), parity);
         mbar_expect_tx(full_v(s), kRingBlockBytes);
-        bulk_load(base + kRingVt + s * kRingBlockBytes, block + kRingBlockBytes, kRingBlockBytes, full_v(s));
+        bulk_load(base + kRingVt + s * kRingVtStageBytes, block + kRingBlockBytes, kRingBlockBytes, full_v(s));
       }
     if (kMemory != 0 && warp == 8 && lane == 0)
       for (int b = iters - 2; b < iters; ++b) {  // no copy may land after the CTA has left
@@ -424,7 +433,7 @@ __global__ void __launch_bounds__(384, 1) steady_loop_ring(int iters, const unsi
     if (lane == 0) mbar_arrive(bar);
   };
   auto k_stage = [&](int b) { return base + kRingK + (b % 2) * kRingBlockBytes; };
-  auto vt_stage = [&](int b) { return base + kRingVt + (b % 2) * kRingBlockBytes; };
+  auto vt_stage = [&](int b) { return base + kRingVt + (b % 2) * kRingVtStageBytes; };
   if (wg == 1) named_bar_arrive(1, 256);
   // Block 0: S alone.
   wait_full(full_k(0), 0);
@@ -446,7 +455,7 @@ __global__ void __launch_bounds__(384, 1) steady_loop_ring(int iters, const unsi
     issue_s<true>(a.s, s_q, k_stage(it + 1));
     fence_operands(a.o);
     wait_full(full_v(it % 2), it);
-    issue_pv(a.o, a.pa, vt_stage(it));
+    issue_pv<kVtSwizzle>(a.o, a.pa, vt_stage(it));
     named_bar_arrive(1 + (wg + 1) % 2, 256);
     t[2] = clock64();
     wgmma_wait<1>();
@@ -466,7 +475,7 @@ __global__ void __launch_bounds__(384, 1) steady_loop_ring(int iters, const unsi
   wait_full(full_v((iters - 1) % 2), iters - 1);
   named_bar_sync(1 + wg, 256);
   fence_operands(a.o);
-  issue_pv(a.o, a.pa, vt_stage(iters - 1));
+  issue_pv<kVtSwizzle>(a.o, a.pa, vt_stage(iters - 1));
   if (wg == 0) named_bar_arrive(2, 256);
   wgmma_wait<0>();
   fence_operands(a.o);
@@ -586,6 +595,7 @@ int main() {
   run_ring(steady_loop_ring<0>, "no loads");
   run_ring(steady_loop_ring<2>, "loads waited for");
   run_ring(steady_loop_ring<1>, "loads, not waited for");
+  run_ring(steady_loop_ring<2, 64>, "loads waited for, Vt in 64-byte boxes as the kernel's at d128");
   cudaFree(src);
   const cudaError_t e = cudaGetLastError();
   printf("%s\n", cudaGetErrorString(e));

@@ -551,30 +551,26 @@ int main() {
     printf("\n");
   }
   constexpr int kLoop = 400;
-  auto run_loop = [&](auto kernel) {
+  // A steady loop's segments (LoopSegments), means over the blocks it summed.
+  auto print_segments = [&](const char* what, double n) {
+    for (int wg = 0; wg < 2; ++wg) {
+      const unsigned long long* c = h[2 + wg];
+      printf("%s wg%d: %.0f clocks a block: turn (+ K's wait) %.0f, issue (+ Vt's wait) %.0f, S's wait %.0f, "
+             "softmax %.0f, retire %.0f\n",
+             what, wg, (c[0] + c[1] + c[2] + c[3] + c[4]) / n, c[0] / n, c[1] / n, c[2] / n, c[3] / n, c[4] / n);
+    }
+  };
+  auto run_loop = [&](auto kernel, const char* what) {
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
     reset();
     kernel<<<sms, 256, kSmemBytes>>>(kLoop, 0.125f, out);
     fetch(h);
+    print_segments(what, kLoop - 8);
   };
-  for (int mode : {3, 7, 1, 2}) {
-    if (mode == 3) run_loop(steady_loop<3>);
-    if (mode == 7) run_loop(steady_loop<7>);
-    if (mode == 1) run_loop(steady_loop<1>);
-    if (mode == 2) run_loop(steady_loop<2>);
-    for (int wg = 0; wg < 2; ++wg) {
-      const double n = kLoop - 8;
-      const unsigned long long* c = h[2 + wg];
-      printf("steady loop (%s) wg%d: %.0f clocks a block: turn %.0f, issue %.0f, S's wait %.0f, softmax %.0f, "
-             "retire %.0f\n",
-             mode == 3   ? "products + softmax, turns"
-             : mode == 7 ? "products + softmax, no turns"
-             : mode == 1 ? "products alone, turns"
-                         : "softmax alone, turns",
-             wg,
-             (c[0] + c[1] + c[2] + c[3] + c[4]) / n, c[0] / n, c[1] / n, c[2] / n, c[3] / n, c[4] / n);
-    }
-  }
+  run_loop(steady_loop<3>, "steady loop (products + softmax, turns)");
+  run_loop(steady_loop<7>, "steady loop (products + softmax, no turns)");
+  run_loop(steady_loop<1>, "steady loop (products alone, turns)");
+  run_loop(steady_loop<2>, "steady loop (softmax alone, turns)");
   constexpr int kSrcBlocks = 64 * 1024 * 1024 / (2 * kRingBlockBytes);
   unsigned char* src = nullptr;
   cudaMalloc(&src, static_cast<size_t>(kSrcBlocks) * 2 * kRingBlockBytes);
@@ -584,18 +580,12 @@ int main() {
     reset();
     kernel<<<sms, 384, kRingSmemBytes>>>(kLoop, src, kSrcBlocks, 0.125f, out);
     fetch(h);
-    for (int wg = 0; wg < 2; ++wg) {
-      const double n = kLoop - 9;
-      const unsigned long long* c = h[2 + wg];
-      printf("steady loop with rings (%s) wg%d: %.0f clocks a block: K's wait + turn %.0f, issue (Vt's wait) %.0f, "
-             "S's wait %.0f, softmax %.0f, retire %.0f\n",
-             what, wg, (c[0] + c[1] + c[2] + c[3] + c[4]) / n, c[0] / n, c[1] / n, c[2] / n, c[3] / n, c[4] / n);
-    }
+    print_segments(what, kLoop - 9);
   };
-  run_ring(steady_loop_ring<0>, "no loads");
-  run_ring(steady_loop_ring<2>, "loads waited for");
-  run_ring(steady_loop_ring<1>, "loads, not waited for");
-  run_ring(steady_loop_ring<2, 64>, "loads waited for, Vt in 64-byte boxes as the kernel's at d128");
+  run_ring(steady_loop_ring<0>, "steady loop with rings (no loads)");
+  run_ring(steady_loop_ring<2>, "steady loop with rings (loads waited for)");
+  run_ring(steady_loop_ring<1>, "steady loop with rings (loads, not waited for)");
+  run_ring(steady_loop_ring<2, 64>, "steady loop with rings (loads waited for, Vt in 64-byte boxes as the kernel's at d128)");
   cudaFree(src);
   const cudaError_t e = cudaGetLastError();
   printf("%s\n", cudaGetErrorString(e));

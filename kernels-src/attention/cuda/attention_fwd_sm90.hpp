@@ -52,6 +52,17 @@ constexpr int sm90_swizzle_bytes(int dim) { return sm90_swizzle_for_bytes(dim * 
 // 1226); without one, -5 to -7% (904 -> 860 full). Rings: K 2, V 2 half-block pieces, Vt 2 (192
 // KB, so the varlen lists keep their room); two whole V stages (224 KB) took the workspace-less
 // calls back to 904-925 TF/s, but would leave room for only 480 causal list items (cuda/NOTES.md).
+// Dev probe KH_DEV_FP8_N224 (cuda/NOTES.md, "d128 at 224-key blocks"): d = 128's FP8 key block at
+// 224 keys, FlashAttention-3's FP8 tile there (Vt in 32-byte boxes; K, V and Vt two stages each).
+// 1: the 56 / 224 register split; 2: 24 / 240, as d = 256 (the transposers spill, in the code of
+// calls without a workspace). vt_key_block (attention_fp8_vt.hpp) follows it on the device; the
+// host still sizes the workspace for 192, which holds 224-padded columns at the probe's shapes.
+#ifdef KH_DEV_FP8_N224
+constexpr int kFp8D128Keys = 224;
+#else
+constexpr int kFp8D128Keys = 192;
+#endif
+
 template <int kQKDim, int kVDim, int kElemBytes = 2>
 struct Sm90TileConfig {
   static constexpr bool kFp8 = kElemBytes == 1;
@@ -61,7 +72,7 @@ struct Sm90TileConfig {
   static constexpr int kConsumerWarps = kConsumerWarpgroups * 4;
   static constexpr int kThreads = (kConsumerWarpgroups + 1) * 128;  // + one producer warpgroup
   static constexpr int kBlockM = 64 * kConsumerWarpgroups;
-  static constexpr int kBlockN = kFp8 ? (kQKDim == 128 ? 192 : 128)
+  static constexpr int kBlockN = kFp8 ? (kQKDim == 128 ? kFp8D128Keys : 128)
                                  : kQKDim <= 64  ? 128
                                  : kQKDim <= 80  ? 112
                                  : kQKDim <= 96  ? 96
@@ -79,7 +90,7 @@ struct Sm90TileConfig {
   static constexpr bool kFp8Wide = kFp8 && kQKDim == 256;
   static constexpr int kVSplit = kFp8Wide ? 2 : 1;  // V stages (pieces) a key block
   static constexpr int kVKeys = kBlockN / kVSplit;  // keys a V stage holds
-  static constexpr int kStagesK = kFp8Wide ? 2 : kFp8 ? (kBlockN > 128 ? 3 : 4) : kStages;
+  static constexpr int kStagesK = kFp8Wide || kBlockN > 192 ? 2 : kFp8 ? (kBlockN > 128 ? 3 : 4) : kStages;
   static constexpr int kStagesV = kFp8Wide ? 2 : kFp8 ? (kBlockN > 128 ? 2 : 4) : kStages;
   static constexpr int kStagesVt = kFp8Wide ? 2 : kFp8 ? (kBlockN > 128 ? 2 : 3) : 0;
   static constexpr bool kStageO = kVDim <= 128;
@@ -102,7 +113,11 @@ struct Sm90TileConfig {
   // consumers (128 x 24 + 256 x 240 <= 65536; 128 x 24 + 384 x 160 with three consumers).
   // At entry every thread is capped at 65536 / kThreads (168, or 128 with three consumers).
   // FP8 keeps 56 for the transposers (consumers 224 or 152), but for d = 256's blocks (above).
+#if defined(KH_DEV_FP8_N224) && KH_DEV_FP8_N224 == 2
+  static constexpr bool kFp8Transposers = kFp8 && !kFp8Wide && kBlockN != 224;
+#else
   static constexpr bool kFp8Transposers = kFp8 && !kFp8Wide;
+#endif
   static constexpr int kProducerRegs = kFp8Transposers ? 56 : 24;
   static constexpr int kConsumerRegs = kConsumerWarpgroups == 2 ? (kFp8Transposers ? 224 : 240)
                                                                 : (kFp8Transposers ? 152 : 160);

@@ -54,9 +54,10 @@ constexpr int sm90_swizzle_bytes(int dim) { return sm90_swizzle_for_bytes(dim * 
 // calls back to 904-925 TF/s, but would leave room for only 480 causal list items (cuda/NOTES.md).
 // Dev probe KH_DEV_FP8_N224 (cuda/NOTES.md, "d128 at 224-key blocks"): d = 128's FP8 key block at
 // 224 keys, FlashAttention-3's FP8 tile there (Vt in 32-byte boxes; K, V and Vt two stages each).
-// 1: the 56 / 224 register split; 2: 24 / 240, as d = 256 (the transposers spill, in the code of
-// calls without a workspace). vt_key_block (attention_fp8_vt.hpp) follows it on the device; the
-// host still sizes the workspace for 192, which holds 224-padded columns at the probe's shapes.
+// vt_key_block (attention_fp8_vt.hpp) follows it on the device; the host still sizes the workspace
+// for 192, which holds 224-padded columns at the probe's shapes. Dev probe KH_DEV_FP8_WIDE_REGS
+// (either key block): d = 128's registers split 24 / 240, as d = 256's (the transposers spill, in
+// the code of calls without a workspace).
 #ifdef KH_DEV_FP8_N224
 constexpr int kFp8D128Keys = 224;
 #else
@@ -113,8 +114,8 @@ struct Sm90TileConfig {
   // consumers (128 x 24 + 256 x 240 <= 65536; 128 x 24 + 384 x 160 with three consumers).
   // At entry every thread is capped at 65536 / kThreads (168, or 128 with three consumers).
   // FP8 keeps 56 for the transposers (consumers 224 or 152), but for d = 256's blocks (above).
-#if defined(KH_DEV_FP8_N224) && KH_DEV_FP8_N224 == 2
-  static constexpr bool kFp8Transposers = kFp8 && !kFp8Wide && kBlockN != 224;
+#ifdef KH_DEV_FP8_WIDE_REGS
+  static constexpr bool kFp8Transposers = kFp8 && !kFp8Wide && kQKDim != 128;
 #else
   static constexpr bool kFp8Transposers = kFp8 && !kFp8Wide;
 #endif

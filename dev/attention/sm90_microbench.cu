@@ -54,8 +54,9 @@ __device__ uint32_t random_e4m3x4(uint32_t i) {
 
 // One block of the kernel's online softmax (attention_fwd_sm90.cuh: the maxima in four chains a
 // row, the fold of the scale into the exponent's FFMA, four sum chains), the scores replaced by
-// their probabilities; kPack also packs P to e4m3 pairs as pack_p does.
-template <bool kPack>
+// their probabilities; kPack also packs P to e4m3 pairs as pack_p does. kSums false leaves the row
+// sums out (what a column of ones in Vt would take over: P V would sum P on the tensor cores).
+template <bool kPack, bool kSums = true>
 __device__ __forceinline__ void softmax_block(float (&acc)[kScores], float (&row_max)[2], float (&row_sum)[2],
                                               uint32_t& packs, float fold) {
 #pragma unroll
@@ -75,7 +76,7 @@ __device__ __forceinline__ void softmax_block(float (&acc)[kScores], float (&row
       for (int e = 0; e < 2; ++e) {
         const float p = fast_exp2(fmaf(acc[4 * j + 2 * h + e], fold, -mx));
         acc[4 * j + 2 * h + e] = p;
-        sums[j % 4] += p;
+        if constexpr (kSums) sums[j % 4] += p;
       }
     row_sum[h] = row_sum[h] * correction + (sums[0] + sums[1]) + (sums[2] + sums[3]);
     row_max[h] = mx - 0.5f;  // keeps the max moving, so that nothing in the loop is invariant
@@ -158,15 +159,16 @@ __device__ __forceinline__ void issue_s(float (&s)[96], uint32_t q, uint32_t k) 
   wgmma_commit();
 }
 
-// O += P V of one key block: 6 k-steps of 32 keys, P from registers, Vt at vt in boxes of 128 rows
+// O += P V of one key block: 6 k-steps of 32 keys, P from registers, Vt at vt in boxes of kN rows
 // of kSwizzle bytes (k-step kk in box 32 kk / kSwizzle, as the kernel addresses its Vt stages).
-template <int kSwizzle = 128>
-__device__ __forceinline__ void issue_pv(float (&o)[64], const uint32_t (&pa)[6][4], uint32_t vt) {
+// kN 136: d128's O with 8 more columns (a column of ones in Vt would give P's row sums there).
+template <int kSwizzle = 128, int kN = 128>
+__device__ __forceinline__ void issue_pv(float (&o)[kN / 2], const uint32_t (&pa)[6][4], uint32_t vt) {
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < 6; ++kk) {
     const uint32_t box = kk * 32 / kSwizzle, koff = kk * 32 % kSwizzle;
-    Wgmma<128, __nv_fp8_e4m3>::rs(o, pa[kk], smem_desc<kSwizzle>(vt + box * 128 * kSwizzle + koff, 16, 8 * kSwizzle), 1);
+    Wgmma<kN, __nv_fp8_e4m3>::rs(o, pa[kk], smem_desc<kSwizzle>(vt + box * kN * kSwizzle + koff, 16, 8 * kSwizzle), 1);
   }
   wgmma_commit();
 }
@@ -201,14 +203,15 @@ __device__ BlockClocks block_products(float (&s)[96], float (&o)[64], const uint
   return {t1 - t0, t2 - t1, clock64() - t0};
 }
 
+template <int kORegs = 64>
 struct Accumulators {
-  float s[96], o[64];
+  float s[96], o[kORegs];
   uint32_t pa[6][4];
   __device__ explicit Accumulators(bool random) {
 #pragma unroll
     for (int i = 0; i < 96; ++i) s[i] = 0.f;
 #pragma unroll
-    for (int i = 0; i < 64; ++i) o[i] = 0.f;
+    for (int i = 0; i < kORegs; ++i) o[i] = 0.f;
 #pragma unroll
     for (int k = 0; k < 6; ++k)
 #pragma unroll
@@ -224,7 +227,7 @@ struct Accumulators {
 #pragma unroll
     for (int i = 0; i < 96; ++i) z += s[i];
 #pragma unroll
-    for (int i = 0; i < 64; ++i) z += o[i];
+    for (int i = 0; i < kORegs; ++i) z += o[i];
     return z;
   }
 };
@@ -236,7 +239,7 @@ __global__ void products_alone(int rounds, int random, float* out) {
   fill_operands(smem, random != 0);
   const int wg = threadIdx.x / 128;
   const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  Accumulators a(random != 0);
+  Accumulators<> a(random != 0);
   long long s_issue = 0, pv_issue = 0, total = 0;
   unsigned long long g0, g1;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
@@ -271,7 +274,7 @@ __global__ void __launch_bounds__(256, 1) softmax_beside_products(int iters, int
   if (wg == 0 && mode != 2) {
     timed_softmax<false>(iters, fold, out);
   } else if (wg == 1 && mode != 0) {
-    Accumulators a(true);
+    Accumulators<> a(true);
     long long total = 0, while_softmax = 0;
     for (int r = 0; r < rounds; ++r) {
       const long long t = block_products(a.s, a.o, a.pa, base, base).total;
@@ -301,7 +304,7 @@ struct LoopSegments {
 
 // The steady loop's consumer side (attention_fwd_sm90.cuh, consume_tile) on one SM's two
 // warpgroups, for `iters` blocks: mode bit 1 the products, bit 2 the softmax, bit 4 no turns (each
-// warpgroup issues when it is ready). Warp 0 of each
+// warpgroup issues when it is ready), bit 8 no row sums in the softmax, bit 16 P V into 136 columns. Warp 0 of each
 // warpgroup sums the clocks of its turn's wait, the issue, S's wait, the softmax and the retire
 // (P V's wait, P's packing) over the blocks after the first eight, into g_clocks[2 + wg]. The mode is
 // a template argument: a wgmma under a run-time condition makes ptxas serialize them (C7513).
@@ -313,7 +316,8 @@ __global__ void __launch_bounds__(256, 1) steady_loop(int iters, float fold, flo
   const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   const uint32_t s_q = base + wg * 16384;
   constexpr bool kProducts = (kMode & 1) != 0, kSoftmax = (kMode & 2) != 0, kTurns = (kMode & 4) == 0;
-  Accumulators a(true);
+  constexpr bool kSums = (kMode & 8) == 0, kWideO = (kMode & 16) != 0;
+  Accumulators<kWideO ? 68 : 64> a(true);
   float row_max[2] = {-1e30f, -1e30f}, row_sum[2] = {0.f, 0.f};
   uint32_t packs = 0;
   LoopSegments segments;
@@ -325,7 +329,7 @@ __global__ void __launch_bounds__(256, 1) steady_loop(int iters, float fold, flo
     t[1] = clock64();
     if constexpr (kProducts) {
       issue_s<true>(a.s, s_q, base + kSOperandB);
-      issue_pv(a.o, a.pa, base + kPVOperandB);
+      issue_pv<128, kWideO ? 136 : 128>(a.o, a.pa, base + kPVOperandB);
     }
     if (kTurns && !(wg == 1 && it == iters - 1)) named_bar_arrive(1 + (wg + 1) % 2, 256);  // none left dangling
     t[2] = clock64();
@@ -334,7 +338,7 @@ __global__ void __launch_bounds__(256, 1) steady_loop(int iters, float fold, flo
       fence_operands(a.s);
     }
     t[3] = clock64();
-    if constexpr (kSoftmax) softmax_block<false>(a.s, row_max, row_sum, packs, fold);
+    if constexpr (kSoftmax) softmax_block<false, kSums>(a.s, row_max, row_sum, packs, fold);
     t[4] = clock64();
     if constexpr (kProducts) {
       wgmma_wait<0>();
@@ -421,7 +425,7 @@ __global__ void __launch_bounds__(384, 1) steady_loop_ring(int iters, const unsi
   asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
   const int wg = warp / 4;
   const uint32_t s_q = base + wg * 8192;
-  Accumulators a(true);
+  Accumulators<> a(true);
   float row_max[2] = {-1e30f, -1e30f}, row_sum[2] = {0.f, 0.f};
   uint32_t packs = 0;
   LoopSegments segments;
@@ -571,6 +575,9 @@ int main() {
   run_loop(steady_loop<7>, "steady loop (products + softmax, no turns)");
   run_loop(steady_loop<1>, "steady loop (products alone, turns)");
   run_loop(steady_loop<2>, "steady loop (softmax alone, turns)");
+  run_loop(steady_loop<3 | 8>, "steady loop (products + softmax without row sums, turns)");
+  run_loop(steady_loop<3 | 16>, "steady loop (products + softmax, P V into 136 columns, turns)");
+  run_loop(steady_loop<3 | 8 | 16>, "steady loop (products + softmax without row sums, P V into 136 columns, turns)");
   constexpr int kSrcBlocks = 64 * 1024 * 1024 / (2 * kRingBlockBytes);
   unsigned char* src = nullptr;
   cudaMalloc(&src, static_cast<size_t>(kSrcBlocks) * 2 * kRingBlockBytes);

@@ -268,7 +268,8 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
   constexpr float kLog2e = 1.4426950408889634f;
   constexpr float kLn2 = 0.6931471805599453f;
   using MmaS = Wgmma<kBlockN, typename Ops::Mma>;
-  using MmaO = Wgmma<kVDim, typename Ops::Mma>;
+  // O = P V, and with Cfg::kSumColumn a 17th column tile: P's row sums (the Vt boxes' ones row).
+  using MmaO = Wgmma<kVDim + (Cfg::kSumColumn ? 8 : 0), typename Ops::Mma>;
   constexpr int kWgs = Cfg::kConsumerWarpgroups;
   // Ping-pong of the consumer warpgroups (below) everywhere but two warpgroups non-causal,
   // where it measured 1-3% slower at d = 128 on the H200 (and causal +10%, d = 64 with three
@@ -443,12 +444,12 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
           for (int e = 0; e < 2; ++e) {
             const float pv = fast_exp2(fmaf(acc_s[4 * j + 2 * h + e], fold, -base_max));
             acc_s[4 * j + 2 * h + e] = pv;
-            sums[j % kChains] += pv;
+            if constexpr (!Cfg::kSumColumn) sums[j % kChains] += pv;
           }
         float sum = sums[0];
 #pragma unroll
         for (int a = 1; a < kChains; ++a) sum += sums[a];
-        row_sum[h] = row_sum[h] * correction[h] + sum;
+        if constexpr (!Cfg::kSumColumn) row_sum[h] = row_sum[h] * correction[h] + sum;
         probe(7 + 2 * h);
       }
     };
@@ -493,7 +494,7 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
 #pragma unroll
         for (int kk = 0; kk < kBlockN / 32; ++kk) {
           const uint32_t box = (kk * 32) / kSwzVt, koff = (kk * 32) % kSwzVt;
-          uint64_t db = smem_desc<kSwzVt>(sV + s * Cfg::kVtStage + box * kVDim * kSwzVt + koff, 16, 8 * kSwzVt);
+          uint64_t db = smem_desc<kSwzVt>(sV + s * Cfg::kVtStage + box * Cfg::kVtRows * kSwzVt + koff, 16, 8 * kSwzVt);
           if constexpr (Cfg::kVtMixed) {  // keys 0-127 in a 128-byte box, 128-191 in a 64-byte one after it
             const uint32_t stage = sV + s * Cfg::kVtStage;
             db = kk < 4 ? smem_desc<128>(stage + kk * 32, 16, 8 * 128)
@@ -536,7 +537,7 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
       // Most blocks leave every row max of a warp as it was: skip the multiplies then.
       if (!__any_sync(0xffffffffu, correction[0] != 1.f || correction[1] != 1.f)) return;
 #pragma unroll
-      for (int j = 0; j < kDTiles; ++j) {
+      for (int j = 0; j < MmaO::kRegs / 4; ++j) {
         acc_o[4 * j + 0] *= correction[0];
         acc_o[4 * j + 1] *= correction[0];
         acc_o[4 * j + 2] *= correction[1];
@@ -656,7 +657,9 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
   __syncwarp();
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    float sum = row_sum[h];
+    // With the sum column, lane t = 0 of each quad holds the rows' sums (column kVDim); the
+    // other lanes' columns there are the zero rows'.
+    float sum = Cfg::kSumColumn ? acc_o[4 * kDTiles + 2 * h] : row_sum[h];
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     const float inv = sum > 0.f ? descale_v / sum : 0.f;
@@ -901,7 +904,7 @@ __device__ __forceinline__ void transpose_v_block(uint32_t src, uint32_t dst, in
       for (int c = 0; c < kStepsPerItem; ++c) r[c][0] &= lo, r[c][2] &= lo, r[c][1] &= hi, r[c][3] &= hi;
     }
     const int vt_pos = key0 + pos;  // of the block's keys
-    const uint32_t vt_box = dst + (vt_pos / kSwzVt) * (kVDim * kSwzVt) + ((((vt_pos % kSwzVt) / 16) ^ st_xor) << 4);
+    const uint32_t vt_box = dst + (vt_pos / kSwzVt) * (Cfg::kVtRows * kSwzVt) + ((((vt_pos % kSwzVt) / 16) ^ st_xor) << 4);
 #pragma unroll
     for (int c = 0; c < kStepsPerItem; ++c) {
       const uint32_t e0 = __byte_perm(r[c][0], r[c][1], 0x6420), e1 = __byte_perm(r[c][0], r[c][1], 0x7531);
@@ -1157,6 +1160,20 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBy
       }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
+  if constexpr (Cfg::kSumColumn) {
+    // The Vt boxes' 8 rows after V's, never written again: ones (e4m3 1.0 = 0x38) in the first,
+    // zeros in the rest, 16 bytes a store, fenced for wgmma's async proxy before the barrier.
+    static_assert(!Cfg::kVtMixed, "one Vt layout probe at a time");
+    constexpr int kBoxes = kBlockN / Cfg::kSwizzleVt, kChunks = 8 * Cfg::kSwizzleVt / 16;
+    for (int i = tid; i < kStagesVt * kBoxes * kChunks; i += Cfg::kThreads) {
+      const int box = i / kChunks, c = i % kChunks;
+      const uint32_t word = c < Cfg::kSwizzleVt / 16 ? 0x38383838u : 0u;
+      const uint32_t at = sVt + (box / kBoxes) * Cfg::kVtStage + (box % kBoxes) * Cfg::kVtRows * Cfg::kSwizzleVt +
+                          kVDim * Cfg::kSwizzleVt + 16 * c;
+      asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};\n" ::"r"(at), "r"(word) : "memory");
+    }
+    fence_proxy_async_shared();
+  }
   __syncthreads();
   if (listed)
     num_tiles = pair_listed ? 2 * sched_first[p.batch] : kCausal ? sched_first[0] * p.heads_q : sched_first[p.batch];
@@ -1242,7 +1259,7 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBy
               {
 #pragma unroll
                 for (int box = 0; box < kBlockN / Cfg::kSwizzleVt; ++box)
-                  tma_load_vt_box(sVt + st * Cfg::kVtStage + box * kVDim * Cfg::kSwizzleVt, &maps.vt, vt_full(st),
+                  tma_load_vt_box(sVt + st * Cfg::kVtStage + box * Cfg::kVtRows * Cfg::kSwizzleVt, &maps.vt, vt_full(st),
                                   vt_col0 + n_block * kBlockN + box * Cfg::kSwizzleVt, kv_head);
               }
               continue;

@@ -107,6 +107,15 @@ struct Sm90TileConfig {
 #else
   static constexpr bool kVtMixed = false;
 #endif
+#ifdef KH_DEV_FP8_SUM_COLUMN
+  // Dev probe (cuda/NOTES.md, "P's row sums on the tensor cores"): each d = 128 Vt box takes 8 more
+  // rows after V's, the first all ones and the rest zeros, written once a CTA, so that P V's 17th
+  // column tile (wgmma n136) carries P's row sums, rescaled with O; the softmax adds none.
+  static constexpr bool kSumColumn = kFp8 && kQKDim == 128;
+#else
+  static constexpr bool kSumColumn = false;
+#endif
+  static constexpr int kVtRows = kVDim + (kSumColumn ? 8 : 0);  // FP8: rows of a Vt box
   static constexpr int kSwizzleO = sm90_swizzle_bytes(kVDim);             // of the O staging tile (16-bit out)
   static constexpr int kTransposeWarps = 3;  // FP8: the producer warpgroup's warps but the TMA one
   static constexpr int kVDimBytes = kVDim * kElemBytes;
@@ -135,7 +144,7 @@ struct Sm90TileConfig {
   static constexpr int kVtBytes = kFp8 ? kBlockN * kVDim * kElemBytes : 0;
   static constexpr int kKStage = (kKBytes + 1023) / 1024 * 1024;
   static constexpr int kVStage = (kVBytes + 1023) / 1024 * 1024;
-  static constexpr int kVtStage = (kVtBytes + 1023) / 1024 * 1024;
+  static constexpr int kVtStage = kFp8 ? (kBlockN * kVtRows + 1023) / 1024 * 1024 : 0;  // e4m3: a byte an element
   static constexpr int kOBytes = kStageO ? kBlockM * kVDim * 2 : 0;
   static constexpr int kKOffset = kQBytes;
   static constexpr int kVOffset = kKOffset + kStagesK * kKStage;

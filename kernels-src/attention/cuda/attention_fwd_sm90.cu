@@ -140,9 +140,6 @@ cudaError_t run_fp8_bucket(const FwdLaunchParams& p, cudaStream_t stream) {
   if (!keys) launch.vt = nullptr;
   if (launch.vt != nullptr) {
     if (!encode_vt(&maps.vt, launch, Cfg::kSwizzleVt, kDim)) return cudaErrorNotSupported;
-#ifdef KH_DEV_FP8_VT_MIXED
-    if (Cfg::kVtMixed && !encode_vt(&maps.vt128, launch, 128, kDim)) return cudaErrorNotSupported;
-#endif
     const cudaError_t err = launch_fp8_vt_prepass(launch, stream);
     if (err != cudaSuccess) return err;
   }

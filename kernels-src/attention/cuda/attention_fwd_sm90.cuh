@@ -494,12 +494,8 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
 #pragma unroll
         for (int kk = 0; kk < kBlockN / 32; ++kk) {
           const uint32_t box = (kk * 32) / kSwzVt, koff = (kk * 32) % kSwzVt;
-          uint64_t db = smem_desc<kSwzVt>(sV + s * Cfg::kVtStage + box * Cfg::kVtRows * kSwzVt + koff, 16, 8 * kSwzVt);
-          if constexpr (Cfg::kVtMixed) {  // keys 0-127 in a 128-byte box, 128-191 in a 64-byte one after it
-            const uint32_t stage = sV + s * Cfg::kVtStage;
-            db = kk < 4 ? smem_desc<128>(stage + kk * 32, 16, 8 * 128)
-                        : smem_desc<64>(stage + kVDim * 128 + (kk - 4) * 32, 16, 8 * 64);
-          }
+          const uint64_t db =
+              smem_desc<kSwzVt>(sV + s * Cfg::kVtStage + box * Cfg::kVtRows * kSwzVt + koff, 16, 8 * kSwzVt);
           MmaO::rs(acc_o, pa[kk], db, 1);
         }
       } else {
@@ -1163,7 +1159,6 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBy
   if constexpr (Cfg::kSumColumn) {
     // The Vt boxes' 8 rows after V's, never written again: ones (e4m3 1.0 = 0x38) in the first,
     // zeros in the rest, 16 bytes a store, fenced for wgmma's async proxy before the barrier.
-    static_assert(!Cfg::kVtMixed, "one Vt layout probe at a time");
     constexpr int kBoxes = kBlockN / Cfg::kSwizzleVt, kChunks = 8 * Cfg::kSwizzleVt / 16;
     for (int i = tid; i < kStagesVt * kBoxes * kChunks; i += Cfg::kThreads) {
       const int box = i / kChunks, c = i % kChunks;
@@ -1249,19 +1244,10 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBy
               const int st = kv % kStagesVt;
               mbar_wait(vt_empty(st), ((kv / kStagesVt) & 1) ^ 1);
               mbar_expect_tx(vt_full(st), Cfg::kVtBytes);
-#ifdef KH_DEV_FP8_VT_MIXED
-              if constexpr (Cfg::kVtMixed) {
-                const int col = vt_col0 + n_block * kBlockN;
-                tma_load_vt_box(sVt + st * Cfg::kVtStage, &maps.vt128, vt_full(st), col, kv_head);
-                tma_load_vt_box(sVt + st * Cfg::kVtStage + kVDim * 128, &maps.vt, vt_full(st), col + 128, kv_head);
-              } else
-#endif
-              {
 #pragma unroll
-                for (int box = 0; box < kBlockN / Cfg::kSwizzleVt; ++box)
-                  tma_load_vt_box(sVt + st * Cfg::kVtStage + box * Cfg::kVtRows * Cfg::kSwizzleVt, &maps.vt, vt_full(st),
-                                  vt_col0 + n_block * kBlockN + box * Cfg::kSwizzleVt, kv_head);
-              }
+              for (int box = 0; box < kBlockN / Cfg::kSwizzleVt; ++box)
+                tma_load_vt_box(sVt + st * Cfg::kVtStage + box * Cfg::kVtRows * Cfg::kSwizzleVt, &maps.vt, vt_full(st),
+                                vt_col0 + n_block * kBlockN + box * Cfg::kSwizzleVt, kv_head);
               continue;
             }
           }

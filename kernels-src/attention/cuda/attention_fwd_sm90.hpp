@@ -98,15 +98,6 @@ struct Sm90TileConfig {
   static constexpr int kSwizzleQK = sm90_swizzle_for_bytes(kQKDim * kElemBytes);  // of the Q and K tiles
   static constexpr int kSwizzleV = sm90_swizzle_for_bytes(kVDim * kElemBytes);  // of the V tiles
   static constexpr int kSwizzleVt = sm90_swizzle_for_bytes(kBlockN);      // FP8: of the Vt tiles
-#ifdef KH_DEV_FP8_VT_MIXED
-  // Dev probe (cuda/NOTES.md, "The softmax beside the products"): d128's 192-key Vt stage as one
-  // 128-byte box of 128 keys and one 64-byte box of 64 (24 KB, as the three 64-byte boxes), loaded
-  // from the workspace only; the transposers still write 64-byte boxes, so calls without a
-  // workspace are wrong in such a build.
-  static constexpr bool kVtMixed = kFp8 && kBlockN == 192;
-#else
-  static constexpr bool kVtMixed = false;
-#endif
 #ifdef KH_DEV_FP8_SUM_COLUMN
   // Dev probe (cuda/NOTES.md, "P's row sums on the tensor cores"): each d = 128 Vt box takes 8 more
   // rows after V's, the first all ones and the rest zeros, written once a CTA, so that P V's 17th
@@ -197,9 +188,6 @@ struct TmaDimOrder {
 struct FwdTensorMaps {
   CUtensorMap q, k, v;
   CUtensorMap vt;  // FP8 with a workspace: V transposed there (attention_fp8_vt.hpp); else unused
-#ifdef KH_DEV_FP8_VT_MIXED
-  CUtensorMap vt128;  // the same in 128-byte boxes (Sm90TileConfig::kVtMixed)
-#endif
   TmaDimOrder q_order, k_order, v_order;
 };
 

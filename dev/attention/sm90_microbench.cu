@@ -9,8 +9,10 @@
 //   - the kernel's steady loop without its memory side: two warpgroups taking turns at issuing a
 //     block's products (S, then P V of the block before), each then running the softmax of its S,
 //     waiting for its P V and packing P (no TMA, no mbarriers, no producer), with either part
-//     left out, clocks an iteration by segment; then with the kernel's memory side (a producer
-//     thread filling K and Vt rings by bulk copies, the consumers waiting on their mbarriers).
+//     left out, or without the softmax's row sums, or with P V into 136 columns (the two halves of
+//     summing P on the tensor cores: KH_DEV_FP8_SUM_COLUMN), clocks an iteration by segment; then
+//     with the kernel's memory side (a producer thread filling K and Vt rings by bulk copies, the
+//     consumers waiting on their mbarriers).
 // Not a test and not built by CMake. On the GPU machine, from the repository root:
 //   nvcc -gencode arch=compute_90a,code=sm_90a -O3 -std=c++17 -I kernels-src/attention/cuda \
 //     -I kernels-src/attention/src -I kernels-src/common/include -I abi/include \

@@ -655,7 +655,8 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
   for (int h = 0; h < 2; ++h) {
     // With the sum column, lane t = 0 of each quad holds the rows' sums (column kVDim); the
     // other lanes' columns there are the zero rows'.
-    float sum = Cfg::kSumColumn ? acc_o[4 * kDTiles + 2 * h] : row_sum[h];
+    float sum = row_sum[h];
+    if constexpr (Cfg::kSumColumn) sum = acc_o[4 * kDTiles + 2 * h];
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     const float inv = sum > 0.f ? descale_v / sum : 0.f;

@@ -495,7 +495,7 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
         for (int kk = 0; kk < kBlockN / 32; ++kk) {
           const uint32_t box = (kk * 32) / kSwzVt, koff = (kk * 32) % kSwzVt;
           const uint64_t db =
-              smem_desc<kSwzVt>(sV + s * Cfg::kVtStage + box * Cfg::kVtRows * kSwzVt + koff, 16, 8 * kSwzVt);
+              smem_desc<kSwzVt>(sV + s * Cfg::kVtStage + box * Cfg::kVtBoxBytes + koff, 16, 8 * kSwzVt);
           MmaO::rs(acc_o, pa[kk], db, 1);
         }
       } else {
@@ -901,7 +901,7 @@ __device__ __forceinline__ void transpose_v_block(uint32_t src, uint32_t dst, in
       for (int c = 0; c < kStepsPerItem; ++c) r[c][0] &= lo, r[c][2] &= lo, r[c][1] &= hi, r[c][3] &= hi;
     }
     const int vt_pos = key0 + pos;  // of the block's keys
-    const uint32_t vt_box = dst + (vt_pos / kSwzVt) * (Cfg::kVtRows * kSwzVt) + ((((vt_pos % kSwzVt) / 16) ^ st_xor) << 4);
+    const uint32_t vt_box = dst + (vt_pos / kSwzVt) * Cfg::kVtBoxBytes + ((((vt_pos % kSwzVt) / 16) ^ st_xor) << 4);
 #pragma unroll
     for (int c = 0; c < kStepsPerItem; ++c) {
       const uint32_t e0 = __byte_perm(r[c][0], r[c][1], 0x6420), e1 = __byte_perm(r[c][0], r[c][1], 0x7531);
@@ -1164,7 +1164,7 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBy
     for (int i = tid; i < kStagesVt * kBoxes * kChunks; i += Cfg::kThreads) {
       const int box = i / kChunks, c = i % kChunks;
       const uint32_t word = c < Cfg::kSwizzleVt / 16 ? 0x38383838u : 0u;
-      const uint32_t at = sVt + (box / kBoxes) * Cfg::kVtStage + (box % kBoxes) * Cfg::kVtRows * Cfg::kSwizzleVt +
+      const uint32_t at = sVt + (box / kBoxes) * Cfg::kVtStage + (box % kBoxes) * Cfg::kVtBoxBytes +
                           kVDim * Cfg::kSwizzleVt + 16 * c;
       asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};\n" ::"r"(at), "r"(word) : "memory");
     }
@@ -1247,7 +1247,7 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBy
               mbar_expect_tx(vt_full(st), Cfg::kVtBytes);
 #pragma unroll
               for (int box = 0; box < kBlockN / Cfg::kSwizzleVt; ++box)
-                tma_load_vt_box(sVt + st * Cfg::kVtStage + box * Cfg::kVtRows * Cfg::kSwizzleVt, &maps.vt, vt_full(st),
+                tma_load_vt_box(sVt + st * Cfg::kVtStage + box * Cfg::kVtBoxBytes, &maps.vt, vt_full(st),
                                 vt_col0 + n_block * kBlockN + box * Cfg::kSwizzleVt, kv_head);
               continue;
             }

@@ -107,6 +107,7 @@ struct Sm90TileConfig {
   static constexpr bool kSumColumn = false;
 #endif
   static constexpr int kVtRows = kVDim + (kSumColumn ? 8 : 0);  // FP8: rows of a Vt box
+  static constexpr int kVtBoxBytes = kVtRows * kSwizzleVt;  // FP8: the stride of a stage's Vt boxes
   static constexpr int kSwizzleO = sm90_swizzle_bytes(kVDim);             // of the O staging tile (16-bit out)
   static constexpr int kTransposeWarps = 3;  // FP8: the producer warpgroup's warps but the TMA one
   static constexpr int kVDimBytes = kVDim * kElemBytes;

@@ -5,7 +5,9 @@
 //     the sums; optionally the e4m3 packing of P), alone and two warps an SMSP;
 //   - how long a warpgroup's wgmma issue takes (S: 4 x ss m64n192k32, P V: 6 x rs m64n128k32, both
 //     e4m3) alone and beside a second warpgroup, on zeros and on random e4m3 operands;
-//   - the same softmax while a second warpgroup keeps the tensor cores busy;
+//   - the same softmax, chains of MUFU.EX2 alone and chains of FFMA alone, each while a second
+//     warpgroup keeps the tensor cores busy with the block's products, with S's alone (ss) or with
+//     P V's alone (rs): which part of the softmax the products slow, and which products do;
 //   - the kernel's steady loop without its memory side: two warpgroups taking turns at issuing a
 //     block's products (S, then P V of the block before), each then running the softmax of its S,
 //     waiting for its P V and packing P (no TMA, no mbarriers, no producer), with either part
@@ -105,21 +107,26 @@ __device__ void keep(float v, float* out) {
 
 constexpr int kMufuChains = 48;
 
-__global__ void mufu_throughput(int iters, float* out) {
+// `iters` rounds of kMufuChains independent chains of one instruction each: MUFU.EX2 (kFfma false)
+// or FFMA (true); the warp's clocks recorded in g_clocks[what].
+template <bool kFfma>
+__device__ void timed_chains(int iters, int what, float* out) {
   float x[kMufuChains];
 #pragma unroll
   for (int i = 0; i < kMufuChains; ++i) x[i] = 0.01f * (threadIdx.x % 7 + i);
   const long long t0 = clock64();
   for (int r = 0; r < iters; ++r)
 #pragma unroll
-    for (int i = 0; i < kMufuChains; ++i) x[i] = fast_exp2(-x[i]);
+    for (int i = 0; i < kMufuChains; ++i) x[i] = kFfma ? fmaf(x[i], 0.999f, 0.001f) : fast_exp2(-x[i]);
   const long long t1 = clock64();
   float s = 0.f;
 #pragma unroll
   for (int i = 0; i < kMufuChains; ++i) s += x[i];
   keep(s, out);
-  record_warp(0, t1 - t0);
+  record_warp(what, t1 - t0);
 }
+
+__global__ void mufu_throughput(int iters, float* out) { timed_chains<false>(iters, 0, out); }
 
 // `iters` blocks' softmax on this thread's scores, the warp's clocks recorded in g_clocks[1].
 template <bool kPack>
@@ -263,28 +270,49 @@ __global__ void products_alone(int rounds, int random, float* out) {
   }
 }
 
-// Warpgroup 0 runs the softmax loop while warpgroup 1 issues `rounds` blocks' products (random
-// operands), more than the loop lasts. Mode 0: no products; 2: no softmax (the products' baseline
-// in the same kernel).
-__global__ void __launch_bounds__(256, 1) softmax_beside_products(int iters, int rounds, int mode, float fold, float* out) {
+// Warpgroup 0 runs a loop while warpgroup 1 issues `rounds` blocks' products (random operands),
+// more than the loop lasts: which of the softmax's parts the tensor cores' work slows, and which
+// of the products slows it. kLoopKind: 0 the softmax (`iters` blocks), 1 MUFU.EX2 chains, 2 FFMA
+// chains (`iters` rounds of kMufuChains), 3 none (the products' baseline in the same kernel).
+// kProducts: 0 none, 1 S (4 ss) then P V (6 rs) as the kernel's block, 2 S only (8 ss), 3 P V only
+// (12 rs). Template arguments: a wgmma under a run-time condition makes ptxas serialize them (C7513).
+template <int kLoopKind, int kProducts>
+__global__ void __launch_bounds__(256, 1) loop_beside_products(int iters, int rounds, float fold, float* out) {
   extern __shared__ __align__(1024) unsigned char smem[];
   fill_operands(smem, true);
   const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   // The role as a warp-uniform value (a shuffle from lane 0): branching on threadIdx.x itself made
   // ptxas serialize the wgmmas (C7520, a warpgroup arrive in a divergent path).
   const int wg = __shfl_sync(~0u, static_cast<int>(threadIdx.x / 128), 0);
-  if (wg == 0 && mode != 2) {
-    timed_softmax<false>(iters, fold, out);
-  } else if (wg == 1 && mode != 0) {
+  if (wg == 0) {
+    if constexpr (kLoopKind == 0) timed_softmax<false>(iters, fold, out);
+    if constexpr (kLoopKind == 1) timed_chains<false>(iters, 1, out);
+    if constexpr (kLoopKind == 2) timed_chains<true>(iters, 1, out);
+  } else if constexpr (kProducts != 0) {
     Accumulators<> a(true);
-    long long total = 0, while_softmax = 0;
+    long long total = 0, while_loop = 0;
     for (int r = 0; r < rounds; ++r) {
-      const long long t = block_products(a.s, a.o, a.pa, base, base).total;
+      const long long t0 = clock64();
+      if constexpr (kProducts == 1) {
+        block_products(a.s, a.o, a.pa, base, base);
+      } else {
+        if constexpr (kProducts == 2) {
+          issue_s<false>(a.s, base, base + kSOperandB);
+          issue_s<false>(a.s, base, base + kSOperandB);
+        } else {
+          issue_pv(a.o, a.pa, base + kPVOperandB);
+          issue_pv(a.o, a.pa, base + kPVOperandB);
+        }
+        wgmma_wait<0>();
+        fence_operands(a.s);
+        fence_operands(a.o);
+      }
+      const long long t = clock64() - t0;
       total += t;
-      if (r < rounds / 4) while_softmax += t;  // the first quarter: the softmax loop surely still runs
+      if (r < rounds / 4) while_loop += t;  // the first quarter: the loop surely still runs
     }
     keep(a.total(), out);
-    if (blockIdx.x == 0 && threadIdx.x == 128) g_clocks[2][0] = while_softmax / (rounds / 4), g_clocks[2][1] = total / rounds;
+    if (blockIdx.x == 0 && threadIdx.x == 128) g_clocks[2][0] = while_loop / (rounds / 4), g_clocks[2][1] = total / rounds;
   }
 }
 
@@ -541,21 +569,43 @@ int main() {
                random ? "random e4m3" : "zeros", wgs, wg, h[2][3 * wg] / double(kRounds),
                h[2][3 * wg + 1] / double(kRounds), h[2][3 * wg + 2] / double(kRounds), 1e3 * h[3][0] / double(h[3][1]));
     }
-  cudaFuncSetAttribute(softmax_beside_products, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
-  for (int mode = 0; mode < 3; ++mode) {
+  // Each loop beside each kind of products (a row each; "alone" beside an idle warpgroup), then the
+  // products beside no loop: clocks a block (softmax) or a warp-instruction (chains) of warpgroup 0's
+  // warps, and a round of warpgroup 1's products while the loop runs / over all rounds.
+  const char* loop_names[3] = {"softmax of 96 scores", "MUFU.EX2 chains", "FFMA chains"};
+  const char* product_names[4] = {"alone", "beside S + P V (4 ss + 6 rs)", "beside S only (8 ss)",
+                                  "beside P V only (12 rs)"};
+  const int loop_iters[3] = {400, 1000, 6000};
+  auto run_beside = [&](auto kernel, int loop, int products) {
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
     reset();
-    softmax_beside_products<<<sms, 256, kSmemBytes>>>(400, 1000, mode, 0.125f, out);
+    kernel<<<sms, 256, kSmemBytes>>>(loop < 3 ? loop_iters[loop] : 1, 2000, 0.125f, out);
     fetch(h);
-    if (mode == 2) {
-      printf("the products of a block beside an idle warpgroup: %llu clocks\n", h[2][1]);
-      continue;
+    if (loop == 3) {
+      printf("beside: %s, no loop: a round %llu clocks\n", product_names[products], h[2][1]);
+      return;
     }
-    printf("softmax of %d scores beside %s: %.0f clocks a block a warp", kScores,
-           mode ? "a warpgroup issuing products (random e4m3)" : "an idle warpgroup",
-           static_cast<double>(h[1][0]) / h[1][1] / 400);
-    if (mode) printf("; the products of a block beside it %llu clocks (all rounds: %llu)", h[2][0], h[2][1]);
+    const double n = loop == 0 ? loop_iters[0] : static_cast<double>(loop_iters[loop]) * kMufuChains;
+    printf("beside: %s %s: %.2f clocks a %s", loop_names[loop], product_names[products],
+           static_cast<double>(h[1][0]) / h[1][1] / n, loop == 0 ? "block a warp" : "warp-instruction an SMSP");
+    if (products) printf("; a round of the products while it runs %llu clocks (all rounds: %llu)", h[2][0], h[2][1]);
     printf("\n");
-  }
+  };
+  run_beside(loop_beside_products<0, 0>, 0, 0);
+  run_beside(loop_beside_products<0, 1>, 0, 1);
+  run_beside(loop_beside_products<0, 2>, 0, 2);
+  run_beside(loop_beside_products<0, 3>, 0, 3);
+  run_beside(loop_beside_products<1, 0>, 1, 0);
+  run_beside(loop_beside_products<1, 1>, 1, 1);
+  run_beside(loop_beside_products<1, 2>, 1, 2);
+  run_beside(loop_beside_products<1, 3>, 1, 3);
+  run_beside(loop_beside_products<2, 0>, 2, 0);
+  run_beside(loop_beside_products<2, 1>, 2, 1);
+  run_beside(loop_beside_products<2, 2>, 2, 2);
+  run_beside(loop_beside_products<2, 3>, 2, 3);
+  run_beside(loop_beside_products<3, 1>, 3, 1);
+  run_beside(loop_beside_products<3, 2>, 3, 2);
+  run_beside(loop_beside_products<3, 3>, 3, 3);
   constexpr int kLoop = 400;
   // A steady loop's segments (LoopSegments), means over the blocks it summed.
   auto print_segments = [&](const char* what, double n) {

@@ -11,8 +11,8 @@
 //   - the kernel's steady loop without its memory side: two warpgroups taking turns at issuing a
 //     block's products (S, then P V of the block before), each then running the softmax of its S,
 //     waiting for its P V and packing P (no TMA, no mbarriers, no producer), with either part
-//     left out, or without the softmax's row sums, or with P V into 136 columns (the two halves of
-//     summing P on the tensor cores: KH_DEV_FP8_SUM_COLUMN), clocks an iteration by segment; then
+//     left out, or without the softmax's row sums (what summing P on the tensor cores would save:
+//     cuda/NOTES.md, "P's row sums on the tensor cores"), clocks an iteration by segment; then
 //     with the kernel's memory side (a producer thread filling K and Vt rings by bulk copies, the
 //     consumers waiting on their mbarriers).
 // Not a test and not built by CMake. On the GPU machine, from the repository root:
@@ -168,16 +168,15 @@ __device__ __forceinline__ void issue_s(float (&s)[96], uint32_t q, uint32_t k) 
   wgmma_commit();
 }
 
-// O += P V of one key block: 6 k-steps of 32 keys, P from registers, Vt at vt in boxes of kN rows
+// O += P V of one key block: 6 k-steps of 32 keys, P from registers, Vt at vt in boxes of 128 rows
 // of kSwizzle bytes (k-step kk in box 32 kk / kSwizzle, as the kernel addresses its Vt stages).
-// kN 136: d128's O with 8 more columns (a column of ones in Vt would give P's row sums there).
-template <int kSwizzle = 128, int kN = 128>
-__device__ __forceinline__ void issue_pv(float (&o)[kN / 2], const uint32_t (&pa)[6][4], uint32_t vt) {
+template <int kSwizzle = 128>
+__device__ __forceinline__ void issue_pv(float (&o)[64], const uint32_t (&pa)[6][4], uint32_t vt) {
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < 6; ++kk) {
     const uint32_t box = kk * 32 / kSwizzle, koff = kk * 32 % kSwizzle;
-    Wgmma<kN, __nv_fp8_e4m3>::rs(o, pa[kk], smem_desc<kSwizzle>(vt + box * kN * kSwizzle + koff, 16, 8 * kSwizzle), 1);
+    Wgmma<128, __nv_fp8_e4m3>::rs(o, pa[kk], smem_desc<kSwizzle>(vt + box * 128 * kSwizzle + koff, 16, 8 * kSwizzle), 1);
   }
   wgmma_commit();
 }
@@ -212,15 +211,14 @@ __device__ BlockClocks block_products(float (&s)[96], float (&o)[64], const uint
   return {t1 - t0, t2 - t1, clock64() - t0};
 }
 
-template <int kORegs = 64>
 struct Accumulators {
-  float s[96], o[kORegs];
+  float s[96], o[64];
   uint32_t pa[6][4];
   __device__ explicit Accumulators(bool random) {
 #pragma unroll
     for (int i = 0; i < 96; ++i) s[i] = 0.f;
 #pragma unroll
-    for (int i = 0; i < kORegs; ++i) o[i] = 0.f;
+    for (int i = 0; i < 64; ++i) o[i] = 0.f;
 #pragma unroll
     for (int k = 0; k < 6; ++k)
 #pragma unroll
@@ -236,7 +234,7 @@ struct Accumulators {
 #pragma unroll
     for (int i = 0; i < 96; ++i) z += s[i];
 #pragma unroll
-    for (int i = 0; i < kORegs; ++i) z += o[i];
+    for (int i = 0; i < 64; ++i) z += o[i];
     return z;
   }
 };
@@ -248,7 +246,7 @@ __global__ void products_alone(int rounds, int random, float* out) {
   fill_operands(smem, random != 0);
   const int wg = threadIdx.x / 128;
   const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  Accumulators<> a(random != 0);
+  Accumulators a(random != 0);
   long long s_issue = 0, pv_issue = 0, total = 0;
   unsigned long long g0, g1;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
@@ -289,7 +287,7 @@ __global__ void __launch_bounds__(256, 1) loop_beside_products(int iters, int ro
     if constexpr (kLoopKind == 1) timed_chains<false>(iters, 1, out);
     if constexpr (kLoopKind == 2) timed_chains<true>(iters, 1, out);
   } else if constexpr (kProducts != 0) {
-    Accumulators<> a(true);
+    Accumulators a(true);
     long long total = 0, while_loop = 0;
     for (int r = 0; r < rounds; ++r) {
       const long long t0 = clock64();
@@ -334,7 +332,7 @@ struct LoopSegments {
 
 // The steady loop's consumer side (attention_fwd_sm90.cuh, consume_tile) on one SM's two
 // warpgroups, for `iters` blocks: mode bit 1 the products, bit 2 the softmax, bit 4 no turns (each
-// warpgroup issues when it is ready), bit 8 no row sums in the softmax, bit 16 P V into 136 columns. Warp 0 of each
+// warpgroup issues when it is ready), bit 8 no row sums in the softmax. Warp 0 of each
 // warpgroup sums the clocks of its turn's wait, the issue, S's wait, the softmax and the retire
 // (P V's wait, P's packing) over the blocks after the first eight, into g_clocks[2 + wg]. The mode is
 // a template argument: a wgmma under a run-time condition makes ptxas serialize them (C7513).
@@ -346,8 +344,8 @@ __global__ void __launch_bounds__(256, 1) steady_loop(int iters, float fold, flo
   const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   const uint32_t s_q = base + wg * 16384;
   constexpr bool kProducts = (kMode & 1) != 0, kSoftmax = (kMode & 2) != 0, kTurns = (kMode & 4) == 0;
-  constexpr bool kSums = (kMode & 8) == 0, kWideO = (kMode & 16) != 0;
-  Accumulators<kWideO ? 68 : 64> a(true);
+  constexpr bool kSums = (kMode & 8) == 0;
+  Accumulators a(true);
   float row_max[2] = {-1e30f, -1e30f}, row_sum[2] = {0.f, 0.f};
   uint32_t packs = 0;
   LoopSegments segments;
@@ -359,7 +357,7 @@ __global__ void __launch_bounds__(256, 1) steady_loop(int iters, float fold, flo
     t[1] = clock64();
     if constexpr (kProducts) {
       issue_s<true>(a.s, s_q, base + kSOperandB);
-      issue_pv<128, kWideO ? 136 : 128>(a.o, a.pa, base + kPVOperandB);
+      issue_pv(a.o, a.pa, base + kPVOperandB);
     }
     if (kTurns && !(wg == 1 && it == iters - 1)) named_bar_arrive(1 + (wg + 1) % 2, 256);  // none left dangling
     t[2] = clock64();
@@ -455,7 +453,7 @@ __global__ void __launch_bounds__(384, 1) steady_loop_ring(int iters, const unsi
   asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
   const int wg = warp / 4;
   const uint32_t s_q = base + wg * 8192;
-  Accumulators<> a(true);
+  Accumulators a(true);
   float row_max[2] = {-1e30f, -1e30f}, row_sum[2] = {0.f, 0.f};
   uint32_t packs = 0;
   LoopSegments segments;
@@ -628,8 +626,6 @@ int main() {
   run_loop(steady_loop<1>, "steady loop (products alone, turns)");
   run_loop(steady_loop<2>, "steady loop (softmax alone, turns)");
   run_loop(steady_loop<3 | 8>, "steady loop (products + softmax without row sums, turns)");
-  run_loop(steady_loop<3 | 16>, "steady loop (products + softmax, P V into 136 columns, turns)");
-  run_loop(steady_loop<3 | 8 | 16>, "steady loop (products + softmax without row sums, P V into 136 columns, turns)");
   constexpr int kSrcBlocks = 64 * 1024 * 1024 / (2 * kRingBlockBytes);
   unsigned char* src = nullptr;
   cudaMalloc(&src, static_cast<size_t>(kSrcBlocks) * 2 * kRingBlockBytes);

@@ -268,8 +268,7 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
   constexpr float kLog2e = 1.4426950408889634f;
   constexpr float kLn2 = 0.6931471805599453f;
   using MmaS = Wgmma<kBlockN, typename Ops::Mma>;
-  // O = P V, and with Cfg::kSumColumn a 17th column tile: P's row sums (the Vt boxes' ones row).
-  using MmaO = Wgmma<kVDim + (Cfg::kSumColumn ? 8 : 0), typename Ops::Mma>;
+  using MmaO = Wgmma<kVDim, typename Ops::Mma>;
   constexpr int kWgs = Cfg::kConsumerWarpgroups;
   // Ping-pong of the consumer warpgroups (below) everywhere but two warpgroups non-causal,
   // where it measured 1-3% slower at d = 128 on the H200 (and causal +10%, d = 64 with three
@@ -444,12 +443,12 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
           for (int e = 0; e < 2; ++e) {
             const float pv = fast_exp2(fmaf(acc_s[4 * j + 2 * h + e], fold, -base_max));
             acc_s[4 * j + 2 * h + e] = pv;
-            if constexpr (!Cfg::kSumColumn) sums[j % kChains] += pv;
+            sums[j % kChains] += pv;
           }
         float sum = sums[0];
 #pragma unroll
         for (int a = 1; a < kChains; ++a) sum += sums[a];
-        if constexpr (!Cfg::kSumColumn) row_sum[h] = row_sum[h] * correction[h] + sum;
+        row_sum[h] = row_sum[h] * correction[h] + sum;
         probe(7 + 2 * h);
       }
     };
@@ -533,7 +532,7 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
       // Most blocks leave every row max of a warp as it was: skip the multiplies then.
       if (!__any_sync(0xffffffffu, correction[0] != 1.f || correction[1] != 1.f)) return;
 #pragma unroll
-      for (int j = 0; j < MmaO::kRegs / 4; ++j) {
+      for (int j = 0; j < kDTiles; ++j) {
         acc_o[4 * j + 0] *= correction[0];
         acc_o[4 * j + 1] *= correction[0];
         acc_o[4 * j + 2] *= correction[1];
@@ -653,10 +652,7 @@ __device__ __forceinline__ void consume_tile(const FwdLaunchParams& p, unsigned 
   __syncwarp();
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    // With the sum column, lane t = 0 of each quad holds the rows' sums (column kVDim); the
-    // other lanes' columns there are the zero rows'.
     float sum = row_sum[h];
-    if constexpr (Cfg::kSumColumn) sum = acc_o[4 * kDTiles + 2 * h];
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     const float inv = sum > 0.f ? descale_v / sum : 0.f;
@@ -1156,19 +1152,6 @@ __global__ void __launch_bounds__(Sm90TileConfig<kQKDim, kVDim, Operands<T>::kBy
         mbar_init(ring_empty(e), Cfg::kConsumerWarps + 1);  // every consumer warp and the producer's thread
       }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  if constexpr (Cfg::kSumColumn) {
-    // The Vt boxes' 8 rows after V's, never written again: ones (e4m3 1.0 = 0x38) in the first,
-    // zeros in the rest, 16 bytes a store, fenced for wgmma's async proxy before the barrier.
-    constexpr int kBoxes = kBlockN / Cfg::kSwizzleVt, kChunks = 8 * Cfg::kSwizzleVt / 16;
-    for (int i = tid; i < kStagesVt * kBoxes * kChunks; i += Cfg::kThreads) {
-      const int box = i / kChunks, c = i % kChunks;
-      const uint32_t word = c < Cfg::kSwizzleVt / 16 ? 0x38383838u : 0u;
-      const uint32_t at = sVt + (box / kBoxes) * Cfg::kVtStage + (box % kBoxes) * Cfg::kVtBoxBytes +
-                          kVDim * Cfg::kSwizzleVt + 16 * c;
-      asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};\n" ::"r"(at), "r"(word) : "memory");
-    }
-    fence_proxy_async_shared();
   }
   __syncthreads();
   if (listed)

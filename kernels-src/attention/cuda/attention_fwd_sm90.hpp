@@ -52,18 +52,6 @@ constexpr int sm90_swizzle_bytes(int dim) { return sm90_swizzle_for_bytes(dim * 
 // 1226); without one, -5 to -7% (904 -> 860 full). Rings: K 2, V 2 half-block pieces, Vt 2 (192
 // KB, so the varlen lists keep their room); two whole V stages (224 KB) took the workspace-less
 // calls back to 904-925 TF/s, but would leave room for only 480 causal list items (cuda/NOTES.md).
-// Dev probe KH_DEV_FP8_N224 (cuda/NOTES.md, "d128 at 224-key blocks"): d = 128's FP8 key block at
-// 224 keys, FlashAttention-3's FP8 tile there (Vt in 32-byte boxes; K, V and Vt two stages each).
-// vt_key_block (attention_fp8_vt.hpp) follows it on the device; the host still sizes the workspace
-// for 192, which holds 224-padded columns at the probe's shapes. Dev probe KH_DEV_FP8_WIDE_REGS
-// (either key block): d = 128's registers split 24 / 240, as d = 256's (the transposers spill, in
-// the code of calls without a workspace).
-#ifdef KH_DEV_FP8_N224
-constexpr int kFp8D128Keys = 224;
-#else
-constexpr int kFp8D128Keys = 192;
-#endif
-
 template <int kQKDim, int kVDim, int kElemBytes = 2>
 struct Sm90TileConfig {
   static constexpr bool kFp8 = kElemBytes == 1;
@@ -73,7 +61,7 @@ struct Sm90TileConfig {
   static constexpr int kConsumerWarps = kConsumerWarpgroups * 4;
   static constexpr int kThreads = (kConsumerWarpgroups + 1) * 128;  // + one producer warpgroup
   static constexpr int kBlockM = 64 * kConsumerWarpgroups;
-  static constexpr int kBlockN = kFp8 ? (kQKDim == 128 ? kFp8D128Keys : 128)
+  static constexpr int kBlockN = kFp8 ? (kQKDim == 128 ? 192 : 128)
                                  : kQKDim <= 64  ? 128
                                  : kQKDim <= 80  ? 112
                                  : kQKDim <= 96  ? 96
@@ -91,23 +79,14 @@ struct Sm90TileConfig {
   static constexpr bool kFp8Wide = kFp8 && kQKDim == 256;
   static constexpr int kVSplit = kFp8Wide ? 2 : 1;  // V stages (pieces) a key block
   static constexpr int kVKeys = kBlockN / kVSplit;  // keys a V stage holds
-  static constexpr int kStagesK = kFp8Wide || kBlockN > 192 ? 2 : kFp8 ? (kBlockN > 128 ? 3 : 4) : kStages;
+  static constexpr int kStagesK = kFp8Wide ? 2 : kFp8 ? (kBlockN > 128 ? 3 : 4) : kStages;
   static constexpr int kStagesV = kFp8Wide ? 2 : kFp8 ? (kBlockN > 128 ? 2 : 4) : kStages;
   static constexpr int kStagesVt = kFp8Wide ? 2 : kFp8 ? (kBlockN > 128 ? 2 : 3) : 0;
   static constexpr bool kStageO = kVDim <= 128;
   static constexpr int kSwizzleQK = sm90_swizzle_for_bytes(kQKDim * kElemBytes);  // of the Q and K tiles
   static constexpr int kSwizzleV = sm90_swizzle_for_bytes(kVDim * kElemBytes);  // of the V tiles
   static constexpr int kSwizzleVt = sm90_swizzle_for_bytes(kBlockN);      // FP8: of the Vt tiles
-#ifdef KH_DEV_FP8_SUM_COLUMN
-  // Dev probe (cuda/NOTES.md, "P's row sums on the tensor cores"): each d = 128 Vt box takes 8 more
-  // rows after V's, the first all ones and the rest zeros, written once a CTA, so that P V's 17th
-  // column tile (wgmma n136) carries P's row sums, rescaled with O; the softmax adds none.
-  static constexpr bool kSumColumn = kFp8 && kQKDim == 128;
-#else
-  static constexpr bool kSumColumn = false;
-#endif
-  static constexpr int kVtRows = kVDim + (kSumColumn ? 8 : 0);  // FP8: rows of a Vt box
-  static constexpr int kVtBoxBytes = kVtRows * kSwizzleVt;  // FP8: the stride of a stage's Vt boxes
+  static constexpr int kVtBoxBytes = kVDim * kSwizzleVt;  // FP8: the stride of a stage's Vt boxes
   static constexpr int kSwizzleO = sm90_swizzle_bytes(kVDim);             // of the O staging tile (16-bit out)
   static constexpr int kTransposeWarps = 3;  // FP8: the producer warpgroup's warps but the TMA one
   static constexpr int kVDimBytes = kVDim * kElemBytes;
@@ -115,6 +94,8 @@ struct Sm90TileConfig {
   // consumers (128 x 24 + 256 x 240 <= 65536; 128 x 24 + 384 x 160 with three consumers).
   // At entry every thread is capped at 65536 / kThreads (168, or 128 with three consumers).
   // FP8 keeps 56 for the transposers (consumers 224 or 152), but for d = 256's blocks (above).
+  // Dev probe KH_DEV_FP8_WIDE_REGS: d = 128's registers split 24 / 240, as d = 256's (the
+  // transposers spill, in the code of calls without a workspace; cuda/NOTES.md).
 #ifdef KH_DEV_FP8_WIDE_REGS
   static constexpr bool kFp8Transposers = kFp8 && !kFp8Wide && kQKDim != 128;
 #else
@@ -136,7 +117,7 @@ struct Sm90TileConfig {
   static constexpr int kVtBytes = kFp8 ? kBlockN * kVDim * kElemBytes : 0;
   static constexpr int kKStage = (kKBytes + 1023) / 1024 * 1024;
   static constexpr int kVStage = (kVBytes + 1023) / 1024 * 1024;
-  static constexpr int kVtStage = kFp8 ? (kBlockN * kVtRows + 1023) / 1024 * 1024 : 0;  // e4m3: a byte an element
+  static constexpr int kVtStage = kFp8 ? (kBlockN * kVDim + 1023) / 1024 * 1024 : 0;  // e4m3: a byte an element
   static constexpr int kOBytes = kStageO ? kBlockM * kVDim * 2 : 0;
   static constexpr int kKOffset = kQBytes;
   static constexpr int kVOffset = kKOffset + kStagesK * kKStage;

@@ -14,12 +14,11 @@ import os
 SS_N = (80, 96, 112, 128)               # S = Q K^T: both operands in shared memory
 RS_N = (64, 80, 96, 128, 192, 256)   # O += P V: P from registers, V in shared memory
 TYPES = (("__half", "f16"), ("__nv_bfloat16", "bf16"))
-# FP8 prefill (e4m3 operands, k = 32 a step): S over key blocks of 128 or 192 (224: the dev probe
-# KH_DEV_FP8_N224, attention_fwd_sm90.hpp), O over head dims
+# FP8 prefill (e4m3 operands, k = 32 a step): S over key blocks of 128 or 192, O over head dims
 # 64, 128 and 256. FP8 wgmma reads both operands K-major only (no transpose bit), so its rs
 # takes V transposed (attention_fwd_sm90.cuh, the V transposer) and has no kTransB.
-FP8_SS_N = (128, 192, 224)  # the key blocks of d 64 and 256, and of d 128
-FP8_RS_N = (64, 128, 136, 256)  # 136: dev/attention/sm90_microbench.cu's P V with 8 more columns
+FP8_SS_N = (128, 192)  # the key blocks of d 64 and 256, and of d 128
+FP8_RS_N = (64, 128, 256)
 FP8_TYPE = ("__nv_fp8_e4m3", "e4m3")
 
 

@@ -29,14 +29,7 @@ namespace kh_attention {
 // The key block of the FP8 kernel for a head dim (Sm90TileConfig<d, d, 1>::kBlockN of its bucket
 // 64, 128 or 256; attention_fp8_vt.cu asserts they agree): each sequence's columns are a multiple
 // of it, so that a block never reads past its sequence's columns.
-#ifdef KH_DEV_FP8_N224  // dev probe (attention_fwd_sm90.hpp): seen by device code only
-constexpr int64_t kVtKeyBlock128 = 224;
-#else
-constexpr int64_t kVtKeyBlock128 = 192;
-#endif
-KH_ATTN_HD constexpr int64_t vt_key_block(int64_t head_dim) {
-  return head_dim <= 64 ? 128 : head_dim <= 128 ? kVtKeyBlock128 : 128;
-}
+KH_ATTN_HD constexpr int64_t vt_key_block(int64_t head_dim) { return head_dim <= 64 ? 128 : head_dim <= 128 ? 192 : 128; }
 
 KH_ATTN_HD int64_t vt_round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 

@@ -94,13 +94,9 @@ struct Sm90TileConfig {
   // consumers (128 x 24 + 256 x 240 <= 65536; 128 x 24 + 384 x 160 with three consumers).
   // At entry every thread is capped at 65536 / kThreads (168, or 128 with three consumers).
   // FP8 keeps 56 for the transposers (consumers 224 or 152), but for d = 256's blocks (above).
-  // Dev probe KH_DEV_FP8_WIDE_REGS: d = 128's registers split 24 / 240, as d = 256's (the
-  // transposers spill, in the code of calls without a workspace; cuda/NOTES.md).
-#ifdef KH_DEV_FP8_WIDE_REGS
-  static constexpr bool kFp8Transposers = kFp8 && !kFp8Wide && kQKDim != 128;
-#else
+  // d = 128 at 24 / 240 (the transposers spilling) lost 1.5-3.7% without the workspace and tied
+  // with it (cuda/NOTES.md "The register split 24 / 240 at d128").
   static constexpr bool kFp8Transposers = kFp8 && !kFp8Wide;
-#endif
   static constexpr int kProducerRegs = kFp8Transposers ? 56 : 24;
   static constexpr int kConsumerRegs = kConsumerWarpgroups == 2 ? (kFp8Transposers ? 224 : 240)
                                                                 : (kFp8Transposers ? 152 : 160);

@@ -2,8 +2,9 @@
 // count of an attention_decode_paged_fp8 call and its CTA width (the bf16 kernels' rules: the count
 // within the workspace's max_splits whose CTAs fill the device's resident slots best, from the
 // shapes and the device only, never from seq_lens; the wide CTA where it needs no split and 4-warp
-// CTAs would), the launches, the combine; and the packed (varlen) mode's grid. No allocation, no
-// host synchronisation, no copy: graph-safe.
+// CTAs would, or where many full waves of it with the TMA ring fill the device), the launches, the
+// combine; and the packed (varlen) mode's grid. No allocation, no host synchronisation, no copy:
+// graph-safe.
 #include <atomic>
 
 #include "attention_decode.hpp"
@@ -105,41 +106,53 @@ cudaError_t launch_decode_fp8(const DecodeParams& p, cudaStream_t stream) {
   const int64_t units = static_cast<int64_t>(p.batch) * p.heads_kv * row_tiles;
   const int64_t smax = p.max_splits();
   int64_t splits = best_split(units, resident_ctas(p.device_id, bf16, p.head_dim, false), smax).splits;
+  // The 4-warp CTAs' rings filled by TMA (sm90a; encode_cache_maps is false elsewhere) at head
+  // dim 128 with cache blocks of >= 16 rows (a tile's 16 rows in one block). H100, A/B in one run
+  // (cuda/NOTES.md "FP8 decode rings filled by TMA"): b64 x 8k 382.3 -> 370.1 us, b128 x 4k 378.0
+  // -> 371.5; the wide CTA's one wave gained 1 us at b16 x 4k but lost 8% at b16 x 32k (356.6 ->
+  // 384.2), so it keeps cp.async there. A development build's KH_ATTENTION_DECODE_TMA=0|1: never /
+  // both widths (comparisons). The maps are encoded once it is known they are wanted.
+  static const int tma_mode = experiments::mode("KH_ATTENTION_DECODE_TMA");
+  const bool tma_shape = tma_mode != 0 && p.head_dim == 128 && p.block_shift >= 4;
+  DecodeTma maps;
+  int maps_state = 0;  // 0 not tried, 1 encoded, -1 refused
+  auto maps_ready = [&]() {
+    if (maps_state == 0) maps_state = tma_shape && encode_cache_maps(&maps, p, true) ? 1 : -1;
+    return maps_state == 1;
+  };
   // The wide CTA, unsplit, where 4-warp CTAs would split and whole waves of it fill the device: no
   // partials, no combine kernel. One full wave always (H100, GQA 32/8 d128: b16 x 4k 63.9 -> 59.7
   // us, b16 x 32k 411.9 -> 381.4); two full waves (b32 x 8 kv heads) where the table holds >= 8192
   // keys, as shorter sequences lost (H100, 2026-12-07, two rounds in one run: b32 x 32k 775.5 ->
   // 735.4, b32 x 16k 402.9 -> 377.4, b32 x 8k 206.9 -> 198.8, b32 x 4k even, b32 x 2k 60.4 ->
-  // 62.9). Where 4-warp CTAs need no split, or its waves are partly empty, it lost (b128 x 4k 390
-  // -> 411, b40 x 8k 252 -> 265, b20 x 16k 252 -> 265; b64 x 8k even: cuda/NOTES.md "FP8"). Only
-  // on devices whose DRAM it keeps pace with (wide_keeps_pace: not the H200). A development
-  // build's KH_ATTENTION_DECODE_WIDE=0|1: never / wherever it exists (comparisons).
+  // 62.9). Where 4-warp CTAs need no split, or its waves are partly empty, it lost with cp.async
+  // (b128 x 4k 390 -> 411, b40 x 8k 252 -> 265, b20 x 16k 252 -> 265; b64 x 8k even: cuda/NOTES.md
+  // "FP8"). But with the TMA ring, unsplit, where >= 6 full waves of it fill the device, it gains
+  // (cuda/NOTES.md "The wide CTA with TMA at many waves"; H100, the release build against the one
+  // before, two rounds in one run): b96 x 4k 285.7 -> 278.7 us, b128 x 4k 372.3 -> 365.6, b96 x 8k
+  // 558.5 -> 549.5, b192 x 2k 279.8 -> 275.7, b256 x 2k 372.2 -> 359.5; forced at 3-4 waves it
+  // lost or tied (b48 x 8k 298.6 -> 301.1, b64 x 8k 391.5 -> 394.3). Only on devices whose DRAM it
+  // keeps pace with (wide_keeps_pace: not the H200). A development build's
+  // KH_ATTENTION_DECODE_WIDE=0|1: never / wherever it exists (comparisons).
   static const int wide_mode = experiments::mode("KH_ATTENTION_DECODE_WIDE");
   constexpr int64_t kWideWavesMinKeys = 8192;
-  bool wide = false;
+  constexpr int64_t kWideTmaMinWaves = 6;
+  bool wide = false, wide_tma = false;
   if (wide_mode != 0) {
     const int64_t wide_slots = resident_ctas(p.device_id, bf16, p.head_dim, true);
     const int64_t waves = wide_slots > 0 ? (units + wide_slots - 1) / wide_slots : 0;
     const bool full_waves =
         waves > 0 && static_cast<double>(units) >= 0.95 * static_cast<double>(waves * wide_slots);
-    const bool unsplit = splits > 1 && full_waves && wide_keeps_pace(p.device_id) &&
-                         (waves == 1 || (waves == 2 && p.max_kv() >= kWideWavesMinKeys));
-    if (wide_slots > 0 && (wide_mode == 1 || unsplit)) {
+    const bool paced = full_waves && wide_keeps_pace(p.device_id);
+    const bool unsplit = splits > 1 && paced && (waves == 1 || (waves == 2 && p.max_kv() >= kWideWavesMinKeys));
+    wide_tma = paced && waves >= kWideTmaMinWaves && maps_ready();
+    if (wide_slots > 0 && (wide_mode == 1 || unsplit || wide_tma)) {
       wide = true;
-      splits = unsplit || (full_waves && waves == 1) ? 1 : best_split(units, wide_slots, smax).splits;
+      splits = unsplit || wide_tma || (full_waves && waves == 1) ? 1 : best_split(units, wide_slots, smax).splits;
     }
   }
-  // The 4-warp CTAs' rings filled by TMA (sm90a; encode_cache_maps is false elsewhere) at head
-  // dim 128 with cache blocks of >= 16 rows (a tile's 16 rows in one block). H100, A/B in one run
-  // (cuda/NOTES.md "FP8 decode rings filled by TMA"): b64 x 8k 382.3 -> 370.1 us, b128 x 4k 378.0
-  // -> 371.5; the wide CTA's one wave gained 1 us at b16 x 4k but lost 8% at b16 x 32k (356.6 ->
-  // 384.2), so it keeps cp.async. A development build's KH_ATTENTION_DECODE_TMA=0|1: never / both
-  // widths (comparisons).
-  static const int tma_mode = experiments::mode("KH_ATTENTION_DECODE_TMA");
-  DecodeTma maps;
-  const bool tma_width = tma_mode == 1 || (tma_mode != 0 && !wide);
-  const DecodeTma* tma =
-      tma_width && p.head_dim == 128 && p.block_shift >= 4 && encode_cache_maps(&maps, p, true) ? &maps : nullptr;
+  const bool tma_width = tma_mode == 1 || !wide || wide_tma;
+  const DecodeTma* tma = tma_width && maps_ready() ? &maps : nullptr;
   const Fp8VarlenArgs paged;
   const int n = static_cast<int>(splits);
   cudaError_t err = bf16 ? run_split<Bf16Tag>(p, paged, row_tiles, n, wide, tma, stream)

@@ -449,19 +449,22 @@ def check_cache_write_every_value(res, op, target, gen):
     division), NaN patterns as a NaN byte: every input rounds as the division does, whatever way
     the kernel divides."""
     scales = EVERY_VALUE_SCALES + [float(torch.rand(1, generator=torch.Generator().manual_seed(11)).item() * 50 + 0.01)]
-    for dtype in (torch.bfloat16, torch.float16):
+    # The patterns once (512 tokens: the CUDA kernel's one-token CTAs, which divide) and 9 times
+    # over (4608 tokens: its 8-token CTAs, which multiply by the reciprocal and correct).
+    for dtype, reps in itertools.product((torch.bfloat16, torch.float16), (1, 9)):
         bits = torch.arange(-32768, 32768, device="cuda", dtype=torch.int32).to(torch.int16)
-        key = bits.view(dtype).view(512, 1, 128)
-        value = bits.flip(0).view(dtype).view(512, 1, 128)
-        slots = torch.arange(512, device="cuda", dtype=torch.int32)
+        tokens = 512 * reps
+        key = bits.view(dtype).view(512, 1, 128).repeat(reps, 1, 1)
+        value = bits.flip(0).view(dtype).view(512, 1, 128).repeat(reps, 1, 1)
+        slots = torch.arange(tokens, device="cuda", dtype=torch.int32)
         bad, nan_bad = [], 0
         for sc in scales:
             scale = torch.tensor([sc], device="cuda", dtype=torch.float32)
-            kc = torch.zeros(32, 16, 1, 128, device="cuda", dtype=torch.uint8)
+            kc = torch.zeros(tokens // 16, 16, 1, 128, device="cuda", dtype=torch.uint8)
             vc = torch.zeros_like(kc)
             op(kc, vc, key, value, slots, scale, scale)
             torch.cuda.synchronize()
-            for got, x in ((kc.view(512, 1, 128), key), (vc.view(512, 1, 128), value)):
+            for got, x in ((kc.view(tokens, 1, 128), key), (vc.view(tokens, 1, 128), value)):
                 nan = torch.isnan(x.float())
                 diff = int(((got != quantize(x, scale)) & ~nan).sum().item())
                 nan_bad += int(((got[nan] & 0x7F) != 0x7F).sum().item())
@@ -469,7 +472,8 @@ def check_cache_write_every_value(res, op, target, gen):
                     bad.append(f"scale {sc:g}: {diff}")
         problems = ([f"bytes differing from PyTorch's quantize: {', '.join(bad)}"] if bad else []) + \
             ([f"{nan_bad} NaN inputs not written as a NaN byte"] if nan_bad else [])
-        res.add("paged_kv_cache_write", target, DT_NAMES[dtype], "every value", f"65536 patterns x {len(scales)} scales",
+        res.add("paged_kv_cache_write", target, DT_NAMES[dtype], "every value",
+                f"65536 patterns x {len(scales)} scales, {tokens} tokens",
                 not problems, None, None, "; ".join(problems) or "every byte equals PyTorch's quantize")
 
 

@@ -1,7 +1,7 @@
 // test_attention_dram_pace.cpp: the FP8 decode plan's device rule (attention_dram_pace.hpp): the
 // wide CTA on devices whose DRAM it keeps pace with, from the attributes each card reports. The
-// H100 SXM numbers are the ones its runtime gave (cudaDeviceGetAttribute, 2026-12-07); a mistake
-// here would give an H200 a plan 18-31% slower, or an H100 one 6-9% slower.
+// H100 SXM and H200 numbers are the ones their runtimes gave (cudaDeviceGetAttribute, 2026-12-07);
+// a mistake here would give an H200 a plan 18-31% slower, or an H100 one 6-9% slower.
 #include <doctest/doctest.h>
 
 #include "attention_dram_pace.hpp"
@@ -23,6 +23,7 @@ TEST_CASE("dram pace: peak bytes a second an SM from clock, bus width and SMs") 
 TEST_CASE("dram pace: the wide CTA where the DRAM does not outrun it") {
   CHECK(wide_cta_keeps_pace(2619000, 5120, 132));    // H100 SXM (measured: the wide CTA won)
   CHECK_FALSE(wide_cta_keeps_pace(3201000, 6144, 132));  // H200, 4.9 TB/s (measured: it lost)
+  CHECK_FALSE(wide_cta_keeps_pace(3201000, 6016, 132));  // the H200 as its runtime reported it (2026-12-07)
   CHECK_FALSE(wide_cta_keeps_pace(2619000, 6144, 132));  // HBM3e's width at HBM3's clock: 30.5 GB/s
   CHECK(wide_cta_keeps_pace(1593000, 5120, 108));    // A100 80GB, 2.0 TB/s: 18.9 GB/s an SM
   CHECK_FALSE(wide_cta_keeps_pace(0, 0, 0));         // unknown: the 4-warp plan

@@ -143,9 +143,19 @@ cudaError_t launch_decode_fp8(const DecodeParams& p, cudaStream_t stream) {
     const int64_t waves = wide_slots > 0 ? (units + wide_slots - 1) / wide_slots : 0;
     const bool full_waves =
         waves > 0 && static_cast<double>(units) >= 0.95 * static_cast<double>(waves * wide_slots);
-    const bool paced = full_waves && wide_keeps_pace(p.device_id);
-    const bool unsplit = splits > 1 && paced && (waves == 1 || (waves == 2 && p.max_kv() >= kWideWavesMinKeys));
-    wide_tma = paced && waves >= kWideTmaMinWaves && maps_ready();
+    const bool keeps_pace = wide_keeps_pace(p.device_id);
+    const bool paced = full_waves && keeps_pace;
+    const bool few_waves =
+        splits > 1 && full_waves && (waves == 1 || (waves == 2 && p.max_kv() >= kWideWavesMinKeys));
+    const bool unsplit = few_waves && keeps_pace;
+    // Where the cp.async ring does not keep pace (the H200), the TMA ring does at the same one or
+    // two full waves (H200, release against the wide CTA with TMA forced, two rounds in one run:
+    // b16 x 4k 45.0 -> 41.6 us, b16 x 32k 284.8 -> 260.6 (0.99 of the copy floor), b32 x 8k 146.5
+    // -> 141.0, b32 x 32k 548.0 -> 510.4, but b32 x 4k 77.3 -> 79.2); at 4-8 waves it lost there
+    // (b64 x 8k 270.5 -> 274.1, b128 x 4k 271.4 -> 286.9, b256 x 2k 270.2 -> 313.9): cuda/NOTES.md
+    // "The wide CTA with TMA on an H200".
+    const bool unsplit_tma = few_waves && !keeps_pace && maps_ready();
+    wide_tma = (paced && waves >= kWideTmaMinWaves && maps_ready()) || unsplit_tma;
     if (wide_slots > 0 && (wide_mode == 1 || unsplit || wide_tma)) {
       wide = true;
       splits = unsplit || wide_tma || (full_waves && waves == 1) ? 1 : best_split(units, wide_slots, smax).splits;

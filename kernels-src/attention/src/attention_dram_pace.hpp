@@ -16,7 +16,9 @@ inline double peak_dram_bytes_per_sm(int memory_khz, int bus_bits, int sms) {
 // The FP8 decode's wide CTA (one a SM, its ring filled by cp.async) read at ~3 TB/s on an H100 SXM
 // and on an H200 alike (2026-12-07, cuda/NOTES.md "The wide CTA on an H200"): it won where the
 // device's peak is 25.4 GB/s an SM (H100 SXM: 2619 MHz x 5120 bits / 132) and lost 18-31% at
-// ~37 (H200: 4.8 TB/s / 132). Unknown attributes: no (the 4-warp plan is the one that held up on both).
+// ~37 (H200: 4.8 TB/s / 132). Unknown attributes: no. Where it says no, the plan still takes the wide
+// CTA at one or two full waves with its ring filled by TMA where the maps encode, which kept pace on
+// the H200 (0.99 of the copy floor at b16 x 32k) and beat 4-warp CTAs on the H100 as well.
 constexpr double kWideCtaMaxDramBytesPerSm = 28e9;
 inline bool wide_cta_keeps_pace(int memory_khz, int bus_bits, int sms) {
   const double per_sm = peak_dram_bytes_per_sm(memory_khz, bus_bits, sms);

@@ -26,7 +26,7 @@ TEST_CASE("dram pace: the wide CTA where the DRAM does not outrun it") {
   CHECK_FALSE(wide_cta_keeps_pace(3201000, 6016, 132));  // the H200 as its runtime reported it (2026-12-07)
   CHECK_FALSE(wide_cta_keeps_pace(2619000, 6144, 132));  // HBM3e's width at HBM3's clock: 30.5 GB/s
   CHECK(wide_cta_keeps_pace(1593000, 5120, 108));    // A100 80GB, 2.0 TB/s: 18.9 GB/s an SM
-  CHECK_FALSE(wide_cta_keeps_pace(0, 0, 0));         // unknown: the 4-warp plan
+  CHECK_FALSE(wide_cta_keeps_pace(0, 0, 0));         // unknown: no cp.async wide CTA
   // The bar itself: at 28 GB/s an SM yes, just above no.
   const int sms = 100, bits = 8000;                  // 1000 bytes a transfer, 2000 a kHz-tick
   CHECK(wide_cta_keeps_pace(1400000, bits, sms));    // 2 x 1.4e9 x 1000 / 100 = 28.0e9

@@ -1,4 +1,4 @@
-// attention_cache_cuda.cu: paged_kv_cache_write on CUDA: one CTA per 8 tokens (1 for small calls),
+// attention_cache_cuda.cu: paged_kv_cache_write on CUDA: one CTA per 4 tokens (1 for small calls),
 // each thread moving fixed 16-byte chunks (8 elements of one head, of key or of value) of every
 // token of its CTA: a bf16/fp16 cache gets the chunk as is, an e4m3 cache its 8 bytes quantized
 // (x / scale rounded as float32 IEEE division, by ScaleDivisor's reciprocal where that is exact,
@@ -18,7 +18,12 @@
 namespace kh_attention {
 namespace {
 
-constexpr int kCacheWriteThreads = 128;
+// 256 threads: 8 KV heads of d128 (256 chunks of keys and values) are one chunk a thread, so a
+// CTA's loads all go out at once rather than in two turns of a thread (H100, against 128 threads x
+// 8 tokens in one process, two rounds, cuda/NOTES.md "FP8": 16384 tokens -> e4m3 40.6 -> 40.0 us,
+// 0.83-0.84 -> 0.84-0.85 of the 512 MiB copy rate; 32768 75.6 -> 74.0; 65536 144.3 -> 142.8; 256
+// tokens, one a CTA, 6.4 -> 5.7).
+constexpr int kCacheWriteThreads = 256;
 
 struct Bf16In {};
 struct F16In {};
@@ -99,10 +104,11 @@ __device__ __forceinline__ uint4 load_streamed(const void* ptr) {
 // A CTA writes TOKENS tokens: each thread owns fixed chunks (a head and 8 dims, of key or of value),
 // whose offsets it works out once (no division a token), and moves that chunk of every token of the
 // CTA with the loads of all tokens issued before the first store. H100, 65536 tokens x 8 heads x
-// d128: one token a CTA reached 0.80 (e4m3) and 0.91 (bf16) of the copy bandwidth, 8 tokens a CTA
-// 0.85 and 0.92; but a decode step's 256 tokens took 10.8 us in 32 CTAs of 8 against 5.9 us in 256
-// CTAs of 1, so calls of up to kFewTokens tokens take one a CTA (cuda/NOTES.md "FP8").
-constexpr int kTokensPerCta = 8;
+// d128, 128 threads: one token a CTA reached 0.80 (e4m3) and 0.91 (bf16) of the copy bandwidth, 8
+// tokens a CTA 0.85 and 0.92; but a decode step's 256 tokens took 10.8 us in 32 CTAs of 8 against
+// 5.9 us in 256 CTAs of 1, so calls of up to kFewTokens tokens take one a CTA (cuda/NOTES.md "FP8").
+// At 256 threads 4 tokens a CTA beat 8 (16384 tokens -> e4m3 40.7 -> 40.1 us) and 16 (42.0).
+constexpr int kTokensPerCta = 4;
 constexpr int64_t kFewTokens = 4096;
 
 // Where one chunk comes from and goes to.
@@ -152,7 +158,7 @@ __device__ __forceinline__ void store_chunk(const CacheWriteParams& p, const Chu
         }
         // One token a CTA (calls of a decode step's size) keeps the IEEE division: there the
         // reciprocal serves one chunk and cost 0.2 us a call (H100, 256 tokens 6.1 -> 6.3 us in
-        // two runs); with 8 tokens a CTA it pays (16384 tokens 42.9 -> 42.1).
+        // two runs); with several tokens a CTA it pays (16384 tokens 42.9 -> 42.1).
         if constexpr (TOKENS > 1) {
           divide_chunk_rn(x, s, f);
         } else {
@@ -173,10 +179,11 @@ __device__ __forceinline__ void store_chunk(const CacheWriteParams& p, const Chu
 
 // A thread's first kLeadChunks chunks are loaded before the slots are read: a decode step's call
 // (256 tokens, one a CTA) otherwise waits on two global round trips in turn, the slot and then the
-// source rows. One token a CTA leads with up to 4 chunks (heads x head dim <= 2048 in one go: 8
-// KV heads of d128 are 2 a thread). 8 tokens a CTA lead with none: those calls are long enough for
-// other CTAs to hide the round trip, and 8 chunks' registers held across the slot's 64-bit division
-// (a call) made sm80's e4m3 instance spill.
+// source rows. One token a CTA leads with up to 4 chunks (heads x head dim <= 4096 in one go: 8
+// KV heads of d128 are 1 a thread). Several tokens a CTA lead with none: those calls are long
+// enough for other CTAs to hide the round trip, and 8 chunks' registers held across the slot's
+// 64-bit division (a call) made sm80's e4m3 instance spill; leading with the first chunk at 8
+// tokens a CTA lost on the H200 (16384 tokens -> e4m3 32.0 -> 33.7 us).
 template <int TOKENS>
 constexpr int kLeadChunks = TOKENS == 1 ? 4 : 0;
 

@@ -364,10 +364,10 @@ def check_cache_write(res, op, target, gen, dec_op=None):
         ("e4m3 per tensor, int64 slots", 300, 2, 64, 32, 12, "tensor", torch.int64, False),
         ("e4m3 limits and specials", 20, 2, 256, 4, 8, "head", torch.int32, True),
         ("e4m3 d80 block size 1", 9, 3, 80, 1, 16, "head", torch.int64, False),
-        # 40 heads of d128: 1280 chunks a token, past the 512 a CUDA CTA's threads load before the slots.
+        # 40 heads of d128: 1280 chunks a token, past the 1024 a CUDA CTA's threads load before the slots.
         ("e4m3 many heads", 33, 40, 128, 16, 4, "head", torch.int32, False),
-        # Past 4096 tokens the CUDA kernel takes 8 tokens a CTA (5000: a last CTA of 8 partly empty).
-        ("e4m3 many tokens", 5000, 4, 128, 16, 400, "head", torch.int64, False),
+        # Past 4096 tokens the CUDA kernel takes 4 tokens a CTA (5002: a last CTA of 4 partly empty).
+        ("e4m3 many tokens", 5002, 4, 128, 16, 400, "head", torch.int64, False),
     ]
     for dtype in (torch.bfloat16, torch.float16):
         for (cls, tokens, heads, d, bs, nblocks, skind, sdt, special) in cases:
@@ -450,7 +450,7 @@ def check_cache_write_every_value(res, op, target, gen):
     the kernel divides."""
     scales = EVERY_VALUE_SCALES + [float(torch.rand(1, generator=torch.Generator().manual_seed(11)).item() * 50 + 0.01)]
     # The patterns once (512 tokens: the CUDA kernel's one-token CTAs, which divide) and 9 times
-    # over (4608 tokens: its 8-token CTAs, which multiply by the reciprocal and correct).
+    # over (4608 tokens: its CTAs of several tokens, which multiply by the reciprocal and correct).
     for dtype, reps in itertools.product((torch.bfloat16, torch.float16), (1, 9)):
         bits = torch.arange(-32768, 32768, device="cuda", dtype=torch.int32).to(torch.int16)
         tokens = 512 * reps

@@ -5,10 +5,11 @@
 # in a process of its own (fp8_probe.py), and compute-sanitizer on the first case that failed.
 # --prefill: the FP8 prefill instead (sm90a): its grid (check_fp8.PREFILL_CASES) in one process,
 # each case in its own under compute-sanitizer if that one died, then fp8_prefill_bench.py's table.
-# --record: the record run of docs/benchmarks.md (both builds): the decode grid of each build in
-# one process, the prefill grid (sm90a), fp8_decode_ab.py (decode against the copy floor and bf16
-# SDPA), fp8_prefill_bench.py's table, cache_write_ab.py (the cache write against the copy rate);
-# each step under a time limit, its result printed as it ends.
+# --record: the record run of docs/benchmarks.md (both builds): the decode grid and the cache
+# write's check of each build, each in one process, the prefill grid (sm90a), fp8_decode_ab.py
+# (decode against the copy floor and bf16 SDPA), fp8_prefill_bench.py's table, cache_write_ab.py
+# (the cache write against the copy rate); each step under a time limit, its result printed as it
+# ends.
 #   dev/attention/run_fp8_probe.sh [--sm80 | --prefill | --record] [STAGE, default .gpu-stage]
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -41,6 +42,8 @@ if [[ $record == 1 ]]; then
   for lib in "${libs[@]}"; do
     timeout 120 python3 "$here/fp8_probe.py" "$lib" decode-all > "$work/record-decode.log" 2>&1
     echo "decode grid $(basename "$(dirname "$lib")"): $(count "$work/record-decode.log")"
+    timeout 60 python3 "$here/fp8_probe.py" "$lib" write > "$work/record-write.log" 2>&1
+    echo "write check $(basename "$(dirname "$lib")"): $(count "$work/record-write.log")"
   done
   timeout 120 python3 "$here/fp8_probe.py" "${libs[0]}" prefill > "$work/record-prefill.log" 2>&1
   echo "prefill grid cuda-sm90a: $(count "$work/record-prefill.log")"

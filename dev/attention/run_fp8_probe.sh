@@ -8,8 +8,8 @@
 # --record: the record run of docs/benchmarks.md (both builds): the decode grid and the cache
 # write's check of each build, each in one process, the prefill grid (sm90a), fp8_decode_ab.py
 # (decode against the copy floor and bf16 SDPA), fp8_prefill_bench.py's table, cache_write_ab.py
-# (the cache write against the copy rate); each step under a time limit, its result printed as it
-# ends.
+# (the cache write against the copy rate), sustained_prefill_probe.py (the prefill held under load,
+# FP8 beside bf16); each step under a time limit, its result printed as it ends.
 #   dev/attention/run_fp8_probe.sh [--sm80 | --prefill | --record] [STAGE, default .gpu-stage]
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -50,6 +50,11 @@ if [[ $record == 1 ]]; then
   timeout 200 python3 "$here/fp8_decode_ab.py" "${libs[@]}"
   timeout 150 python3 "$here/fp8_probe.py" "${libs[0]}" prefill-bench 2>&1 | cut -c1-400
   timeout 100 python3 "$here/cache_write_ab.py" "${libs[0]}"
+  # The prefill held under load beside bf16 (the bench's rows above are bursts; both run at the
+  # board's power cap once under load: cuda/NOTES.md "The prefill at the power cap").
+  timeout 120 python3 "$here/sustained_prefill_probe.py" "${libs[0]}" \
+    256:16384:0:randn:fp8,256:16384:0:randn:bf16,256:8192:0:randn:fp8,256:8192:0:randn:bf16,128:8192:0:randn:fp8,128:8192:0:randn:bf16 \
+    --seconds 3 2>&1 | sed -n '/^| shape/,$p'
   exit 0
 fi
 if [[ $prefill == 1 ]]; then

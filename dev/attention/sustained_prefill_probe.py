@@ -13,6 +13,7 @@ first batch, the sustained median and the clock and power beside them.
           s16k full rows of both kinds and the FP8 row on zeros
 Prints one line a batch and a Markdown table at the end. Needs nvidia-smi on PATH.
 """
+import argparse
 import math
 import os
 import statistics
@@ -101,16 +102,15 @@ def batch_median_ms(call, seconds=0.4, most=200):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    seconds = 4.0
-    if "--seconds" in sys.argv:
-        seconds = float(sys.argv[sys.argv.index("--seconds") + 1])
-        args.remove(sys.argv[sys.argv.index("--seconds") + 1])
-    if not args:
-        sys.exit(__doc__)
-    lib = kh.load_library(args[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("lib")
+    parser.add_argument("sets", nargs="?", default=DEFAULT_SETS)
+    parser.add_argument("--seconds", type=float, default=4.0, help="how long each shape is held (default 4)")
+    opts = parser.parse_args()
+    seconds = opts.seconds
+    lib = kh.load_library(opts.lib)
     fp8_op, bf16_op = lib.op("attention_varlen_fwd_fp8"), lib.op("attention_fwd")
-    sets = [x.split(":") for x in (args[1] if len(args) > 1 else DEFAULT_SETS).split(",") if x]
+    sets = [x.split(":") for x in opts.sets.split(",") if x]
     gen = torch.Generator(device="cuda")
     sampler = Sampler()
     table = []

@@ -4,7 +4,7 @@ half-second batches, beside nvidia-smi's SM clock and power samples of the same 
 Why: the bench (fp8_prefill_bench.py) times 10 calls a round after a pause, so its TF/s depend on
 how much of the board's power budget the card has left then. On an H100 SXM (700 W) both the FP8
 and the bf16 prefill on random e4m3 values run at the power cap within a second, and the SM clock
-drops to 1450-1750 MHz (cuda/NOTES.md "The prefill at the power cap"). This shows, per shape, the
+drops to 1450-1760 MHz (cuda/NOTES.md "The prefill at the power cap"). This shows, per shape, the
 first batch, the sustained median and the clock and power beside them.
 
   python3 sustained_prefill_probe.py LIB [SETS] [--seconds N]
@@ -107,7 +107,6 @@ def main():
     parser.add_argument("sets", nargs="?", default=DEFAULT_SETS)
     parser.add_argument("--seconds", type=float, default=4.0, help="how long each shape is held (default 4)")
     opts = parser.parse_args()
-    seconds = opts.seconds
     lib = kh.load_library(opts.lib)
     fp8_op, bf16_op = lib.op("attention_varlen_fwd_fp8"), lib.op("attention_fwd")
     sets = [x.split(":") for x in opts.sets.split(",") if x]
@@ -123,7 +122,7 @@ def main():
                 call()
             torch.cuda.synchronize()
             t_begin, tflops = time.time(), []
-            while time.time() - t_begin < seconds:
+            while time.time() - t_begin < opts.seconds:
                 tflops.append(flops / batch_median_ms(call) / 1e9)
                 print(f"{time.time() - t_begin:5.2f} s  {name}: {tflops[-1]:.0f} TF/s", flush=True)
             smi = sampler.between(t_begin, time.time())

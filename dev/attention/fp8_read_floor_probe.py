@@ -97,8 +97,9 @@ def probe(op, b, kv, copy_tbs, gen):
     print(f"b{b} x {kv // 1024}k: {c.fp8_bytes / 1e6:.0f} MB of e4m3 K + V; floor {floor_us:.1f} us, bf16 SDPA "
           f"{sdpa_us:.1f} us -> the targets allow {0.55 * sdpa_us:.1f} us (0.55x SDPA) and {floor_us / 0.85:.1f} us "
           f"(0.85 of the floor)", flush=True)
-    for name, us, what in (("op", op_us, "attention_decode_paged_fp8"), ("empty", empty_us, "128 programs"),
-                           ("contiguous", flat_us, flat_what), ("head rows", rows_us, rows_what)):
+    print(f"  {'empty':10s} {empty_us:7.1f} us  (128 programs that read nothing: the launch)", flush=True)
+    for name, us, what in (("op", op_us, "attention_decode_paged_fp8"), ("contiguous", flat_us, flat_what),
+                           ("head rows", rows_us, rows_what)):
         print(f"  {name:10s} {us:7.1f} us  {c.fp8_bytes / (us * 1e-6) / 1e12:5.2f} TB/s  {floor_us / us:.2f} floor  "
               f"{us / sdpa_us:.2f}x SDPA  ({what})", flush=True)
     print(f"  left for the op's work within both targets, after the fastest pure read: "

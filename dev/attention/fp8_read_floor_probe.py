@@ -25,36 +25,14 @@ import gpu_bench as gb  # noqa: E402
 
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
+# The bf16 probe's readers; given 32-bit views of the e4m3 caches, a row is d / 4 words.
+from paged_read_probe import read_flat, read_head_rows  # noqa: E402
 
 
 @triton.jit
 def read_nothing(out_ptr):
     if tl.program_id(0) < 0:  # never true: a program that loads and stores nothing
         tl.store(out_ptr, 0.0)
-
-
-@triton.jit
-def read_flat(x_ptr, out_ptr, WORDS: tl.constexpr):
-    pid = tl.program_id(0)
-    offs = pid.to(tl.int64) * WORDS + tl.arange(0, WORDS)
-    v = tl.load(x_ptr + offs, eviction_policy="evict_first")
-    tl.store(out_ptr + pid, tl.sum(v.to(tl.float32), axis=0))
-
-
-@triton.jit
-def read_head_rows(k_ptr, v_ptr, table_ptr, out_ptr, blocks_per_seq, RUN: tl.constexpr, BS: tl.constexpr,
-                   HKV: tl.constexpr, ROW_WORDS: tl.constexpr):
-    # Program (run, head, seq) reads RUN of the sequence's blocks, each BS rows of head `head`
-    # (ROW_WORDS 32-bit words a row: d bytes of e4m3).
-    run, head, seq = tl.program_id(0), tl.program_id(1), tl.program_id(2)
-    rows = tl.arange(0, BS)[:, None] * (HKV * ROW_WORDS) + head * ROW_WORDS + tl.arange(0, ROW_WORDS)[None, :]
-    acc = tl.zeros([BS, ROW_WORDS], dtype=tl.float32)
-    first = seq * blocks_per_seq + run * RUN
-    for i in tl.range(RUN):
-        blk = tl.load(table_ptr + first + i).to(tl.int64) * (BS * HKV * ROW_WORDS)
-        acc += tl.load(k_ptr + blk + rows, eviction_policy="evict_first").to(tl.float32)
-        acc += tl.load(v_ptr + blk + rows, eviction_policy="evict_first").to(tl.float32)
-    tl.store(out_ptr + (seq * tl.num_programs(1) + head) * tl.num_programs(0) + run, tl.sum(acc))
 
 
 def fastest(configs):
@@ -80,7 +58,7 @@ def probe(op, b, kv, copy_tbs, gen):
             n = words // w
             if n <= out.numel():
                 flat.append((f"{w * 4 // 1024} KiB a program, {warps} warps",
-                             lambda n=n, w=w, warps=warps: read_flat[(n,)](flat_buf, out, WORDS=w, num_warps=warps)))
+                             lambda n=n, w=w, warps=warps: read_flat[(n,)](flat_buf, out, BLOCK=w, num_warps=warps)))
     flat_us, flat_what = fastest(flat)
     del flat_buf
     kw, vw, table = c.kc.view(torch.int32), c.vc.view(torch.int32), c.tables[0]
@@ -90,8 +68,8 @@ def probe(op, b, kv, copy_tbs, gen):
         if nblk % run == 0 and (nblk // run) * c.hkv * b <= out.numel():
             for warps in (2, 4):
                 rows.append((f"{run} blocks a program, {warps} warps", lambda run=run, warps=warps: read_head_rows[
-                    (nblk // run, c.hkv, b)](kw, vw, table, out, nblk, RUN=run, BS=c.bs, HKV=c.hkv,
-                                             ROW_WORDS=c.d // 4, num_warps=warps)))
+                    (nblk // run, c.hkv, b)](kw, vw, table, out, nblk, RUN=run, BS=c.bs, HKV_=c.hkv,
+                                             D_=c.d // 4, num_warps=warps)))
     rows_us, rows_what = fastest(rows)
     bound = min(0.55 * sdpa_us, floor_us / 0.85)
     print(f"b{b} x {kv // 1024}k: {c.fp8_bytes / 1e6:.0f} MB of e4m3 K + V; floor {floor_us:.1f} us, bf16 SDPA "

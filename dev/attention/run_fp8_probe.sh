@@ -8,9 +8,9 @@
 # --record: the record run of docs/benchmarks.md (both builds): the decode grid and the cache
 # write's check of each build, each in one process, the prefill grid (sm90a), fp8_decode_ab.py
 # (decode against the copy floor and bf16 SDPA), fp8_read_floor_probe.py (a pure read of the same
-# bytes), fp8_prefill_bench.py's table, cache_write_ab.py
-# (the cache write against the copy rate), sustained_prefill_probe.py (the prefill held under load,
-# FP8 beside bf16); each step under a time limit, its result printed as it ends.
+# bytes), fp8_prefill_bench.py's table, cache_write_ab.py (the cache write against the copy rate),
+# sustained_prefill_probe.py (the prefill held under load, FP8 beside bf16); each step under a
+# time limit, its result printed as it ends.
 #   dev/attention/run_fp8_probe.sh [--sm80 | --prefill | --record] [STAGE, default .gpu-stage]
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -50,7 +50,7 @@ if [[ $record == 1 ]]; then
   echo "prefill grid cuda-sm90a: $(count "$work/record-prefill.log")"
   timeout 200 python3 "$here/fp8_decode_ab.py" "${libs[@]}"
   # What any kernel needs just to read 16 x 4k's bytes, beside the op and SDPA (the row that misses).
-  timeout 90 python3 "$here/fp8_read_floor_probe.py" "${libs[0]}" --shapes 16x4096,16x32768 2>&1 | grep -v -i warn
+  timeout 150 python3 "$here/fp8_read_floor_probe.py" "${libs[0]}" --shapes 16x4096,16x32768 2>&1 | grep -v -i warn
   timeout 150 python3 "$here/fp8_probe.py" "${libs[0]}" prefill-bench 2>&1 | cut -c1-400
   timeout 100 python3 "$here/cache_write_ab.py" "${libs[0]}"
   # The prefill held under load beside bf16 (the bench's rows above are bursts; both run at the
